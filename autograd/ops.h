@@ -1,0 +1,56 @@
+// Differentiable ops: each checks shapes and devices, allocates its output, calls the kernel for the
+// tensors' device, and records a backward node (autograd/engine.h) when an input requires grad.
+// One file per op family in autograd/ops/, sharing its base name with kernels/cpu/<family>.cpp.
+// CUDA kernels arrive with the CUDA backend; until then a CUDA tensor gets a clear error here.
+#pragma once
+
+#include <cstdint>
+
+#include "autograd/engine.h"
+#include "tensor/tensor.h"
+
+namespace bastion {
+
+// ---- elementwise.cpp ----
+Tensor add(const Tensor& a, const Tensor& b);          // same shapes
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor scale(const Tensor& a, float alpha);
+Tensor sum(const Tensor& a);                           // -> shape (1)
+Tensor mean(const Tensor& a);                          // -> shape (1)
+Tensor reshape(const Tensor& a, const Shape& shape);   // contiguous, same numel; shares storage
+Tensor flatten(const Tensor& a);                       // (N, ...) -> (N, rest)
+
+// ---- activation.cpp ----
+Tensor relu(const Tensor& x);
+// Inverted dropout with probability p; identity when !training or p == 0. Draws from `gen`.
+Tensor dropout(const Tensor& x, float p, bool training, Generator& gen);
+
+// ---- linear.cpp ----
+// y = x @ weight^T + bias; x (N, in), weight (out, in), bias (out) or undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// ---- conv.cpp ----
+// x (N, C, H, W), weight (K, C, R, S), bias (K) or undefined -> (N, K, OH, OW).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding);
+
+// ---- pool.cpp ----
+Tensor max_pool2d(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding = 0);
+Tensor avg_pool2d(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding = 0);
+Tensor global_avg_pool2d(const Tensor& x);  // (N, C, H, W) -> (N, C, 1, 1), AdaptiveAvgPool2d(1)
+
+// ---- batchnorm.cpp ----
+// x (N, C) or (N, C, H, W). Training: normalise with the batch statistics (biased variance) and update
+// running_mean/var in place with `momentum` (unbiased variance, as PyTorch). Eval: use running stats.
+Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, float momentum, float eps);
+
+// ---- softmax.cpp ----
+Tensor log_softmax(const Tensor& x);                               // (N, C)
+Tensor cross_entropy(const Tensor& logits, const LabelTensor& y);  // mean over N -> (1)
+Tensor kl_div(const Tensor& student_logits, const Tensor& teacher_logits, float temperature);  // -> (1)
+
+// Throws a clear error when `t` is not on the CPU (ops without a CUDA kernel yet).
+void require_cpu(const Tensor& t, const char* op);
+
+}  // namespace bastion

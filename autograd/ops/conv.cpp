@@ -1,0 +1,38 @@
+// Recorded conv2d. Math, layouts and the im2col+GEMM plan: kernels/cpu/conv.h.
+#include "autograd/ops.h"
+#include "kernels/cpu/conv.h"
+
+namespace bastion {
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding) {
+  check_rank(x, 4, "conv2d", "input");
+  check_rank(weight, 4, "conv2d", "weight");
+  check_same_device(x, weight, "conv2d");
+  require_cpu(x, "conv2d");
+  BASTION_CHECK(x.size(1) == weight.size(1), "conv2d: input ", x.shape(), " has ", x.size(1),
+                " channels but weight ", weight.shape(), " expects ", weight.size(1));
+  if (bias.defined()) {
+    check_rank(bias, 1, "conv2d", "bias");
+    BASTION_CHECK(bias.size(0) == weight.size(0), "conv2d: bias ", bias.shape(), " for weight ", weight.shape());
+  }
+  const Conv2dGeometry g = conv2d_geometry(x.size(0), x.size(1), x.size(2), x.size(3), weight.size(0),
+                                           weight.size(2), weight.size(3), stride, padding);
+  Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
+  {
+    Tensor workspace = Tensor::empty({conv2d_workspace_floats(g)});
+    conv2d_forward_cpu(out.data(), x.data(), weight.data(), bias.defined() ? bias.data() : nullptr, g,
+                       workspace.data());
+  }
+  return record(out, "conv2d", {x, weight, bias}, [x, weight, g](const Tensor& grad, const Node& node) {
+    Tensor dx = node.needs_grad[0] ? Tensor::empty(x.shape()) : Tensor();
+    Tensor dw = node.needs_grad[1] ? Tensor::empty(weight.shape()) : Tensor();
+    Tensor db = node.needs_grad[2] ? Tensor::empty({g.K}) : Tensor();
+    Tensor workspace = Tensor::empty({conv2d_workspace_floats(g)});
+    conv2d_backward_cpu(dx.defined() ? dx.data() : nullptr, dw.defined() ? dw.data() : nullptr,
+                        db.defined() ? db.data() : nullptr, grad.data(), x.data(), weight.data(), g,
+                        workspace.data());
+    return std::vector<Tensor>{dx, dw, db};
+  });
+}
+
+}  // namespace bastion

@@ -1,0 +1,180 @@
+#include "kernels/cpu/conv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/gemm.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+
+// 4 Mi floats (16 MiB) of columns per chunk: large enough that LeNet and cnn-fedcap do a whole batch of
+// 64 in one GEMM, small enough to stay far below memory limits for ResNet18.
+constexpr int64_t kConvMaxColumnFloats = int64_t{1} << 22;
+
+// Output columns ow whose input column ow*stride - pad + s lies in [0, W): [lo, hi).
+void valid_range(int64_t s, int64_t stride, int64_t pad, int64_t W, int64_t OW, int64_t* lo, int64_t* hi) {
+  const int64_t first = pad - s;  // need ow*stride >= first
+  *lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  const int64_t last = W - 1 + pad - s;  // need ow*stride <= last
+  *hi = last < 0 ? 0 : std::min(OW, last / stride + 1);
+  *lo = std::min(*lo, *hi);
+}
+
+}  // namespace
+
+Conv2dGeometry conv2d_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
+                               int64_t stride, int64_t padding) {
+  BASTION_CHECK(stride >= 1 && padding >= 0, "conv2d: stride ", stride, " must be >= 1 and padding ", padding,
+                " >= 0");
+  BASTION_CHECK(H + 2 * padding >= R && W + 2 * padding >= S, "conv2d: kernel ", R, "x", S,
+                " larger than padded input ", H + 2 * padding, "x", W + 2 * padding);
+  const int64_t OH = (H + 2 * padding - R) / stride + 1;
+  const int64_t OW = (W + 2 * padding - S) / stride + 1;
+  return Conv2dGeometry{N, C, H, W, K, R, S, stride, padding, OH, OW};
+}
+
+int64_t conv2d_chunk_samples(const Conv2dGeometry& g) {
+  const int64_t per_sample = std::max<int64_t>(g.crs() * g.out_plane(), 1);
+  return std::clamp<int64_t>(kConvMaxColumnFloats / per_sample, 1, std::max<int64_t>(g.N, 1));
+}
+
+int64_t conv2d_workspace_floats(const Conv2dGeometry& g) {
+  const int64_t cols = conv2d_chunk_samples(g) * g.out_plane();
+  return cols * (g.crs() + g.K);  // columns + the (K, nb*P) GEMM result
+}
+
+void im2col_cpu(float* cols, const float* in, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count) {
+  const int64_t P = g.out_plane(), row_len = n_count * P;
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < g.crs(); ++row) {
+    const int64_t c = row / (g.R * g.S), r = (row / g.S) % g.R, s = row % g.S;
+    int64_t lo, hi;
+    valid_range(s, g.stride, g.padding, g.W, g.OW, &lo, &hi);
+    for (int64_t n = 0; n < n_count; ++n) {
+      const float* plane = in + ((n_begin + n) * g.C + c) * g.H * g.W;
+      float* dst = cols + row * row_len + n * P;
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        float* dst_row = dst + oh * g.OW;
+        const int64_t ih = oh * g.stride - g.padding + r;
+        if (ih < 0 || ih >= g.H) {
+          std::fill_n(dst_row, g.OW, 0.0f);
+          continue;
+        }
+        const float* src = plane + ih * g.W - g.padding + s;
+        std::fill_n(dst_row, lo, 0.0f);
+        if (g.stride == 1) {
+          std::memcpy(dst_row + lo, src + lo, (hi - lo) * sizeof(float));
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) dst_row[ow] = src[ow * g.stride];
+        }
+        std::fill(dst_row + hi, dst_row + g.OW, 0.0f);
+      }
+    }
+  }
+}
+
+void col2im_add_cpu(float* in_grad, const float* cols, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count) {
+  const int64_t P = g.out_plane(), row_len = n_count * P;
+  // One (n, c) input plane per iteration: each plane is written by exactly one thread, in a fixed
+  // order, so the sums do not depend on the thread count.
+#pragma omp parallel for schedule(static)
+  for (int64_t plane_index = 0; plane_index < n_count * g.C; ++plane_index) {
+    const int64_t n = plane_index / g.C, c = plane_index % g.C;
+    float* plane = in_grad + ((n_begin + n) * g.C + c) * g.H * g.W;
+    for (int64_t r = 0; r < g.R; ++r) {
+      for (int64_t s = 0; s < g.S; ++s) {
+        const int64_t row = (c * g.R + r) * g.S + s;
+        int64_t lo, hi;
+        valid_range(s, g.stride, g.padding, g.W, g.OW, &lo, &hi);
+        const float* src = cols + row * row_len + n * P;
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          const int64_t ih = oh * g.stride - g.padding + r;
+          if (ih < 0 || ih >= g.H) continue;
+          float* dst = plane + ih * g.W - g.padding + s;
+          const float* src_row = src + oh * g.OW;
+          for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.stride] += src_row[ow];
+        }
+      }
+    }
+  }
+}
+
+void conv2d_forward_cpu(float* out, const float* in, const float* weight, const float* bias, const Conv2dGeometry& g,
+                        float* workspace) {
+  const int64_t P = g.out_plane(), chunk = conv2d_chunk_samples(g);
+  float* cols = workspace;
+  float* tmp = workspace + chunk * P * g.crs();
+  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+    const int64_t nb = std::min(chunk, g.N - n0);
+    im2col_cpu(cols, in, g, n0, nb);
+    gemm_cpu(false, false, g.K, nb * P, g.crs(), 1.0f, weight, g.crs(), cols, nb * P, 0.0f, tmp, nb * P);
+#pragma omp parallel for schedule(static)
+    for (int64_t nk = 0; nk < nb * g.K; ++nk) {
+      const int64_t n = nk / g.K, k = nk % g.K;
+      const float b = bias ? bias[k] : 0.0f;
+      const float* src = tmp + k * nb * P + n * P;
+      float* dst = out + ((n0 + n) * g.K + k) * P;
+      for (int64_t p = 0; p < P; ++p) dst[p] = src[p] + b;
+    }
+  }
+}
+
+void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out, const float* in,
+                         const float* weight, const Conv2dGeometry& g, float* workspace) {
+  const int64_t P = g.out_plane(), chunk = conv2d_chunk_samples(g);
+  float* cols = workspace;
+  float* dyt = workspace + chunk * P * g.crs();
+  if (grad_in) std::fill_n(grad_in, g.N * g.C * g.H * g.W, 0.0f);
+  if (grad_bias) {
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < g.K; ++k) {
+      double total = 0.0;
+      for (int64_t n = 0; n < g.N; ++n) {
+        const float* src = grad_out + (n * g.K + k) * P;
+        for (int64_t p = 0; p < P; ++p) total += src[p];
+      }
+      grad_bias[k] = static_cast<float>(total);
+    }
+  }
+  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+    const int64_t nb = std::min(chunk, g.N - n0);
+#pragma omp parallel for schedule(static)
+    for (int64_t nk = 0; nk < nb * g.K; ++nk) {
+      const int64_t n = nk / g.K, k = nk % g.K;
+      std::memcpy(dyt + k * nb * P + n * P, grad_out + ((n0 + n) * g.K + k) * P, P * sizeof(float));
+    }
+    if (grad_weight) {
+      im2col_cpu(cols, in, g, n0, nb);
+      gemm_cpu(false, true, g.K, g.crs(), nb * P, 1.0f, dyt, nb * P, cols, nb * P, n0 == 0 ? 0.0f : 1.0f,
+               grad_weight, g.crs());
+    }
+    if (grad_in) {
+      gemm_cpu(true, false, g.crs(), nb * P, g.K, 1.0f, weight, g.crs(), dyt, nb * P, 0.0f, cols, nb * P);
+      col2im_add_cpu(grad_in, cols, g, n0, nb);
+    }
+  }
+}
+
+void conv2d_forward_direct_cpu(float* out, const float* in, const float* weight, const float* bias,
+                               const Conv2dGeometry& g) {
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t k = 0; k < g.K; ++k)
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          double total = bias ? bias[k] : 0.0;
+          for (int64_t c = 0; c < g.C; ++c)
+            for (int64_t r = 0; r < g.R; ++r)
+              for (int64_t s = 0; s < g.S; ++s) {
+                const int64_t ih = oh * g.stride - g.padding + r, iw = ow * g.stride - g.padding + s;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                total += static_cast<double>(weight[((k * g.C + c) * g.R + r) * g.S + s]) *
+                         in[((n * g.C + c) * g.H + ih) * g.W + iw];
+              }
+          out[((n * g.K + k) * g.OH + oh) * g.OW + ow] = static_cast<float>(total);
+        }
+}
+
+}  // namespace bastion
