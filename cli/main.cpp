@@ -1,1 +1,32 @@
-int main() { return 0; }
+// bastion: the command-line entry point. Subcommands live in cli/*.cpp (see cli/commands.h).
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "tensor/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Bastion: a from-scratch deep-learning engine and federated-learning security lab"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, bastion::cli::Command> commands;
+  for (auto add : {bastion::cli::add_train_command, bastion::cli::add_list_command}) {
+    bastion::cli::Command command = add(app);
+    commands[app.get_subcommands({}).back()] = command;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, command] : commands)
+      if (sub->parsed()) return command();
+  } catch (const bastion::Error& e) {
+    std::fprintf(stderr, "bastion: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bastion: unexpected error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

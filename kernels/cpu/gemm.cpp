@@ -20,6 +20,13 @@ namespace {
 constexpr int64_t kBlockK = 256;
 constexpr int64_t kBlockN = 512;
 
+// gemm_cpu's parallel split (OpenBLAS build): C is cut into panels of kPanelColumns columns (or, when
+// C is narrow, kPanelRows rows); products under kMinPanelWork multiply-adds stay one call, where the
+// split would cost more than it gains. All three depend on nothing but the shape.
+constexpr int64_t kPanelColumns = 512;
+constexpr int64_t kPanelRows = 128;
+constexpr int64_t kMinPanelWork = int64_t{1} << 18;
+
 void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i) {
     float* row = C + i * ldc;
@@ -68,6 +75,13 @@ bool gemm_has_openblas() {
 void gemm_openblas_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
 #ifdef BASTION_HAVE_OPENBLAS
+  // OpenBLAS's own threads would make results depend on the thread count (see gemm_cpu), so it runs
+  // single-threaded, set once, here, before the first call.
+  static const bool single_threaded = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)single_threaded;
   if (M == 0 || N == 0) return;
   if (K == 0) {  // BLAS leaves C untouched for K = 0 only when beta = 1; make beta = 0 assign.
     scale_c(M, N, beta, C, ldc);
@@ -81,10 +95,37 @@ void gemm_openblas_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
 #endif
 }
 
+// Deterministic threading: OpenBLAS 0.3.21's threaded driver changes the order of the K sum with the
+// thread count for some kernels and shapes (on this machine's default Prescott kernels, 1 vs 2 threads
+// differ in the last bits for 3x57344x72 and 10x10x100000; tests/test_kernels_cpu.cpp's determinism test
+// failed). So OpenBLAS always runs single-threaded and the parallelism is ours: C is split into panels
+// whose bounds depend only on the shape, each panel is one sequential OpenBLAS call, and the result is
+// the same whichever thread computes a panel and however many there are.
 void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
 #ifdef BASTION_HAVE_OPENBLAS
-  gemm_openblas_cpu(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const bool by_columns = N >= 2 * kPanelColumns, by_rows = !by_columns && M >= 2 * kPanelRows;
+  if (M * N * K < kMinPanelWork || (!by_columns && !by_rows)) {
+    gemm_openblas_cpu(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  if (by_columns) {  // columns j0.. of C need columns j0.. of op(B)
+    const int64_t panels = (N + kPanelColumns - 1) / kPanelColumns;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t j0 = p * kPanelColumns, width = std::min(kPanelColumns, N - j0);
+      gemm_openblas_cpu(trans_a, trans_b, M, width, K, alpha, A, lda, trans_b ? B + j0 * ldb : B + j0, ldb, beta,
+                        C + j0, ldc);
+    }
+  } else {  // rows i0.. of C need rows i0.. of op(A)
+    const int64_t panels = (M + kPanelRows - 1) / kPanelRows;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t i0 = p * kPanelRows, height = std::min(kPanelRows, M - i0);
+      gemm_openblas_cpu(trans_a, trans_b, height, N, K, alpha, trans_a ? A + i0 : A + i0 * lda, lda, B, ldb, beta,
+                        C + i0 * ldc, ldc);
+    }
+  }
 #else
   gemm_blocked_cpu(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
@@ -92,10 +133,7 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
 
 void set_num_threads(int threads) {
   BASTION_CHECK(threads >= 1, "thread count must be at least 1, got ", threads);
-  omp_set_num_threads(threads);
-#ifdef BASTION_HAVE_OPENBLAS
-  openblas_set_num_threads(threads);
-#endif
+  omp_set_num_threads(threads);  // OpenBLAS stays single-threaded: gemm_cpu splits the work itself
 }
 
 int num_threads() { return omp_get_max_threads(); }

@@ -2,11 +2,13 @@
 // op(A) is (M, K): A is (M, K) with lda >= K, or (K, M) with lda >= M when trans_a.
 // op(B) is (K, N): B is (K, N) with ldb >= N, or (N, K) with ldb >= K when trans_b.
 // C is (M, N) with ldc >= N. beta = 0 ASSIGNS C (its old contents may be NaN); beta = 1 accumulates.
-// Two implementations, kept in agreement by tests/test_gemm.cpp:
+// Two implementations, kept in agreement by tests/test_kernels_cpu.cpp:
 //   gemm_openblas_cpu  cblas_sgemm (only when built with OpenBLAS)
 //   gemm_blocked_cpu   a plain cache-blocked fallback, always built
-// gemm_cpu dispatches to OpenBLAS when present. Threads: OpenBLAS uses set_num_threads(); the blocked
-// version is single-threaded (it is a fallback and a test oracle).
+// gemm_cpu dispatches to OpenBLAS when present. Threads: OpenBLAS itself always runs single-threaded
+// (its threaded driver sums in a thread-count-dependent order); gemm_cpu splits C into shape-determined
+// panels over set_num_threads() OpenMP threads instead, so results are bitwise independent of the thread
+// count. The blocked version is single-threaded (it is a fallback and a test oracle).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +23,8 @@ bool gemm_has_openblas();
 void gemm_openblas_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
-// Threads used by OpenBLAS and by Bastion's own OpenMP loops in this thread. Kernels parallelise
-// over independent outputs only, so results do not depend on this number.
+// Threads used by Bastion's own OpenMP loops (gemm_cpu's panels included) in this thread. Kernels
+// parallelise over independent outputs only, so results do not depend on this number.
 void set_num_threads(int threads);
 int num_threads();
 

@@ -1,0 +1,238 @@
+// bench_kernels: GEMM, conv2d and max-pool kernels at the shapes Bastion's models produce.
+//
+//   gemm_openblas/<shape>/threads:T   gemm_openblas_cpu (rung 0, the library)
+//   gemm_blocked/<shape>/threads:1    gemm_blocked_cpu (single-threaded by contract, so 1 thread only)
+//   conv_forward/<layer>/threads:T    conv2d_forward_cpu  (im2col + one GEMM per chunk + bias scatter)
+//   conv_backward/<layer>/threads:T   conv2d_backward_cpu (grad_in null for first layers, as in training)
+//   conv_im2col/<layer>, conv_col2im/<layer>   the building blocks alone, to split conv time
+//   max_pool2d_forward/<shape>/threads:T, max_pool2d_backward/<shape>/threads:T
+//
+// <shape> is either squareN (M = N = K = N, no transposes) or <layer>.<gemm>, the exact GEMM a conv
+// layer issues per chunk: fwd (K, nb*P, CRS) NN, bwd_weight (K, CRS, nb*P) NT, bwd_input (CRS, nb*P, K) TN,
+// so a conv's GFLOP/s can be put next to OpenBLAS on the very same matrices (bench/summarize.py).
+// Counters: GFLOPS = flops/s (a GEMM is 2*M*N*K; a conv forward 2*N*K*C*R*S*OH*OW; its backward is
+// 2x that with grad_in and 1x without), GBps = bytes moved/s (each input read once, each output
+// written once: a lower bound on traffic). All benchmarks use real (wall) time, since the work runs on
+// several threads. Inputs come from a fixed Generator; outputs are never checked here (tests/ do that).
+//
+// Run: bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//                    --benchmark_enable_random_interleaving=true    (see bench/run_all.sh)
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/pool.h"
+#include "tensor/random.h"
+
+using namespace bastion;
+
+namespace {
+
+// 64-byte aligned float buffer filled with N(0, 1) from a fixed seed (the pool's alignment).
+struct Buffer {
+  explicit Buffer(int64_t n, uint64_t seed = 1) : size(std::max<int64_t>(n, 1)) {
+    const size_t bytes = (static_cast<size_t>(size) * sizeof(float) + 63) / 64 * 64;
+    data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    Generator gen(seed);
+    for (int64_t i = 0; i < size; ++i) data.get()[i] = static_cast<float>(gen.normal());
+  }
+  float* get() const { return data.get(); }
+  int64_t size;
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data;
+};
+
+struct ConvLayer {
+  const char* name;
+  Conv2dGeometry g;
+  bool first_layer;  // training skips grad_in of a network's first layer
+};
+
+std::vector<ConvLayer> conv_layers() {
+  return {
+      {"lenet28.conv1", conv2d_geometry(64, 1, 28, 28, 6, 5, 5, 1, 0), true},
+      {"lenet28.conv2", conv2d_geometry(64, 6, 12, 12, 16, 5, 5, 1, 0), false},
+      {"lenet32.conv1", conv2d_geometry(64, 3, 32, 32, 6, 5, 5, 1, 0), true},
+      {"lenet32.conv2", conv2d_geometry(64, 6, 14, 14, 16, 5, 5, 1, 0), false},
+      {"fedcap.conv1", conv2d_geometry(64, 3, 32, 32, 32, 5, 5, 1, 0), true},
+      {"fedcap.conv2", conv2d_geometry(64, 32, 14, 14, 64, 5, 5, 1, 0), false},
+      {"resnet18.layer1", conv2d_geometry(16, 64, 32, 32, 64, 3, 3, 1, 1), false},
+  };
+}
+
+double conv_forward_flops(const Conv2dGeometry& g) {
+  return 2.0 * g.N * g.K * g.crs() * g.out_plane();
+}
+
+struct GemmShape {
+  std::string name;
+  bool trans_a, trans_b;
+  int64_t M, N, K;
+};
+
+std::vector<GemmShape> gemm_shapes() {
+  std::vector<GemmShape> shapes;
+  for (int64_t n : {64, 256, 1024}) shapes.push_back({"square" + std::to_string(n), false, false, n, n, n});
+  for (const ConvLayer& layer : conv_layers()) {
+    const Conv2dGeometry& g = layer.g;
+    const int64_t cols = conv2d_chunk_samples(g) * g.out_plane();  // nb * P of a full chunk
+    const std::string base = layer.name;
+    shapes.push_back({base + ".fwd", false, false, g.K, cols, g.crs()});
+    shapes.push_back({base + ".bwd_weight", false, true, g.K, g.crs(), cols});
+    if (!layer.first_layer) shapes.push_back({base + ".bwd_input", true, false, g.crs(), cols, g.K});
+  }
+  return shapes;
+}
+
+using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                        float, float*, int64_t);
+
+void bm_gemm(benchmark::State& state, GemmFn gemm, GemmShape s, int threads) {
+  set_num_threads(threads);
+  Buffer a(s.M * s.K, 1), b(s.K * s.N, 2), c(s.M * s.N, 3);
+  const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
+  for (auto _ : state) {
+    gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.get(), lda, b.get(), ldb, 0.0f, c.get(), s.N);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * s.M * s.N * s.K, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["M"] = static_cast<double>(s.M);
+  state.counters["N"] = static_cast<double>(s.N);
+  state.counters["K"] = static_cast<double>(s.K);
+}
+
+void bm_conv_forward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
+      workspace(conv2d_workspace_floats(g), 5);
+  for (auto _ : state) {
+    conv2d_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_conv_backward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), grad_out(g.N * g.K * g.out_plane(), 3),
+      grad_in(g.N * g.C * g.H * g.W, 4), grad_weight(g.K * g.crs(), 5), grad_bias(g.K, 6),
+      workspace(conv2d_workspace_floats(g), 7);
+  float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
+  for (auto _ : state) {
+    conv2d_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(), weight.get(), g,
+                        workspace.get());
+    benchmark::ClobberMemory();
+  }
+  const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
+  state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// im2col / col2im of the first chunk alone: bytes = input read + columns written (im2col), or
+// columns read + input gradient read and written (col2im adds into it).
+void bm_im2col(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  const int64_t nb = conv2d_chunk_samples(g);
+  Buffer in(g.N * g.C * g.H * g.W, 1), cols(nb * g.out_plane() * g.crs(), 2);
+  for (auto _ : state) {
+    im2col_cpu(cols.get(), in.get(), g, 0, nb);
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 4.0 * (nb * g.C * g.H * g.W + nb * g.out_plane() * g.crs());
+  state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_col2im(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  const int64_t nb = conv2d_chunk_samples(g);
+  Buffer grad_in(g.N * g.C * g.H * g.W, 1), cols(nb * g.out_plane() * g.crs(), 2);
+  for (auto _ : state) {
+    col2im_add_cpu(grad_in.get(), cols.get(), g, 0, nb);
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 4.0 * (2.0 * nb * g.C * g.H * g.W + nb * g.out_plane() * g.crs());
+  state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_max_pool_forward(benchmark::State& state, Pool2dGeometry g, int threads) {
+  set_num_threads(threads);
+  Buffer in(g.planes * g.H * g.W, 1), out(g.planes * g.OH * g.OW, 2);
+  for (auto _ : state) {
+    max_pool2d_forward_cpu(out.get(), in.get(), g);
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 4.0 * (g.planes * g.H * g.W + g.planes * g.OH * g.OW);
+  state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_max_pool_backward(benchmark::State& state, Pool2dGeometry g, int threads) {
+  set_num_threads(threads);
+  Buffer in(g.planes * g.H * g.W, 1), grad_out(g.planes * g.OH * g.OW, 2), grad_in(g.planes * g.H * g.W, 3);
+  for (auto _ : state) {
+    max_pool2d_backward_cpu(grad_in.get(), grad_out.get(), in.get(), g);
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 4.0 * (2.0 * g.planes * g.H * g.W + g.planes * g.OH * g.OW);  // in, grad_out, grad_in
+  state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+std::string suffix(const std::string& what, int threads) { return "/" + what + "/threads:" + std::to_string(threads); }
+
+void register_all() {
+  const int kThreads[] = {1, 2};
+  for (const GemmShape& s : gemm_shapes()) {
+    for (int t : kThreads) {
+      if (gemm_has_openblas())
+        benchmark::RegisterBenchmark(("gemm_openblas" + suffix(s.name, t)).c_str(), bm_gemm, gemm_openblas_cpu, s, t)
+            ->UseRealTime();
+      if (t == 1)
+        benchmark::RegisterBenchmark(("gemm_blocked" + suffix(s.name, t)).c_str(), bm_gemm, gemm_blocked_cpu, s, t)
+            ->UseRealTime();
+    }
+  }
+  for (const ConvLayer& layer : conv_layers()) {
+    for (int t : kThreads) {
+      benchmark::RegisterBenchmark(("conv_forward" + suffix(layer.name, t)).c_str(), bm_conv_forward, layer, t)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("conv_backward" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer, t)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)
+          ->UseRealTime();
+      if (!layer.first_layer)
+        benchmark::RegisterBenchmark(("conv_col2im" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t)
+            ->UseRealTime();
+    }
+  }
+  // LeNet's conv1 output at batch 64 on 28x28 input: 64 x 6 planes of 24x24, 2x2 window, stride 2.
+  const Pool2dGeometry pool = pool2d_geometry(64 * 6, 24, 24, 2, 2, 0);
+  for (int t : kThreads) {
+    benchmark::RegisterBenchmark(("max_pool2d_forward" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_forward,
+                                 pool, t)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("max_pool2d_backward" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_backward,
+                                 pool, t)
+        ->UseRealTime();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("openblas", gemm_has_openblas() ? "yes" : "no");
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

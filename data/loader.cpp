@@ -1,0 +1,99 @@
+// BatchLoader and normalize_into: see loader.h for the contract.
+#include "data/loader.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "tensor/error.h"
+
+namespace bastion {
+
+void normalize_into(float* out, const Dataset& d, int64_t index) {
+  BASTION_CHECK(0 <= index && index < d.size(), "normalize_into: index ", index,
+                " out of range for dataset '", d.name, "' of ", d.size(), " samples");
+  BASTION_CHECK(
+      static_cast<int64_t>(d.mean.size()) == d.channels && static_cast<int64_t>(d.std.size()) == d.channels,
+      "normalize_into: dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(),
+      " means and ", d.std.size(), " stds");
+  const int64_t plane = d.height * d.width;
+  const uint8_t* pixels = d.pixels.data() + index * d.sample_numel();
+  for (int64_t c = 0; c < d.channels; ++c) {
+    // Same float operations as torchvision's ToTensor (divide by 255) then Normalize (subtract, divide),
+    // rounded the same way, so inputs match PyTorch's float32 values.
+    const float mean = d.mean[c], std = d.std[c];
+    for (int64_t i = 0; i < plane; ++i)
+      out[c * plane + i] = (static_cast<float>(pixels[c * plane + i]) / 255.0f - mean) / std;
+  }
+}
+
+BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed,
+                         std::vector<int64_t> indices, bool drop_last)
+    : data_(data),
+      batch_size_(batch_size),
+      shuffle_(shuffle),
+      seed_(seed),
+      drop_last_(drop_last),
+      indices_(std::move(indices)) {
+  BASTION_CHECK(batch_size > 0, "BatchLoader: batch_size must be positive, got ", batch_size);
+  BASTION_CHECK(static_cast<int64_t>(data.pixels.size()) == data.size() * data.sample_numel(),
+                "BatchLoader: dataset '", data.name, "' holds ", data.pixels.size(),
+                " pixel bytes, expected ", data.size(), " samples of ", data.sample_numel());
+  if (indices_.empty()) {
+    indices_.resize(static_cast<size_t>(data.size()));
+    for (int64_t i = 0; i < data.size(); ++i) indices_[i] = i;
+  }
+  for (size_t k = 0; k < indices_.size(); ++k) {
+    BASTION_CHECK(0 <= indices_[k] && indices_[k] < data.size(), "BatchLoader: indices[", k,
+                  "] = ", indices_[k], " out of range for dataset '", data.name, "' of ", data.size(),
+                  " samples");
+  }
+  // Buffers are sized once here; next() only hands out views of them. A subset smaller than one batch
+  // gets a buffer of its own size rather than batch_size rows.
+  const int64_t n = num_samples();
+  const int64_t rows = std::min(batch_size, n);
+  if (rows > 0) {
+    x_full_ = Tensor::empty({rows, data.channels, data.height, data.width});
+    y_full_ = LabelTensor(rows);
+  }
+  const int64_t partial = n % batch_size;
+  if (partial > 0) {
+    x_partial_ = x_full_.slice_rows(0, partial);
+    y_partial_ = LabelTensor(partial);
+  }
+  start_epoch(0);
+}
+
+void BatchLoader::start_epoch(int64_t epoch) {
+  order_ = indices_;
+  cursor_ = 0;
+  if (!shuffle_) return;
+  Generator gen = Generator(seed_).fork(static_cast<uint64_t>(epoch));
+  for (size_t i = order_.size(); i > 1; --i) {
+    std::swap(order_[i - 1], order_[gen.below(i)]);
+  }
+}
+
+bool BatchLoader::next(Tensor& x, LabelTensor& y) {
+  const int64_t n = std::min(batch_size_, num_samples() - cursor_);
+  if (n <= 0 || (drop_last_ && n < batch_size_)) return false;
+  const bool full = n == batch_size_;
+  const Tensor& xb = full ? x_full_ : x_partial_;
+  const LabelTensor& yb = full ? y_full_ : y_partial_;
+  const int64_t numel = data_.sample_numel();
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t index = order_[cursor_ + r];
+    normalize_into(xb.data() + r * numel, data_, index);
+    yb[r] = data_.labels[index];
+  }
+  cursor_ += n;
+  x = xb;
+  y = yb;
+  return true;
+}
+
+int64_t BatchLoader::batches_per_epoch() const {
+  const int64_t n = num_samples();
+  return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+}
+
+}  // namespace bastion

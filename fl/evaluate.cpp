@@ -1,0 +1,49 @@
+#include "fl/evaluate.h"
+
+#include "autograd/ops.h"
+#include "data/loader.h"
+
+namespace bastion {
+
+std::vector<int32_t> argmax_rows(const Tensor& logits) {
+  check_rank(logits, 2, "argmax_rows", "logits");
+  const int64_t N = logits.size(0), C = logits.size(1);
+  std::vector<int32_t> out(N);
+  const float* p = logits.data();
+  for (int64_t n = 0; n < N; ++n) {
+    int32_t best = 0;
+    for (int64_t c = 1; c < C; ++c)
+      if (p[n * C + c] > p[n * C + best]) best = static_cast<int32_t>(c);
+    out[n] = best;
+  }
+  return out;
+}
+
+EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const std::vector<int64_t>& indices) {
+  const bool was_training = model.is_training();
+  model.train(false);
+  NoGradGuard no_grad;
+  BatchLoader loader(data, batch_size, /*shuffle=*/false, /*seed=*/0, indices);
+  loader.start_epoch(0);
+  Tensor x;
+  LabelTensor y;
+  EvalResult result;
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  while (loader.next(x, y)) {
+    const Tensor logits = model.forward(x);
+    const int64_t n = x.size(0);
+    loss_sum += static_cast<double>(cross_entropy(logits, y).item()) * n;
+    const std::vector<int32_t> predicted = argmax_rows(logits);
+    for (int64_t i = 0; i < n; ++i) correct += predicted[i] == y[i];
+    result.samples += n;
+  }
+  model.train(was_training);
+  if (result.samples > 0) {
+    result.loss = loss_sum / result.samples;
+    result.accuracy = static_cast<double>(correct) / result.samples;
+  }
+  return result;
+}
+
+}  // namespace bastion

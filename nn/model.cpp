@@ -1,0 +1,92 @@
+#include "nn/model.h"
+
+#include <cstring>
+
+namespace bastion {
+
+namespace {
+// Points `t`'s TensorImpl at [offset, offset + numel) of `storage` after copying its values there.
+// Rebinding the impl (not the handle) updates every Module member that holds this tensor.
+void move_into(const Tensor& t, const std::shared_ptr<Storage>& storage, int64_t offset) {
+  std::memcpy(storage->data + offset, t.data(), t.numel() * sizeof(float));
+  TensorImpl* impl = t.impl_ptr();
+  impl->storage = storage;
+  impl->offset = offset;
+}
+
+bool has_prefix(const std::string& name, const std::string& prefix) {
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '.';
+}
+}  // namespace
+
+Model::Model(std::string name, std::shared_ptr<Module> root, std::string head_prefix, InputShape input,
+             int64_t num_classes)
+    : name_(std::move(name)), root_(std::move(root)), head_prefix_(std::move(head_prefix)), input_(input),
+      num_classes_(num_classes) {
+  const std::vector<NamedTensor> params = root_->named_parameters();
+  const std::vector<NamedTensor> bufs = root_->named_buffers();
+  int64_t total = 0;
+  for (const NamedTensor& p : params) num_parameters_ += p.tensor.numel();
+  total = num_parameters_;
+  for (const NamedTensor& b : bufs) total += b.tensor.numel();
+  state_ = Tensor::zeros({total});
+  grads_ = Tensor::zeros({num_parameters_});
+  int64_t offset = 0;
+  bool head_found = false;
+  for (const NamedTensor& p : params) {
+    move_into(p.tensor, state_.storage(), offset);
+    ParameterView view{p.name, p.tensor, Tensor::view_of(grads_.storage(), offset, p.tensor.shape()), offset,
+                       offset + p.tensor.numel(), has_prefix(p.name, head_prefix_)};
+    p.tensor.set_grad(view.grad);
+    head_found = head_found || view.is_head;
+    parameters_.push_back(std::move(view));
+    offset += p.tensor.numel();
+  }
+  for (const NamedTensor& b : bufs) {
+    move_into(b.tensor, state_.storage(), offset);
+    buffers_.push_back({b.name, b.tensor, Tensor(), offset, offset + b.tensor.numel(), false});
+    offset += b.tensor.numel();
+  }
+  BASTION_CHECK(head_found, "model ", name_, ": head prefix '", head_prefix_, "' matches no parameter");
+}
+
+std::vector<std::pair<std::string, int64_t*>> Model::counters() const {
+  std::vector<std::pair<std::string, int64_t*>> out;
+  root_->collect_counters(out, "");
+  return out;
+}
+
+void Model::zero_grad() const { grads_.fill(0.0f); }
+
+void Model::set_trainable(bool head, bool trainable) {
+  for (ParameterView& p : parameters_)
+    if (p.is_head == head) p.value.set_requires_grad(trainable);
+}
+
+void Model::set_all_trainable(bool trainable) {
+  for (ParameterView& p : parameters_) p.value.set_requires_grad(trainable);
+}
+
+void Model::load_state(const std::map<std::string, Tensor>& values) {
+  size_t used = 0;
+  for (const std::vector<ParameterView>* group : {&parameters_, &buffers_}) {
+    for (const ParameterView& p : *group) {
+      auto it = values.find(p.name);
+      BASTION_CHECK(it != values.end(), "model ", name_, ": no value for '", p.name, "'");
+      BASTION_CHECK(it->second.shape() == p.value.shape(), "model ", name_, ": '", p.name, "' has shape ",
+                    it->second.shape(), ", expected ", p.value.shape());
+      p.value.copy_from(it->second);
+      used++;
+    }
+  }
+  if (used != values.size()) {
+    for (const auto& [name, value] : values) {
+      bool known = false;
+      for (const std::vector<ParameterView>* group : {&parameters_, &buffers_})
+        for (const ParameterView& p : *group) known = known || p.name == name;
+      BASTION_CHECK(known, "model ", name_, ": unknown tensor '", name, "'");
+    }
+  }
+}
+
+}  // namespace bastion

@@ -1,0 +1,78 @@
+// Model: a Module tree plus the flat buffers its state lives in (DESIGN.md "State and memory").
+//   state buffer    [ parameters (D floats) | buffers (BatchNorm running stats) ]
+//   gradient buffer [ parameters (D floats) ]
+// Every parameter and buffer tensor is a named view [begin, end) into these, in PyTorch's
+// named_parameters() / named_buffers() order, so an FL upload is one span, SGD is one pass, and a
+// checkpoint is one write. The "head" is the last linear layer (personalised in pFL methods) and the
+// "body" is every other parameter.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace bastion {
+
+struct ParameterView {
+  std::string name;
+  Tensor value;  // view into the state buffer
+  Tensor grad;   // view into the gradient buffer (parameters only)
+  int64_t begin = 0, end = 0;
+  bool is_head = false;
+};
+
+struct InputShape {
+  int64_t channels = 1, height = 28, width = 28;
+};
+
+class Model {
+ public:
+  // Moves every parameter and buffer of `root` into the flat buffers. `head_prefix` names the module
+  // holding the head (e.g. "fc3"); its parameters form the head group.
+  Model(std::string name, std::shared_ptr<Module> root, std::string head_prefix, InputShape input,
+        int64_t num_classes);
+
+  Tensor forward(const Tensor& x) { return root_->forward(x); }
+  void train(bool on = true) { root_->train(on); }
+  bool is_training() const { return root_->is_training(); }
+
+  const std::string& name() const { return name_; }
+  const InputShape& input_shape() const { return input_; }
+  int64_t num_classes() const { return num_classes_; }
+  const std::string& head_prefix() const { return head_prefix_; }
+
+  const std::vector<ParameterView>& parameters() const { return parameters_; }
+  const std::vector<ParameterView>& buffers() const { return buffers_; }
+  std::vector<std::pair<std::string, int64_t*>> counters() const;  // num_batches_tracked
+
+  int64_t num_parameters() const { return num_parameters_; }
+  std::span<float> flat_parameters() const { return {state_.data(), static_cast<size_t>(num_parameters_)}; }
+  std::span<float> flat_state() const { return state_.span(); }  // parameters then buffers
+  std::span<float> flat_gradients() const { return grads_.span(); }
+
+  void zero_grad() const;
+  // Freeze (false) or unfreeze the head or the body: frozen parameters get no gradient and are
+  // skipped by the optimizers.
+  void set_trainable(bool head, bool trainable);
+  void set_all_trainable(bool trainable);
+
+  // Loads the state from a map name -> values (e.g. a safetensors file); every name must be present
+  // with the right numel, and unknown names are an error.
+  void load_state(const std::map<std::string, Tensor>& values);
+
+ private:
+  std::string name_;
+  std::shared_ptr<Module> root_;
+  std::string head_prefix_;
+  InputShape input_;
+  int64_t num_classes_;
+  Tensor state_, grads_;
+  int64_t num_parameters_ = 0;
+  std::vector<ParameterView> parameters_, buffers_;
+};
+
+}  // namespace bastion

@@ -1,0 +1,88 @@
+#include "nn/optim.h"
+
+#include <cmath>
+
+namespace bastion {
+
+Sgd::Sgd(Model& model, SgdOptions options) : model_(model), options_(options) {
+  BASTION_CHECK(options.lr >= 0.0f, "sgd: learning rate ", options.lr, " must be >= 0");
+  BASTION_CHECK(options.momentum >= 0.0f && options.momentum < 1.0f, "sgd: momentum ", options.momentum,
+                " must be in [0, 1)");
+  BASTION_CHECK(options.weight_decay >= 0.0f, "sgd: weight decay ", options.weight_decay, " must be >= 0");
+  BASTION_CHECK(!options.nesterov || options.momentum > 0.0f, "sgd: nesterov needs momentum > 0");
+  if (options.momentum > 0.0f) velocity_.assign(model.num_parameters(), 0.0f);
+}
+
+void Sgd::reset_momentum() {
+  std::fill(velocity_.begin(), velocity_.end(), 0.0f);
+  first_step_ = true;
+}
+
+void Sgd::step() {
+  float* w = model_.flat_parameters().data();
+  const float* grad = model_.flat_gradients().data();
+  const float lr = options_.lr, mu = options_.momentum, wd = options_.weight_decay;
+  for (const ParameterView& p : model_.parameters()) {
+    if (!p.value.requires_grad()) continue;
+    for (int64_t i = p.begin; i < p.end; ++i) {
+      float g = grad[i] + wd * w[i];
+      if (mu > 0.0f) {
+        float& v = velocity_[i];
+        v = first_step_ ? g : mu * v + g;
+        g = options_.nesterov ? g + mu * v : v;
+      }
+      w[i] -= lr * g;
+    }
+  }
+  first_step_ = false;
+}
+
+Sam::Sam(Model& model, Sgd& base, float rho) : Sam(model, base, std::vector<SamGroup>{}) {
+  SamGroup all;
+  all.rho = rho;
+  for (size_t i = 0; i < model.parameters().size(); ++i) all.parameters.push_back(i);
+  groups_ = {all};
+}
+
+Sam::Sam(Model& model, Sgd& base, std::vector<SamGroup> groups)
+    : model_(model), base_(base), groups_(std::move(groups)), perturbation_(model.num_parameters(), 0.0f) {
+  for (const SamGroup& g : groups_) {
+    BASTION_CHECK(g.rho >= 0.0f, "sam: radius ", g.rho, " must be >= 0");
+    for (size_t index : g.parameters)
+      BASTION_CHECK(index < model.parameters().size(), "sam: parameter index ", index, " out of range");
+  }
+}
+
+float Sam::step(const std::function<float()>& loss_and_backward) {
+  const float loss = loss_and_backward();
+  float* w = model_.flat_parameters().data();
+  const float* grad = model_.flat_gradients().data();
+  std::fill(perturbation_.begin(), perturbation_.end(), 0.0f);
+  for (const SamGroup& group : groups_) {
+    double squared = 0.0;
+    for (size_t index : group.parameters) {
+      const ParameterView& p = model_.parameters()[index];
+      for (int64_t i = p.begin; i < p.end; ++i) squared += static_cast<double>(grad[i]) * grad[i];
+    }
+    // The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then).
+    const float scale = static_cast<float>(group.rho / (std::sqrt(squared) + 1e-12));
+    for (size_t index : group.parameters) {
+      const ParameterView& p = model_.parameters()[index];
+      for (int64_t i = p.begin; i < p.end; ++i) perturbation_[i] = scale * grad[i];
+    }
+  }
+  // Restore w from a copy rather than subtracting e: (w + e) - e is not w in float arithmetic.
+  saved_weights_.assign(w, w + perturbation_.size());
+  for (size_t i = 0; i < perturbation_.size(); ++i) w[i] += perturbation_[i];
+  loss_and_backward();
+  std::copy(saved_weights_.begin(), saved_weights_.end(), w);
+  base_.step();
+  return loss;
+}
+
+float StepDecay::lr_at(int64_t epoch) const {
+  if (step_size <= 0) return lr0;
+  return lr0 * std::pow(gamma, static_cast<float>(epoch / step_size));
+}
+
+}  // namespace bastion

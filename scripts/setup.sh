@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs Bastion's build dependencies from Debian's packages (skips apt when everything is present).
+set -euo pipefail
+packages=(cmake g++ make pkg-config libopenblas-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libstb-dev libcli11-dev nlohmann-json3-dev dataset-fashion-mnist)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -q
+  $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,582 @@
+// Kernel-level tests for kernels/cpu: the two GEMMs against each other and against a double-precision
+// reference, im2col+GEMM conv against the direct loops (forward) and a direct double backward, small
+// hand-computed examples for conv, pooling, softmax/cross-entropy/KL and batch norm, and thread-count
+// determinism. Output buffers start as NaN (or a sentinel) so an element a kernel forgot to write shows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/batchnorm.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/pool.h"
+#include "kernels/cpu/softmax.h"
+#include "tensor/random.h"
+
+namespace bastion {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// ---- tolerances ----------------------------------------------------------------------------------
+// A float32 sum of K products rounds at each step with relative error at most u = 2^-24 (about 6e-8),
+// so |computed - exact| <= K * u * sum|terms| in the worst case (Higham, "Accuracy and Stability of
+// Numerical Algorithms", §3.1): "~K * 1e-7 relative" to the sum of magnitudes, which unlike the sum
+// itself does not cancel. We use that bound (+2 for the final rounding and alpha/beta) while it is
+// small enough to catch ONE wrong term, i.e. for K up to a few hundred. Beyond that it is too loose to
+// notice even a missing block of terms, and real rounding errors are independent and add like a random
+// walk (Higham & Mary, SIAM J. Sci. Comput. 2019): there we allow kRandomWalkSafety * sqrt(K) * u, about
+// ten standard deviations of that walk. The reference is computed in double, so its own error is nil.
+constexpr double kUnitRoundoff = 0x1.0p-24;
+constexpr double kRandomWalkSafety = 8.0;
+
+double sum_tolerance(int64_t K) {
+  const double terms = static_cast<double>(K + 2);
+  return std::min(terms, kRandomWalkSafety * std::sqrt(terms)) * kUnitRoundoff;
+}
+
+// Hand-computed examples are exact in a few float operations (or come from libm): 1e-6 relative covers
+// a handful of roundings of O(1) values.
+constexpr float kHandTolerance = 1e-6f;
+
+std::vector<float> randn(int64_t n, Generator& gen, double stddev = 1.0) {
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(stddev * gen.normal());
+  return v;
+}
+
+std::vector<float> absolute(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  std::transform(v.begin(), v.end(), out.begin(), [](float x) { return std::abs(x); });
+  return out;
+}
+
+// Checks got[i] against want[i] within sum_tolerance(K) * magnitude[i] (+ a denormal floor); stops
+// after the first few failures so a broken kernel does not print a million lines.
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& magnitude,
+                  int64_t K, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  const double rel = sum_tolerance(K);
+  int failures = 0;
+  for (size_t i = 0; i < got.size() && failures < 5; ++i) {
+    const double bound = rel * magnitude[i] + 1e-30;
+    if (!(std::abs(got[i] - want[i]) <= bound)) {  // also catches NaN
+      ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", want " << want[i] << " +- " << bound;
+      ++failures;
+    }
+  }
+}
+
+// ================================================================================================ GEMM
+
+struct GemmCase {
+  int64_t M, N, K;
+};
+
+// Element (row, col) of op(X), where X is stored row-major with leading dimension ld.
+float op_at(const std::vector<float>& X, int64_t ld, bool trans, int64_t row, int64_t col) {
+  return trans ? X[col * ld + row] : X[row * ld + col];
+}
+
+void check_gemm(bool trans_a, bool trans_b, const GemmCase& c, float alpha, float beta, Generator& gen) {
+  SCOPED_TRACE(::testing::Message() << "trans_a " << trans_a << " trans_b " << trans_b << " M " << c.M << " N "
+                                    << c.N << " K " << c.K << " alpha " << alpha << " beta " << beta);
+  // Leading dimensions larger than needed; the padding holds NaN, so a kernel that reads it fails.
+  const int64_t a_rows = trans_a ? c.K : c.M, a_cols = trans_a ? c.M : c.K, lda = a_cols + 3;
+  const int64_t b_rows = trans_b ? c.N : c.K, b_cols = trans_b ? c.K : c.N, ldb = b_cols + 5;
+  const int64_t ldc = c.N + 2;
+  constexpr float kPadSentinel = -12345.0f;  // C's padding columns: must come back untouched
+  std::vector<float> A(std::max<int64_t>(a_rows * lda, 1), kNaN), B(std::max<int64_t>(b_rows * ldb, 1), kNaN);
+  for (int64_t i = 0; i < a_rows; ++i)
+    for (int64_t j = 0; j < a_cols; ++j) A[i * lda + j] = static_cast<float>(gen.normal());
+  for (int64_t i = 0; i < b_rows; ++i)
+    for (int64_t j = 0; j < b_cols; ++j) B[i * ldb + j] = static_cast<float>(gen.normal());
+  std::vector<float> C0(c.M * ldc, kPadSentinel);
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) C0[i * ldc + j] = beta == 0.0f ? kNaN : static_cast<float>(gen.normal());
+
+  // Reference in double, and the magnitude sum |alpha a b| + |beta c| for the tolerance.
+  std::vector<double> want(c.M * c.N), magnitude(c.M * c.N);
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      double total = 0.0, mag = 0.0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        const double term = static_cast<double>(op_at(A, lda, trans_a, i, k)) * op_at(B, ldb, trans_b, k, j);
+        total += term;
+        mag += std::abs(term);
+      }
+      const double old = beta == 0.0f ? 0.0 : C0[i * ldc + j];
+      want[i * c.N + j] = alpha * total + beta * old;
+      magnitude[i * c.N + j] = std::abs(alpha) * mag + std::abs(beta * old);
+    }
+
+  auto run_and_check = [&](auto gemm, const char* name) -> std::vector<float> {
+    std::vector<float> C = C0;
+    gemm(trans_a, trans_b, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+    std::vector<float> got(c.M * c.N);
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) got[i * c.N + j] = C[i * ldc + j];
+    int64_t padding_written = 0;
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = c.N; j < ldc; ++j) padding_written += C[i * ldc + j] != kPadSentinel;
+    EXPECT_EQ(padding_written, 0) << name << " wrote into C's padding columns";
+    expect_close(got, want, magnitude, c.K, name);
+    return got;
+  };
+  const std::vector<float> blocked = run_and_check(gemm_blocked_cpu, "gemm_blocked_cpu");
+  run_and_check(gemm_cpu, "gemm_cpu");  // the dispatch everyone calls, with its panel split
+  if (!gemm_has_openblas()) return;
+  const std::vector<float> openblas = run_and_check(gemm_openblas_cpu, "gemm_openblas_cpu");
+  // The two implementations agree with each other within twice the reference tolerance.
+  const double rel = 2.0 * sum_tolerance(c.K);
+  for (size_t i = 0; i < blocked.size(); ++i)
+    ASSERT_LE(std::abs(blocked[i] - openblas[i]), rel * magnitude[i] + 1e-30) << "element " << i;
+}
+
+TEST(KernelsCpuGemm, BlockedAndOpenBlasAgreeWithDoubleReference) {
+  Generator gen(1);
+  // The last two are big enough for gemm_cpu to split C into column panels (512 + 512 + 76) and row
+  // panels (128 + 128 + 44).
+  const GemmCase cases[] = {{1, 1, 1},     {7, 13, 5}, {65, 33, 129},   {200, 3, 300},
+                            {3, 600, 17},  {4, 5, 0},  {16, 1100, 40}, {300, 50, 30}};
+  for (const GemmCase& c : cases)
+    for (const bool trans_a : {false, true})
+      for (const bool trans_b : {false, true})
+        for (const float beta : {0.0f, 1.0f, -2.0f}) check_gemm(trans_a, trans_b, c, 0.5f, beta, gen);
+  // alpha = 1 with beta = 0, the call every conv and linear layer makes.
+  check_gemm(false, true, {31, 47, 70}, 1.0f, 0.0f, gen);
+  if (!gemm_has_openblas()) GTEST_SKIP() << "built without OpenBLAS: only the blocked GEMM was checked";
+}
+
+TEST(KernelsCpuGemm, TwoByTwoKnownAnswer) {
+  const float A[] = {1, 2, 3, 4}, B[] = {5, 6, 7, 8};
+  float C[4] = {kNaN, kNaN, kNaN, kNaN};
+  gemm_cpu(false, false, 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+  EXPECT_EQ(std::vector<float>(C, C + 4), (std::vector<float>{19, 22, 43, 50}));
+  gemm_cpu(true, false, 2, 2, 2, 1.0f, A, 2, B, 2, 1.0f, C, 2);  // C += A^T B = [[26, 30], [38, 44]]
+  EXPECT_EQ(std::vector<float>(C, C + 4), (std::vector<float>{45, 52, 81, 94}));
+}
+
+// ================================================================================================ conv
+
+struct ConvCase {
+  int64_t N, C, H, W, K, R, S, stride, padding;
+};
+
+std::ostream& operator<<(std::ostream& os, const ConvCase& c) {
+  return os << "N" << c.N << " C" << c.C << " " << c.H << "x" << c.W << " K" << c.K << " " << c.R << "x" << c.S
+            << " stride " << c.stride << " pad " << c.padding;
+}
+
+const ConvCase kConvCases[] = {
+    {1, 1, 1, 1, 1, 1, 1, 1, 0},   // smallest possible
+    {2, 3, 7, 9, 4, 3, 3, 1, 1},   // same padding, non-square input
+    {3, 2, 8, 7, 5, 5, 5, 2, 2},   // kernel 5, stride 2, padding 2
+    {2, 3, 9, 7, 4, 3, 3, 2, 0},   // stride 2 leaves a remainder row/column
+    {2, 4, 5, 5, 3, 1, 1, 1, 0},   // 1x1 conv
+    {2, 1, 6, 6, 2, 3, 3, 3, 1},   // stride 3
+    {2, 3, 5, 4, 4, 5, 3, 1, 2},   // non-square kernel
+    {3, 2, 4, 4, 2, 4, 4, 1, 0},   // kernel covers the whole input: 1x1 output
+    {2, 2, 3, 3, 3, 3, 3, 1, 2},   // padding 2 on 3x3: corner outputs see a single input pixel
+    {16, 8, 64, 64, 3, 3, 3, 1, 1} // columns exceed one chunk: chunks of 14 and 2 samples
+};
+
+struct ConvData {
+  Conv2dGeometry g;
+  std::vector<float> in, weight, bias;
+};
+
+ConvData make_conv(const ConvCase& c, uint64_t seed) {
+  Generator gen(seed);
+  ConvData d{conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding), {}, {}, {}};
+  d.in = randn(c.N * c.C * c.H * c.W, gen);
+  d.weight = randn(c.K * c.C * c.R * c.S, gen);
+  d.bias = randn(c.K, gen);
+  return d;
+}
+
+TEST(KernelsCpuConv, MultiChunkCaseReallyHasSeveralChunks) {
+  const ConvCase& c = kConvCases[std::size(kConvCases) - 1];
+  const Conv2dGeometry g = conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding);
+  EXPECT_LT(conv2d_chunk_samples(g), g.N);
+  EXPECT_NE(g.N % conv2d_chunk_samples(g), 0) << "the last chunk should be a partial one";
+}
+
+TEST(KernelsCpuConv, Im2colGemmForwardMatchesDirect) {
+  uint64_t seed = 10;
+  for (const ConvCase& c : kConvCases) {
+    SCOPED_TRACE(::testing::Message() << c);
+    const ConvData d = make_conv(c, seed++);
+    const Conv2dGeometry& g = d.g;
+    const int64_t out_numel = g.N * g.K * g.OH * g.OW;
+    for (const bool with_bias : {true, false}) {
+      const float* bias = with_bias ? d.bias.data() : nullptr;
+      std::vector<float> out(out_numel, kNaN), workspace(conv2d_workspace_floats(g), kNaN);
+      conv2d_forward_cpu(out.data(), d.in.data(), d.weight.data(), bias, g, workspace.data());
+      // The direct loops give the value; the same loops over |in|, |weight|, |bias| give sum|terms|.
+      std::vector<float> direct(out_numel, kNaN), magnitude_f(out_numel, kNaN);
+      conv2d_forward_direct_cpu(direct.data(), d.in.data(), d.weight.data(), bias, g);
+      const std::vector<float> abs_in = absolute(d.in), abs_w = absolute(d.weight), abs_b = absolute(d.bias);
+      conv2d_forward_direct_cpu(magnitude_f.data(), abs_in.data(), abs_w.data(), with_bias ? abs_b.data() : nullptr,
+                                g);
+      // The direct result is a double sum rounded once to float: allow that rounding too.
+      std::vector<double> want(direct.begin(), direct.end()), magnitude(out_numel);
+      for (int64_t i = 0; i < out_numel; ++i) magnitude[i] = 2.0 * magnitude_f[i];
+      expect_close(out, want, magnitude, g.crs() + 1, with_bias ? "conv2d_forward_cpu (bias)" : "conv2d_forward_cpu");
+    }
+  }
+}
+
+// Direct backward in double: gradients and the sums of |terms| they are made of.
+struct ConvGrads {
+  std::vector<double> in, weight, bias, in_mag, weight_mag, bias_mag;
+};
+
+ConvGrads conv_backward_reference(const ConvData& d, const std::vector<float>& grad_out) {
+  const Conv2dGeometry& g = d.g;
+  ConvGrads r;
+  r.in.assign(d.in.size(), 0.0);
+  r.in_mag.assign(d.in.size(), 0.0);
+  r.weight.assign(d.weight.size(), 0.0);
+  r.weight_mag.assign(d.weight.size(), 0.0);
+  r.bias.assign(g.K, 0.0);
+  r.bias_mag.assign(g.K, 0.0);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t k = 0; k < g.K; ++k)
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const double dy = grad_out[((n * g.K + k) * g.OH + oh) * g.OW + ow];
+          r.bias[k] += dy;
+          r.bias_mag[k] += std::abs(dy);
+          for (int64_t c = 0; c < g.C; ++c)
+            for (int64_t rr = 0; rr < g.R; ++rr)
+              for (int64_t s = 0; s < g.S; ++s) {
+                const int64_t ih = oh * g.stride - g.padding + rr, iw = ow * g.stride - g.padding + s;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                const int64_t wi = ((k * g.C + c) * g.R + rr) * g.S + s, xi = ((n * g.C + c) * g.H + ih) * g.W + iw;
+                r.weight[wi] += dy * d.in[xi];
+                r.weight_mag[wi] += std::abs(dy * d.in[xi]);
+                r.in[xi] += dy * d.weight[wi];
+                r.in_mag[xi] += std::abs(dy * d.weight[wi]);
+              }
+        }
+  return r;
+}
+
+TEST(KernelsCpuConv, Im2colGemmBackwardMatchesDirect) {
+  uint64_t seed = 40;
+  for (const ConvCase& c : kConvCases) {
+    SCOPED_TRACE(::testing::Message() << c);
+    const ConvData d = make_conv(c, seed++);
+    const Conv2dGeometry& g = d.g;
+    Generator gen(seed * 7);
+    const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
+    std::vector<float> grad_in(d.in.size(), kNaN), grad_w(d.weight.size(), kNaN), grad_b(g.K, kNaN);
+    std::vector<float> workspace(conv2d_workspace_floats(g), kNaN);
+    conv2d_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), grad_out.data(), d.in.data(), d.weight.data(),
+                        g, workspace.data());
+    const ConvGrads want = conv_backward_reference(d, grad_out);
+    // grad_in sums over K*R*S products at most; grad_weight and grad_bias over N*OH*OW.
+    expect_close(grad_in, want.in, want.in_mag, g.K * g.R * g.S, "grad_in");
+    expect_close(grad_w, want.weight, want.weight_mag, g.N * g.out_plane(), "grad_weight");
+    expect_close(grad_b, want.bias, want.bias_mag, g.N * g.out_plane(), "grad_bias");
+
+    // The first-layer call (no grad_in, no grad_bias) gives bitwise the same grad_weight.
+    std::vector<float> grad_w_only(d.weight.size(), kNaN);
+    std::fill(workspace.begin(), workspace.end(), kNaN);
+    conv2d_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(), g,
+                        workspace.data());
+    EXPECT_EQ(0, std::memcmp(grad_w.data(), grad_w_only.data(), grad_w.size() * sizeof(float)));
+  }
+}
+
+// in = 1..9 as a 3x3 image, weight [[1, 2], [3, 4]], bias 0.5.
+TEST(KernelsCpuConv, HandComputedTwoByTwoKernel) {
+  const std::vector<float> in = {1, 2, 3, 4, 5, 6, 7, 8, 9}, weight = {1, 2, 3, 4};
+  const float bias = 0.5f;
+  {  // stride 1, no padding: out[i][j] = x[i][j] + 2 x[i][j+1] + 3 x[i+1][j] + 4 x[i+1][j+1]
+    const Conv2dGeometry g = conv2d_geometry(1, 1, 3, 3, 1, 2, 2, 1, 0);
+    std::vector<float> out(4, kNaN), workspace(conv2d_workspace_floats(g), kNaN);
+    conv2d_forward_cpu(out.data(), in.data(), weight.data(), &bias, g, workspace.data());
+    EXPECT_EQ(out, (std::vector<float>{37.5f, 47.5f, 67.5f, 77.5f}));
+    // Backward with grad_out = 1: grad_weight[r][s] = sum of the 2x2 block of x at offset (r, s);
+    // grad_in[i][j] = sum of the weights whose window covers (i, j); grad_bias = number of outputs.
+    const std::vector<float> ones(4, 1.0f);
+    std::vector<float> grad_in(9, kNaN), grad_w(4, kNaN), grad_b(1, kNaN);
+    conv2d_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), ones.data(), in.data(), weight.data(), g,
+                        workspace.data());
+    EXPECT_EQ(grad_w, (std::vector<float>{12, 16, 24, 28}));
+    EXPECT_EQ(grad_in, (std::vector<float>{1, 3, 2, 4, 10, 6, 3, 7, 4}));
+    EXPECT_EQ(grad_b, (std::vector<float>{4}));
+  }
+  {  // stride 2, padding 1: windows start at -1 and 1, so out = [[4 x00, 3 x01 + 4 x02],
+     //                                                        [2 x10 + 4 x20, x11 + 2 x12 + 3 x21 + 4 x22]]
+    const Conv2dGeometry g = conv2d_geometry(1, 1, 3, 3, 1, 2, 2, 2, 1);
+    ASSERT_EQ(g.OH, 2);
+    ASSERT_EQ(g.OW, 2);
+    std::vector<float> out(4, kNaN), workspace(conv2d_workspace_floats(g), kNaN);
+    conv2d_forward_cpu(out.data(), in.data(), weight.data(), nullptr, g, workspace.data());
+    EXPECT_EQ(out, (std::vector<float>{4, 18, 36, 77}));
+  }
+}
+
+// ================================================================================================ pool
+
+// A 4x4 plane with a distinct maximum in every 2x2 block (and no ties anywhere).
+const std::vector<float> kPoolPlane = {1,  3,  2,  0,   //
+                                       4,  6,  5,  7,   //
+                                       8,  10, 9,  11,  //
+                                       15, 12, 14, 13};
+
+TEST(KernelsCpuPool, MaxPoolKnownAnswers) {
+  {
+    const Pool2dGeometry g = pool2d_geometry(1, 4, 4, 2, 2, 0);
+    std::vector<float> out(4, kNaN);
+    max_pool2d_forward_cpu(out.data(), kPoolPlane.data(), g);
+    EXPECT_EQ(out, (std::vector<float>{6, 7, 15, 14}));
+    const std::vector<float> grad_out = {1, 2, 3, 4};
+    std::vector<float> grad_in(16, kNaN);
+    max_pool2d_backward_cpu(grad_in.data(), grad_out.data(), kPoolPlane.data(), g);
+    EXPECT_EQ(grad_in, (std::vector<float>{0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 3, 0, 4, 0}));
+  }
+  {  // kernel 3, stride 2, padding 1: windows rows/cols {0,1} and {1,2,3}, overlapping at 1
+    const Pool2dGeometry g = pool2d_geometry(1, 4, 4, 3, 2, 1);
+    ASSERT_EQ(g.OH, 2);
+    std::vector<float> out(4, kNaN);
+    max_pool2d_forward_cpu(out.data(), kPoolPlane.data(), g);
+    EXPECT_EQ(out, (std::vector<float>{6, 7, 15, 14}));
+  }
+  {  // all equal (and negative, so padding must not win): each gradient goes to its window's FIRST element
+    const std::vector<float> flat(16, -2.0f);
+    const Pool2dGeometry g = pool2d_geometry(1, 4, 4, 3, 2, 1);
+    std::vector<float> out(4, kNaN), grad_in(16, kNaN);
+    max_pool2d_forward_cpu(out.data(), flat.data(), g);
+    EXPECT_EQ(out, (std::vector<float>{-2, -2, -2, -2}));
+    const std::vector<float> grad_out = {1, 2, 3, 4};
+    max_pool2d_backward_cpu(grad_in.data(), grad_out.data(), flat.data(), g);
+    // Window starts (clipped): (0,0), (0,1), (1,0), (1,1).
+    EXPECT_EQ(grad_in, (std::vector<float>{1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  }
+}
+
+TEST(KernelsCpuPool, AvgPoolKnownAnswers) {
+  {
+    const Pool2dGeometry g = pool2d_geometry(1, 4, 4, 2, 2, 0);
+    std::vector<float> out(4, kNaN);
+    avg_pool2d_forward_cpu(out.data(), kPoolPlane.data(), g);
+    EXPECT_EQ(out, (std::vector<float>{3.5f, 3.5f, 11.25f, 11.75f}));
+    const std::vector<float> grad_out = {4, 8, 12, 16};
+    std::vector<float> grad_in(16, kNaN);
+    avg_pool2d_backward_cpu(grad_in.data(), grad_out.data(), g);
+    EXPECT_EQ(grad_in, (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+  }
+  {  // padding counts as zeros in the divisor (count_include_pad): every window divides by 9
+    const Pool2dGeometry g = pool2d_geometry(1, 4, 4, 3, 2, 1);
+    std::vector<float> out(4, kNaN);
+    avg_pool2d_forward_cpu(out.data(), kPoolPlane.data(), g);
+    const float want[] = {14.0f / 9, 23.0f / 9, 55.0f / 9, 87.0f / 9};
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[i], want[i], kHandTolerance * want[i]) << i;
+    const std::vector<float> grad_out = {9, 18, 27, 36};  // shares 1, 2, 3, 4
+    std::vector<float> grad_in(16, kNaN);
+    avg_pool2d_backward_cpu(grad_in.data(), grad_out.data(), g);
+    // Row/col 1 lies in both windows of its axis.
+    const std::vector<float> want_grad = {1, 3, 2, 2, 4, 10, 6, 6, 3, 7, 4, 4, 3, 7, 4, 4};
+    for (int i = 0; i < 16; ++i) EXPECT_NEAR(grad_in[i], want_grad[i], kHandTolerance * want_grad[i]) << i;
+  }
+}
+
+TEST(KernelsCpuPool, GlobalAvgPoolKnownAnswer) {
+  std::vector<float> two_planes = kPoolPlane;
+  for (float v : kPoolPlane) two_planes.push_back(-2.0f * v);
+  std::vector<float> out(2, kNaN);
+  global_avg_pool_forward_cpu(out.data(), two_planes.data(), 2, 16);
+  EXPECT_EQ(out, (std::vector<float>{7.5f, -15.0f}));
+  const std::vector<float> grad_out = {16, 32};
+  std::vector<float> grad_in(32, kNaN);
+  global_avg_pool_backward_cpu(grad_in.data(), grad_out.data(), 2, 16);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(grad_in[i], i < 16 ? 1.0f : 2.0f) << i;
+}
+
+// ============================================================================================= softmax
+
+// x = [[1, 2, 3], [0, 0, 0]], y = [2, 0].
+// Row 0: logsumexp = 3 + log(1 + e^-1 + e^-2) = 3.40760596444438; row 1: log 3 = 1.0986122886681098.
+TEST(KernelsCpuSoftmax, HandComputedTwoByThree) {
+  const float x[] = {1, 2, 3, 0, 0, 0};
+  const int32_t y[] = {2, 0};
+  const double lse0 = 3.40760596444438, log3 = 1.0986122886681098;
+  const double want_log[] = {1 - lse0, 2 - lse0, 3 - lse0, -log3, -log3, -log3};
+
+  std::vector<float> log_probs(6, kNaN);
+  log_softmax_forward_cpu(log_probs.data(), x, 2, 3);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(log_probs[i], want_log[i], kHandTolerance * 3) << i;
+
+  std::vector<float> probs(6, kNaN);
+  const double loss = cross_entropy_forward_cpu(probs.data(), x, y, 2, 3);
+  EXPECT_NEAR(loss, ((lse0 - 3) + log3) / 2, kHandTolerance);  // 0.7531091265562449
+  const double want_probs[] = {0.09003057317038048, 0.2447284710547977, 0.665240955774822, 1 / 3.0, 1 / 3.0, 1 / 3.0};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(probs[i], want_probs[i], kHandTolerance) << i;
+
+  // dx = (probs - onehot(y)) * g / N with g = 3.
+  std::vector<float> dx(6, kNaN);
+  cross_entropy_backward_cpu(dx.data(), probs.data(), y, 3.0f, 2, 3);
+  const double onehot[] = {0, 0, 1, 1, 0, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(dx[i], (want_probs[i] - onehot[i]) * 1.5, kHandTolerance * 2) << i;
+
+  // log_softmax backward with g = [1, 0, 0]: dx = g - softmax * 1.
+  const float g[] = {1, 0, 0, 0, 0, 0};
+  log_softmax_backward_cpu(dx.data(), g, log_probs.data(), 2, 3);
+  const double want_dx[] = {1 - want_probs[0], -want_probs[1], -want_probs[2], 0, 0, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(dx[i], want_dx[i], kHandTolerance) << i;
+}
+
+TEST(KernelsCpuSoftmax, LargeLogitsDoNotOverflow) {
+  const float x[] = {1000, 1001, -1000};
+  std::vector<float> out(3, kNaN);
+  log_softmax_forward_cpu(out.data(), x, 1, 3);
+  EXPECT_NEAR(out[0], -1.3132616875182228, 1e-4);  // -log(1 + e)
+  EXPECT_NEAR(out[1], -0.3132616875182228, 1e-4);  // -log(1 + 1/e)
+  EXPECT_TRUE(std::isfinite(out[2]));
+}
+
+// Student [0, 0] (ps = [1/2, 1/2]), teacher [0, T log 3] (pt = [1/4, 3/4] at temperature T = 2).
+// KL(pt || ps) = 1/4 log(1/2) + 3/4 log(3/2) = 0.13081203594113697; loss = T^2 * KL.
+TEST(KernelsCpuSoftmax, KlDivHandComputed) {
+  const float T = 2.0f;
+  const float s[] = {0, 0}, t[] = {0, static_cast<float>(2.0 * std::log(3.0))};
+  const double kl = 0.13081203594113697;
+  std::vector<float> log_ps(2, kNaN), log_pt(2, kNaN);
+  EXPECT_NEAR(kl_div_forward_cpu(log_ps.data(), log_pt.data(), s, t, T, 1, 2), 4 * kl, 4 * kHandTolerance);
+  std::vector<float> ds(2, kNaN), dt(2, kNaN);
+  kl_div_backward_cpu(ds.data(), dt.data(), log_ps.data(), log_pt.data(), T, 1.0f, 1, 2);
+  // ds = T (ps - pt); dt = T pt ((log pt - log ps) - kl)
+  EXPECT_NEAR(ds[0], 0.5, kHandTolerance);
+  EXPECT_NEAR(ds[1], -0.5, kHandTolerance);
+  EXPECT_NEAR(dt[0], 2 * 0.25 * (std::log(0.5) - kl), 2 * kHandTolerance);
+  EXPECT_NEAR(dt[1], 2 * 0.75 * (std::log(1.5) - kl), 2 * kHandTolerance);
+  // Identical logits: zero loss, zero gradients.
+  EXPECT_NEAR(kl_div_forward_cpu(log_ps.data(), log_pt.data(), t, t, T, 1, 2), 0.0, 1e-7);
+}
+
+// ========================================================================================== batch norm
+
+TEST(KernelsCpuBatchNorm, ForwardMatchesDirectComputation) {
+  Generator gen(7);
+  const BatchNormGeometry g{3, 4, 5};  // N, C, L
+  const int64_t numel = g.N * g.C * g.L, M = g.N * g.L;
+  const std::vector<float> x = randn(numel, gen, 2.0), gamma = randn(g.C, gen), beta = randn(g.C, gen);
+  const std::vector<float> rm0 = randn(g.C, gen, 0.5);
+  std::vector<float> rv0(g.C);
+  for (float& v : rv0) v = static_cast<float>(0.5 + gen.uniform());
+  const float momentum = 0.1f, eps = 1e-5f;
+  // y is O(|gamma| * 3) from O(M) float operations at most: 1e-5 relative covers the float path.
+  constexpr double kBatchNormTolerance = 1e-5;
+
+  for (const bool training : {true, false}) {
+    SCOPED_TRACE(training ? "training" : "eval");
+    std::vector<float> y(numel, kNaN), mean(g.C, kNaN), invstd(g.C, kNaN), rm = rm0, rv = rv0;
+    batch_norm_forward_cpu(y.data(), mean.data(), invstd.data(), x.data(), gamma.data(), beta.data(), rm.data(),
+                           rv.data(), g, training, momentum, eps);
+    for (int64_t c = 0; c < g.C; ++c) {
+      double m = 0, v = 0;
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t l = 0; l < g.L; ++l) m += x[(n * g.C + c) * g.L + l];
+      m /= M;
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t l = 0; l < g.L; ++l) v += std::pow(x[(n * g.C + c) * g.L + l] - m, 2);
+      v /= M;  // biased, used to normalise
+      const double use_mean = training ? m : rm0[c], use_var = training ? v : rv0[c];
+      const double is = 1.0 / std::sqrt(use_var + eps);
+      EXPECT_NEAR(mean[c], use_mean, kBatchNormTolerance * (1 + std::abs(use_mean)));
+      EXPECT_NEAR(invstd[c], is, kBatchNormTolerance * is);
+      const double want_rm = training ? (1 - momentum) * rm0[c] + momentum * m : rm0[c];
+      const double want_rv = training ? (1 - momentum) * rv0[c] + momentum * v * M / (M - 1) : rv0[c];  // unbiased
+      EXPECT_NEAR(rm[c], want_rm, kBatchNormTolerance * (1 + std::abs(want_rm)));
+      EXPECT_NEAR(rv[c], want_rv, kBatchNormTolerance * (1 + std::abs(want_rv)));
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t l = 0; l < g.L; ++l) {
+          const int64_t i = (n * g.C + c) * g.L + l;
+          const double want = gamma[c] * (x[i] - use_mean) * is + beta[c];
+          EXPECT_NEAR(y[i], want, kBatchNormTolerance * (1 + std::abs(want))) << "n " << n << " c " << c << " l " << l;
+        }
+    }
+  }
+}
+
+TEST(KernelsCpuBatchNorm, TrainingOutputHasZeroMeanUnitVariance) {
+  Generator gen(8);
+  const BatchNormGeometry g{4, 2, 9};
+  const std::vector<float> x = randn(g.N * g.C * g.L, gen, 3.0);
+  const std::vector<float> gamma(g.C, 1.0f), beta(g.C, 0.0f);
+  std::vector<float> y(x.size(), kNaN), mean(g.C), invstd(g.C), rm(g.C, 0.0f), rv(g.C, 1.0f);
+  batch_norm_forward_cpu(y.data(), mean.data(), invstd.data(), x.data(), gamma.data(), beta.data(), rm.data(),
+                         rv.data(), g, true, 0.1f, 0.0f);
+  for (int64_t c = 0; c < g.C; ++c) {
+    double m = 0, v = 0;
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t l = 0; l < g.L; ++l) m += y[(n * g.C + c) * g.L + l];
+    m /= g.N * g.L;
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t l = 0; l < g.L; ++l) v += std::pow(y[(n * g.C + c) * g.L + l] - m, 2);
+    v /= g.N * g.L;
+    EXPECT_NEAR(m, 0.0, 1e-6);
+    EXPECT_NEAR(v, 1.0, 1e-5);
+  }
+}
+
+// ========================================================================================= determinism
+
+// Restores the thread count even when an assertion returns early.
+class ThreadCountGuard {
+ public:
+  ThreadCountGuard() : saved_(num_threads()) {}
+  ~ThreadCountGuard() { set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(KernelsCpuDeterminism, ConvAndBatchNormDoNotDependOnThreadCount) {
+  ThreadCountGuard guard;
+  const ConvData d = make_conv(kConvCases[std::size(kConvCases) - 1], 99);  // multi-chunk, big GEMMs
+  const Conv2dGeometry& g = d.g;
+  Generator gen(100);
+  const std::vector<float> grad_out = randn(g.N * g.K * g.out_plane(), gen);
+  const BatchNormGeometry bg{8, 6, 50};
+  const std::vector<float> bx = randn(bg.N * bg.C * bg.L, gen), gamma = randn(bg.C, gen), beta = randn(bg.C, gen);
+  const std::vector<float> bdy = randn(bx.size(), gen);
+
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    EXPECT_EQ(num_threads(), threads);
+    std::vector<std::vector<float>> results;
+    std::vector<float> workspace(conv2d_workspace_floats(g));
+    std::vector<float> out(g.N * g.K * g.out_plane());
+    conv2d_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data());
+    std::vector<float> gi(d.in.size()), gw(d.weight.size()), gb(g.K);
+    conv2d_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
+                        workspace.data());
+    std::vector<float> y(bx.size()), mean(bg.C), invstd(bg.C), rm(bg.C, 0.0f), rv(bg.C, 1.0f);
+    batch_norm_forward_cpu(y.data(), mean.data(), invstd.data(), bx.data(), gamma.data(), beta.data(), rm.data(),
+                           rv.data(), bg, true, 0.1f, 1e-5f);
+    std::vector<float> dx(bx.size()), dgamma(bg.C), dbeta(bg.C);
+    batch_norm_backward_cpu(dx.data(), dgamma.data(), dbeta.data(), bdy.data(), bx.data(), gamma.data(), mean.data(),
+                            invstd.data(), bg, true);
+    return std::vector<std::vector<float>>{out, gi, gw, gb, y, mean, invstd, rm, rv, dx, dgamma, dbeta};
+  };
+  const auto one = run(1), two = run(2);
+  const char* names[] = {"conv out", "conv grad_in", "conv grad_weight", "conv grad_bias", "bn y",  "bn mean",
+                         "bn invstd", "bn running_mean", "bn running_var", "bn dx", "bn dgamma", "bn dbeta"};
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bitwise_equal(one[i], two[i])) << names[i];
+}
+
+}  // namespace
+}  // namespace bastion
