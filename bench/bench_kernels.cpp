@@ -1,19 +1,25 @@
 // bench_kernels: GEMM, conv2d and max-pool kernels at the shapes Bastion's models produce.
 //
-//   gemm_openblas/<shape>/threads:T   gemm_openblas_cpu (rung 0, the library)
+//   gemm_openblas/<shape>/threads:T   rung 0: gemm_openblas_cpu with OpenBLAS's OWN threads set to T
+//                                     (the library at its best; Bastion itself keeps OpenBLAS at 1 thread)
+//   gemm_cpu/<shape>/threads:T        gemm_cpu, the path every op uses: shape-determined panels over T
+//                                     OpenMP threads, each one single-threaded OpenBLAS call
 //   gemm_blocked/<shape>/threads:1    gemm_blocked_cpu (single-threaded by contract, so 1 thread only)
 //   conv_forward/<layer>/threads:T    conv2d_forward_cpu  (im2col + one GEMM per chunk + bias scatter)
-//   conv_backward/<layer>/threads:T   conv2d_backward_cpu (grad_in null for first layers, as in training)
+//   conv_backward/<layer>/threads:T   conv2d_backward_cpu (grad_in null for first layers, as in training;
+//                                     workspace_holds_cols = false, i.e. it redoes its im2col)
 //   conv_im2col/<layer>, conv_col2im/<layer>   the building blocks alone, to split conv time
 //   max_pool2d_forward/<shape>/threads:T, max_pool2d_backward/<shape>/threads:T
 //
 // <shape> is either squareN (M = N = K = N, no transposes) or <layer>.<gemm>, the exact GEMM a conv
 // layer issues per chunk: fwd (K, nb*P, CRS) NN, bwd_weight (K, CRS, nb*P) NT, bwd_input (CRS, nb*P, K) TN,
-// so a conv's GFLOP/s can be put next to OpenBLAS on the very same matrices (bench/summarize.py).
+// so a conv's GFLOP/s can be put next to gemm_cpu on the very same matrices (bench/summarize.py).
 // Counters: GFLOPS = flops/s (a GEMM is 2*M*N*K; a conv forward 2*N*K*C*R*S*OH*OW; its backward is
 // 2x that with grad_in and 1x without), GBps = bytes moved/s (each input read once, each output
 // written once: a lower bound on traffic). All benchmarks use real (wall) time, since the work runs on
 // several threads. Inputs come from a fixed Generator; outputs are never checked here (tests/ do that).
+// main() calls gemm_select_blas_core(argv) first, as the bastion CLI does, so OpenBLAS runs the kernels
+// the product would run (set OPENBLAS_CORETYPE to override, e.g. Prescott to see the fallback).
 //
 // Run: bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //                    --benchmark_enable_random_interleaving=true    (see bench/run_all.sh)
@@ -28,6 +34,10 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
 #include "tensor/random.h"
+
+#ifdef BASTION_HAVE_OPENBLAS
+extern "C" void openblas_set_num_threads(int threads);  // cblas.h is private to bastion_core
+#endif
 
 using namespace bastion;
 
@@ -94,14 +104,24 @@ std::vector<GemmShape> gemm_shapes() {
 using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
                         float, float*, int64_t);
 
-void bm_gemm(benchmark::State& state, GemmFn gemm, GemmShape s, int threads) {
+// openblas_threads > 0: set OpenBLAS's own thread count for this benchmark (after one call, so the
+// library's one-time "single-threaded" setting has already happened) and put it back to 1 afterwards.
+void bm_gemm(benchmark::State& state, GemmFn gemm, GemmShape s, int threads, int openblas_threads) {
   set_num_threads(threads);
   Buffer a(s.M * s.K, 1), b(s.K * s.N, 2), c(s.M * s.N, 3);
   const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
+  auto call = [&] { gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.get(), lda, b.get(), ldb, 0.0f, c.get(), s.N); };
+  call();
+#ifdef BASTION_HAVE_OPENBLAS
+  if (openblas_threads > 0) openblas_set_num_threads(openblas_threads);
+#endif
   for (auto _ : state) {
-    gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.get(), lda, b.get(), ldb, 0.0f, c.get(), s.N);
+    call();
     benchmark::ClobberMemory();
   }
+#ifdef BASTION_HAVE_OPENBLAS
+  if (openblas_threads > 0) openblas_set_num_threads(1);
+#endif
   state.counters["GFLOPS"] = benchmark::Counter(2.0 * s.M * s.N * s.K, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["M"] = static_cast<double>(s.M);
   state.counters["N"] = static_cast<double>(s.N);
@@ -193,10 +213,13 @@ void register_all() {
   for (const GemmShape& s : gemm_shapes()) {
     for (int t : kThreads) {
       if (gemm_has_openblas())
-        benchmark::RegisterBenchmark(("gemm_openblas" + suffix(s.name, t)).c_str(), bm_gemm, gemm_openblas_cpu, s, t)
+        benchmark::RegisterBenchmark(("gemm_openblas" + suffix(s.name, t)).c_str(), bm_gemm, gemm_openblas_cpu, s, 1,
+                                     t)
             ->UseRealTime();
+      benchmark::RegisterBenchmark(("gemm_cpu" + suffix(s.name, t)).c_str(), bm_gemm, gemm_cpu, s, t, 0)
+          ->UseRealTime();
       if (t == 1)
-        benchmark::RegisterBenchmark(("gemm_blocked" + suffix(s.name, t)).c_str(), bm_gemm, gemm_blocked_cpu, s, t)
+        benchmark::RegisterBenchmark(("gemm_blocked" + suffix(s.name, t)).c_str(), bm_gemm, gemm_blocked_cpu, s, t, 0)
             ->UseRealTime();
     }
   }
@@ -228,9 +251,10 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* blas_core = gemm_select_blas_core(argv);  // may re-execute once with OPENBLAS_CORETYPE set
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("openblas", gemm_has_openblas() ? "yes" : "no");
+  benchmark::AddCustomContext("openblas_core", blas_core);
   register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -3,9 +3,11 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "kernels/cpu/gemm.h"
 #include "tensor/error.h"
 
 int main(int argc, char** argv) {
+  bastion::gemm_select_blas_core(argv);  // may re-execute once with OPENBLAS_CORETYPE set
   CLI::App app{"Bastion: a from-scratch deep-learning engine and federated-learning security lab"};
   app.require_subcommand(1);
   std::map<CLI::App*, bastion::cli::Command> commands;

@@ -84,10 +84,15 @@ std::vector<std::string> dataset_names() {
 
 std::string find_dataset_dir(const std::string& name, const std::string& data_dir) {
   const DatasetInfo& info = dataset_info(name);
+  BASTION_CHECK(data_dir.empty() || std::filesystem::is_directory(data_dir), "--data-dir '", data_dir,
+                "' is not a directory");
   std::ostringstream looked;
   for (const std::string& root : search_roots(data_dir)) {
-    for (const std::filesystem::path& dir :
-         {std::filesystem::path(root) / info.subfolder, std::filesystem::path(root)}) {
+    std::vector<std::filesystem::path> candidates{std::filesystem::path(root) / info.subfolder};
+    // Only an explicit --data-dir may hold the files directly: MNIST and Fashion-MNIST share file
+    // names, so a shared root (e.g. $BASTION_DATA) holding one of them must not answer for the other.
+    if (root == data_dir) candidates.push_back(root);
+    for (const std::filesystem::path& dir : candidates) {
       if (holds_file(dir, kTrainImages)) return dir.string();
       looked << "\n  " << dir.string();
     }

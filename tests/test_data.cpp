@@ -234,24 +234,40 @@ TEST_F(DatasetTest, LoadsFromSubfolderOfDataDir) {
   EXPECT_EQ(split.test.std, (std::vector<float>{0.3530f}));
 }
 
-TEST_F(DatasetTest, SearchOrderDataDirThenEnvThenRootItself) {
-  write_fake_set(dir_ / "a" / "mnist", "", 5);  // data_dir/<subfolder>
-  write_fake_set(dir_ / "b", ".gz", 6);         // $BASTION_DATA itself
+TEST_F(DatasetTest, SearchOrderDataDirThenEnvAndOnlyDataDirItself) {
+  write_fake_set(dir_ / "a" / "mnist", "", 5);        // data_dir/<subfolder>
+  write_fake_set(dir_ / "b" / "mnist", ".gz", 6);     // $BASTION_DATA/<subfolder>
+  write_fake_set(dir_ / "c", "", 7);                  // files directly in a folder
   const ScopedEnv env("BASTION_DATA", (dir_ / "b").string());
   EXPECT_EQ(find_dataset_dir("mnist", (dir_ / "a").string()), (dir_ / "a" / "mnist").string());
   EXPECT_EQ(load_dataset("mnist", (dir_ / "a").string()).train.labels[0], 5);
-  EXPECT_EQ(find_dataset_dir("mnist", ""), (dir_ / "b").string());
+  EXPECT_EQ(find_dataset_dir("mnist", ""), (dir_ / "b" / "mnist").string());
   EXPECT_EQ(load_dataset("mnist", "").train.labels[0], 6);
+  EXPECT_EQ(load_dataset("mnist", (dir_ / "c").string()).train.labels[0], 7);  // explicit --data-dir itself
+  // A shared root holding one IDX set directly must not answer for another name (same file names).
+  const ScopedEnv env_c("BASTION_DATA", (dir_ / "c").string());
+  const std::string found = [] {
+    try {
+      return find_dataset_dir("fmnist", "");
+    } catch (const Error&) {
+      return std::string();
+    }
+  }();
+  EXPECT_NE(found, (dir_ / "c").string());
+}
+
+TEST_F(DatasetTest, DataDirThatIsNotADirectoryIsAnError) {
+  expect_error([&] { find_dataset_dir("mnist", (dir_ / "missing").string()); }, {"--data-dir", "missing", "not a directory"});
 }
 
 TEST_F(DatasetTest, NotFoundListsEveryPlace) {
   const ScopedEnv env("BASTION_DATA", (dir_ / "env").string());
+  std::filesystem::create_directories(dir_ / "opt");
   try {
     find_dataset_dir("mnist", (dir_ / "opt").string());
   } catch (const Error& e) {
     const std::string message = e.what();
-    for (const std::string place :
-         {"opt/mnist", "opt", "env/mnist", "env", "./data/mnist", "/usr/share/datasets"})
+    for (const std::string place : {"opt/mnist", "opt", "env/mnist", "./data/mnist", "/usr/share/datasets"})
       EXPECT_NE(message.find(place), std::string::npos) << message;
     EXPECT_NE(message.find("train-images-idx3-ubyte"), std::string::npos) << message;
     return;

@@ -26,11 +26,12 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 // A float32 sum of K products rounds at each step with relative error at most u = 2^-24 (about 6e-8),
 // so |computed - exact| <= K * u * sum|terms| in the worst case (Higham, "Accuracy and Stability of
 // Numerical Algorithms", §3.1): "~K * 1e-7 relative" to the sum of magnitudes, which unlike the sum
-// itself does not cancel. We use that bound (+2 for the final rounding and alpha/beta) while it is
-// small enough to catch ONE wrong term, i.e. for K up to a few hundred. Beyond that it is too loose to
-// notice even a missing block of terms, and real rounding errors are independent and add like a random
-// walk (Higham & Mary, SIAM J. Sci. Comput. 2019): there we allow kRandomWalkSafety * sqrt(K) * u, about
-// ten standard deviations of that walk. The reference is computed in double, so its own error is nil.
+// itself does not cancel. For large K that bound is too loose to notice even a missing block of terms,
+// while real rounding errors are independent and add like a random walk (Higham & Mary, SIAM J. Sci.
+// Comput. 2019) with a standard deviation of about sqrt(K) * u / sqrt(3). So the tolerance is
+// min(K + 2, kRandomWalkSafety * sqrt(K + 2)) * u * sum|terms|: the worst case up to K = 62, then 8 sqrt(K) u,
+// about 14 standard deviations (+2 covers the final rounding and alpha/beta). A single wrong term of typical
+// size sum|terms| / K still fails it for K up to ~10^4. The reference is computed in double.
 constexpr double kUnitRoundoff = 0x1.0p-24;
 constexpr double kRandomWalkSafety = 8.0;
 
@@ -294,6 +295,17 @@ TEST(KernelsCpuConv, Im2colGemmBackwardMatchesDirect) {
   }
 }
 
+// An empty batch still ASSIGNS the weight and bias gradients (zeros), as the contract says.
+TEST(KernelsCpuConv, EmptyBatchAssignsZeroGradients) {
+  const Conv2dGeometry g = conv2d_geometry(0, 2, 5, 5, 3, 3, 3, 1, 1);
+  std::vector<float> grad_w(3 * 2 * 3 * 3, kNaN), grad_b(3, kNaN);
+  std::vector<float> workspace(conv2d_workspace_floats(g), kNaN);
+  const float unused = 0.0f;
+  conv2d_backward_cpu(nullptr, grad_w.data(), grad_b.data(), &unused, &unused, grad_w.data(), g, workspace.data());
+  EXPECT_EQ(grad_w, std::vector<float>(grad_w.size(), 0.0f));
+  EXPECT_EQ(grad_b, std::vector<float>(3, 0.0f));
+}
+
 // in = 1..9 as a 3x3 image, weight [[1, 2], [3, 4]], bias 0.5.
 TEST(KernelsCpuConv, HandComputedTwoByTwoKernel) {
   const std::vector<float> in = {1, 2, 3, 4, 5, 6, 7, 8, 9}, weight = {1, 2, 3, 4};
@@ -386,6 +398,97 @@ TEST(KernelsCpuPool, AvgPoolKnownAnswers) {
     // Row/col 1 lies in both windows of its axis.
     const std::vector<float> want_grad = {1, 3, 2, 2, 4, 10, 6, 6, 3, 7, 4, 4, 3, 7, 4, 4};
     for (int i = 0; i < 16; ++i) EXPECT_NEAR(grad_in[i], want_grad[i], kHandTolerance * want_grad[i]) << i;
+  }
+}
+
+TEST(KernelsCpuPool, TwoByTwoTiesGoToTheFirstElement) {  // the 2x2 / stride 2 case, odd sizes, all ties
+  const Pool2dGeometry g = pool2d_geometry(1, 5, 5, 2, 2, 0);  // the last row and column fall outside
+  ASSERT_EQ(g.OH, 2);
+  const std::vector<float> flat(25, 3.0f), grad_out = {1, 2, 3, 4};
+  std::vector<float> out(4, kNaN), grad_in(25, kNaN);
+  max_pool2d_forward_cpu(out.data(), flat.data(), g);
+  EXPECT_EQ(out, (std::vector<float>{3, 3, 3, 3}));
+  max_pool2d_backward_cpu(grad_in.data(), grad_out.data(), flat.data(), g);
+  std::vector<float> want(25, 0.0f);
+  want[0] = 1, want[2] = 2, want[10] = 3, want[12] = 4;
+  EXPECT_EQ(grad_in, want);
+}
+
+// Plain loops over the clipped window, in double, as the oracle for every pooling geometry.
+// The *_mag arrays hold the same sums over absolute values, for the tolerance.
+struct PoolReference {
+  std::vector<double> max_out, avg_out, avg_out_mag, max_grad, max_grad_mag, avg_grad, avg_grad_mag;
+};
+
+PoolReference pool_reference(const std::vector<float>& in, const std::vector<float>& grad_out,
+                             const Pool2dGeometry& g) {
+  PoolReference ref;
+  auto& [max_out, avg_out, avg_out_mag, max_grad, max_grad_mag, avg_grad, avg_grad_mag] = ref;
+  max_out.assign(g.planes * g.OH * g.OW, 0.0);
+  avg_out.assign(max_out.size(), 0.0);
+  avg_out_mag.assign(max_out.size(), 0.0);
+  max_grad.assign(in.size(), 0.0);
+  max_grad_mag.assign(in.size(), 0.0);
+  avg_grad.assign(in.size(), 0.0);
+  avg_grad_mag.assign(in.size(), 0.0);
+  const double area = static_cast<double>(g.kernel * g.kernel);
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const int64_t o = (p * g.OH + oh) * g.OW + ow;
+        int64_t best = -1;
+        double total = 0.0, total_mag = 0.0;
+        for (int64_t r = 0; r < g.kernel; ++r)
+          for (int64_t s = 0; s < g.kernel; ++s) {
+            const int64_t h = oh * g.stride - g.padding + r, w = ow * g.stride - g.padding + s;
+            if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+            const int64_t i = (p * g.H + h) * g.W + w;
+            total += in[i];
+            total_mag += std::abs(in[i]);
+            if (best < 0 || in[i] > in[best]) best = i;
+          }
+        max_out[o] = in[best];
+        max_grad[best] += grad_out[o];
+        max_grad_mag[best] += std::abs(grad_out[o]);
+        avg_out[o] = total / area;
+        avg_out_mag[o] = total_mag / area;
+        for (int64_t r = 0; r < g.kernel; ++r)
+          for (int64_t s = 0; s < g.kernel; ++s) {
+            const int64_t h = oh * g.stride - g.padding + r, w = ow * g.stride - g.padding + s;
+            if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+            avg_grad[(p * g.H + h) * g.W + w] += grad_out[o] / area;
+            avg_grad_mag[(p * g.H + h) * g.W + w] += std::abs(grad_out[o]) / area;
+          }
+      }
+  return ref;
+}
+
+TEST(KernelsCpuPool, MatchesPlainLoopsOverGeometries) {
+  struct Case {
+    int64_t planes, H, W, kernel, stride, padding;
+  };
+  const Case cases[] = {{6, 8, 8, 2, 2, 0}, {5, 7, 9, 2, 2, 0}, {3, 7, 6, 3, 2, 1}, {4, 5, 5, 3, 1, 1},
+                        {2, 6, 7, 2, 1, 1}, {3, 9, 4, 3, 3, 0}, {2, 1, 1, 1, 1, 0}, {130, 4, 4, 2, 2, 0}};
+  Generator gen(21);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.planes << " planes " << c.H << "x" << c.W << " kernel " << c.kernel
+                                      << " stride " << c.stride << " pad " << c.padding);
+    const Pool2dGeometry g = pool2d_geometry(c.planes, c.H, c.W, c.kernel, c.stride, c.padding);
+    const std::vector<float> in = randn(c.planes * c.H * c.W, gen), grad_out = randn(c.planes * g.OH * g.OW, gen);
+    const PoolReference ref = pool_reference(in, grad_out, g);
+    std::vector<float> out(ref.max_out.size(), kNaN), grad_in(in.size(), kNaN);
+    max_pool2d_forward_cpu(out.data(), in.data(), g);
+    EXPECT_EQ(out, std::vector<float>(ref.max_out.begin(), ref.max_out.end()));  // copies: exact
+    max_pool2d_backward_cpu(grad_in.data(), grad_out.data(), in.data(), g);
+    // Routed gradients are exact unless overlapping windows add a few of them into one input.
+    expect_close(grad_in, ref.max_grad, ref.max_grad_mag, c.kernel * c.kernel, "max_pool2d_backward_cpu");
+    // Averages: float sums of at most kernel^2 terms per output (and per input, in the backward).
+    std::fill(out.begin(), out.end(), kNaN);
+    avg_pool2d_forward_cpu(out.data(), in.data(), g);
+    expect_close(out, ref.avg_out, ref.avg_out_mag, c.kernel * c.kernel, "avg_pool2d_forward_cpu");
+    std::fill(grad_in.begin(), grad_in.end(), kNaN);
+    avg_pool2d_backward_cpu(grad_in.data(), grad_out.data(), g);
+    expect_close(grad_in, ref.avg_grad, ref.avg_grad_mag, c.kernel * c.kernel, "avg_pool2d_backward_cpu");
   }
 }
 
@@ -553,6 +656,8 @@ TEST(KernelsCpuDeterminism, ConvAndBatchNormDoNotDependOnThreadCount) {
   const BatchNormGeometry bg{8, 6, 50};
   const std::vector<float> bx = randn(bg.N * bg.C * bg.L, gen), gamma = randn(bg.C, gen), beta = randn(bg.C, gen);
   const std::vector<float> bdy = randn(bx.size(), gen);
+  const int64_t gm = 600, gn = 40, gk = 50;  // gemm_cpu's row-panel split (conv exercises the column split)
+  const std::vector<float> ga = randn(gm * gk, gen), gb = randn(gk * gn, gen);
 
   auto run = [&](int threads) {
     set_num_threads(threads);
@@ -561,8 +666,8 @@ TEST(KernelsCpuDeterminism, ConvAndBatchNormDoNotDependOnThreadCount) {
     std::vector<float> workspace(conv2d_workspace_floats(g));
     std::vector<float> out(g.N * g.K * g.out_plane());
     conv2d_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data());
-    std::vector<float> gi(d.in.size()), gw(d.weight.size()), gb(g.K);
-    conv2d_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
+    std::vector<float> gi(d.in.size()), gw(d.weight.size()), gb_conv(g.K);
+    conv2d_backward_cpu(gi.data(), gw.data(), gb_conv.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
                         workspace.data());
     std::vector<float> y(bx.size()), mean(bg.C), invstd(bg.C), rm(bg.C, 0.0f), rv(bg.C, 1.0f);
     batch_norm_forward_cpu(y.data(), mean.data(), invstd.data(), bx.data(), gamma.data(), beta.data(), rm.data(),
@@ -570,11 +675,14 @@ TEST(KernelsCpuDeterminism, ConvAndBatchNormDoNotDependOnThreadCount) {
     std::vector<float> dx(bx.size()), dgamma(bg.C), dbeta(bg.C);
     batch_norm_backward_cpu(dx.data(), dgamma.data(), dbeta.data(), bdy.data(), bx.data(), gamma.data(), mean.data(),
                             invstd.data(), bg, true);
-    return std::vector<std::vector<float>>{out, gi, gw, gb, y, mean, invstd, rm, rv, dx, dgamma, dbeta};
+    std::vector<float> gc(gm * gn);
+    gemm_cpu(false, false, gm, gn, gk, 1.0f, ga.data(), gk, gb.data(), gn, 0.0f, gc.data(), gn);
+    return std::vector<std::vector<float>>{out, gi, gw, gb_conv, y, mean, invstd, rm, rv, dx, dgamma, dbeta, gc};
   };
   const auto one = run(1), two = run(2);
-  const char* names[] = {"conv out", "conv grad_in", "conv grad_weight", "conv grad_bias", "bn y",  "bn mean",
-                         "bn invstd", "bn running_mean", "bn running_var", "bn dx", "bn dgamma", "bn dbeta"};
+  const char* names[] = {"conv out",        "conv grad_in",   "conv grad_weight", "conv grad_bias", "bn y",
+                         "bn mean",         "bn invstd",      "bn running_mean",  "bn running_var", "bn dx",
+                         "bn dgamma",       "bn dbeta",       "gemm_cpu"};
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bitwise_equal(one[i], two[i])) << names[i];
 }
 

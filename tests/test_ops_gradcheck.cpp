@@ -11,6 +11,7 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "kernels/cpu/gemm.h"  // set_num_threads
 
 namespace bastion {
 namespace {
@@ -24,8 +25,24 @@ Tensor leaf(Tensor t) { return t.set_requires_grad(true); }
 // zero or wrongly scaled-down gradient would pass on atol alone.
 constexpr double kNonVacuousFactor = 10.0;
 
+// Gradcheck runs thousands of tiny forwards, each opening a few OpenMP regions (im2col, bias, pooling
+// planes). On a loaded machine every region can wait a scheduler slice for a descheduled worker: the conv
+// checks took 32 ms with one thread and 1-10 s with two on the shared 2-vCPU build box. The kernels'
+// thread-count independence is tested in test_kernels_cpu.cpp, so these tests run single-threaded.
+class SingleThreaded {
+ public:
+  SingleThreaded() : saved_(num_threads()) { set_num_threads(1); }
+  ~SingleThreaded() { set_num_threads(saved_); }
+  SingleThreaded(const SingleThreaded&) = delete;
+  SingleThreaded& operator=(const SingleThreaded&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Runs gradcheck and checks that it looked at every element of every input that requires grad.
 void expect_gradcheck(const Fn& fn, const Inputs& inputs, const GradcheckOptions& options = {}) {
+  const SingleThreaded single_threaded;
   int64_t expected = 0;
   for (const Tensor& t : inputs)
     if (t.defined() && t.requires_grad()) expected += t.numel();

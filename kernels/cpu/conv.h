@@ -38,8 +38,11 @@ int64_t conv2d_workspace_floats(const Conv2dGeometry& g);
 
 void conv2d_forward_cpu(float* out, const float* in, const float* weight, const float* bias, const Conv2dGeometry& g,
                         float* workspace);
+// workspace_holds_cols: the workspace still holds the columns of the forward pass (possible only when
+// the whole batch is one chunk, conv2d_chunk_samples(g) >= N), so the backward skips its im2col.
 void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out, const float* in,
-                         const float* weight, const Conv2dGeometry& g, float* workspace);
+                         const float* weight, const Conv2dGeometry& g, float* workspace,
+                         bool workspace_holds_cols = false);
 
 void conv2d_forward_direct_cpu(float* out, const float* in, const float* weight, const float* bias,
                                const Conv2dGeometry& g);

@@ -2,7 +2,11 @@
 
 #include <omp.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "tensor/error.h"
@@ -128,6 +132,25 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
   }
 #else
   gemm_blocked_cpu(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+const char* gemm_select_blas_core(char** argv) {
+#ifdef BASTION_HAVE_OPENBLAS
+  const char* core = openblas_get_corename();
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || argv == nullptr) return core;
+  const bool fell_back = std::strcmp(core, "Prescott") == 0 || std::strcmp(core, "Core2") == 0 ||
+                         std::strcmp(core, "Nehalem") == 0 || std::strcmp(core, "Unknown") == 0;
+  const char* wanted = __builtin_cpu_supports("avx512f")  ? "SkylakeX"
+                       : __builtin_cpu_supports("avx2") ? "Haswell"
+                                                        : nullptr;
+  if (!fell_back || wanted == nullptr) return core;
+  setenv("OPENBLAS_CORETYPE", wanted, 1);
+  execv("/proc/self/exe", argv);
+  return core;  // exec failed: keep running with the detected kernels
+#else
+  (void)argv;
+  return "none";
 #endif
 }
 

@@ -23,6 +23,16 @@ bool gemm_has_openblas();
 void gemm_openblas_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+// Debian's OpenBLAS 0.3.21 does not recognise some recent Xeons (this project's CI and benchmark
+// machines among them: virtualised Sapphire Rapids) and falls back to its SSE3 "Prescott" kernels,
+// which run LeNet's GEMMs 2-3x slower than its AVX-512 "SkylakeX" ones (bench/RESULTS.md).
+// OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so a program that wants the fast kernels
+// calls this first thing in main(): when the environment does not set OPENBLAS_CORETYPE and OpenBLAS
+// fell back to a core older than the CPU supports, it sets the variable and re-executes the program
+// (once; on failure it returns and the program runs with the slow kernels). Returns the core name
+// OpenBLAS uses ("none" without OpenBLAS).
+const char* gemm_select_blas_core(char** argv);
+
 // Threads used by Bastion's own OpenMP loops (gemm_cpu's panels included) in this thread. Kernels
 // parallelise over independent outputs only, so results do not depend on this number.
 void set_num_threads(int threads);

@@ -9,9 +9,23 @@
 namespace bastion {
 
 namespace {
-// Columns summed per block by vector_mean_rows_cpu: 512 doubles = 4 KiB of accumulators on the stack,
-// which stay in L1 while the rows stream through.
+// Columns summed at a time by mean_rows: 512 doubles = 4 KiB of accumulators on the stack, which stay
+// in L1 while the rows stream through.
 constexpr int64_t kMeanBlock = 512;
+
+// out[d] = mean over the n rows (stride ld) of X[i, d] for d < width, summed in double.
+void mean_rows(float* out, const float* X, int64_t n, int64_t ld, int64_t width) {
+  double acc[kMeanBlock];
+  for (int64_t b0 = 0; b0 < width; b0 += kMeanBlock) {
+    const int64_t w = std::min(kMeanBlock, width - b0);
+    std::fill_n(acc, w, 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = X + i * ld + b0;
+      for (int64_t d = 0; d < w; ++d) acc[d] += row[d];
+    }
+    for (int64_t d = 0; d < w; ++d) out[b0 + d] = static_cast<float>(acc[d] / static_cast<double>(n));
+  }
+}
 }  // namespace
 
 void vector_axpy_cpu(float* y, float a, const float* x, int64_t D) {
@@ -55,13 +69,31 @@ double vector_squared_distance_cpu(const float* a, const float* b, int64_t D) {
   return total;
 }
 
-void vector_pairwise_squared_distances_cpu(float* out, const float* X, int64_t n, int64_t D) {
+int64_t vector_pairwise_workspace_floats(int64_t n, int64_t D) {
+  return (n + 1) * std::min(D, kPairwiseBlockColumns);
+}
+
+void vector_pairwise_squared_distances_cpu(float* out, float* workspace, const float* X, int64_t n, int64_t D) {
   BASTION_CHECK(n >= 0 && D >= 0, "vector_pairwise_squared_distances: n ", n, " and D ", D, " must be >= 0");
   if (n == 0) return;
-  // out = X X^T (Gram matrix); only the upper triangle and the diagonal are read below.
-  gemm_cpu(false, true, n, n, D, 1.0f, X, D, X, D, 0.0f, out, n);
-  // The diagonal becomes |X_i|^2 in double precision (rounded to float), then the scratch for it.
-  for (int64_t i = 0; i < n; ++i) out[i * n + i] = static_cast<float>(vector_dot_cpu(X + i * D, X + i * D, D));
+  if (D == 0) {
+    std::fill_n(out, n * n, 0.0f);
+    return;
+  }
+  // out = C C^T (Gram matrix of the centred rows), summed block by block; only its upper triangle and
+  // diagonal are read below.
+  for (int64_t d0 = 0; d0 < D; d0 += kPairwiseBlockColumns) {
+    const int64_t width = std::min(kPairwiseBlockColumns, D - d0);
+    float* centred = workspace;           // (n, width)
+    float* mean = workspace + n * width;  // (width)
+    mean_rows(mean, X + d0, n, D, width);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = X + i * D + d0;
+      float* dst = centred + i * width;
+      for (int64_t d = 0; d < width; ++d) dst[d] = row[d] - mean[d];
+    }
+    gemm_cpu(false, true, n, n, width, 1.0f, centred, width, centred, width, d0 == 0 ? 0.0f : 1.0f, out, n);
+  }
   for (int64_t i = 0; i < n; ++i) {
     const double norm_i = out[i * n + i];
     for (int64_t j = i + 1; j < n; ++j) {
@@ -76,17 +108,7 @@ void vector_pairwise_squared_distances_cpu(float* out, const float* X, int64_t n
 
 void vector_mean_rows_cpu(float* out, const float* X, int64_t n, int64_t D) {
   BASTION_CHECK(n >= 1, "vector_mean_rows: needs at least one row, got n = ", n);
-  const double inv_n = 1.0 / static_cast<double>(n);
-  double acc[kMeanBlock];
-  for (int64_t d0 = 0; d0 < D; d0 += kMeanBlock) {
-    const int64_t width = std::min(kMeanBlock, D - d0);
-    std::fill_n(acc, width, 0.0);
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = X + i * D + d0;
-      for (int64_t d = 0; d < width; ++d) acc[d] += row[d];
-    }
-    for (int64_t d = 0; d < width; ++d) out[d0 + d] = static_cast<float>(acc[d] * inv_n);
-  }
+  mean_rows(out, X, n, D, D);
 }
 
 }  // namespace bastion

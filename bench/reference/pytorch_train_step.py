@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""PyTorch twin of bench/bench_train.cpp: one SGD training step at batch 64, timed.
+
+MAINTAINER-ONLY SCRIPT. Bastion itself has no Python; this exists only to put PyTorch's numbers next to
+Bastion's in bench/RESULTS.md. Run it with Debian's interpreter, which has python3-torch 1.13:
+
+    /usr/bin/python3 bench/reference/pytorch_train_step.py [--passes 5] [--steps 200] [--pass-seconds 1]
+                                                           [--threads 1 2] [--json]
+
+Models, identical in shapes to Bastion's zoo (nn/models.cpp):
+  mlp         flatten, fc1 784->200, ReLU, fc2 200->200, ReLU, fc3 200->10
+  lenet       conv1 C->6 k5, ReLU, maxpool 2, conv2 6->16 k5, ReLU, maxpool 2, flatten,
+              fc1 ->120, ReLU, fc2 120->84, ReLU, fc3 84->10   (1x28x28 and 3x32x32)
+  cnn-fedcap  conv 3->32 k5, ReLU, pool, conv 32->64 k5, ReLU, pool, fc 1600->64, ReLU, fc 64->10
+One step = opt.zero_grad(); F.cross_entropy(model(x), y).backward(); opt.step() with
+SGD(lr=0.01, momentum=0.9); x ~ N(0, 1), y uniform in [0, 10), fixed seed, the same batch every step.
+For each (model, threads in 1, 2): torch.set_num_threads(threads), 20 warm-up steps, then `passes`
+passes of `steps` steps each -- fewer when the warm-up shows a pass would take longer than
+--pass-seconds (at least 5 steps), so slow cases (2 threads on a loaded machine) do not take minutes,
+like Google Benchmark's --benchmark_min_time on the C++ side. Prints samples/s per pass and the median
+(one line per case, or one JSON object with --json, which bench/summarize.py reads).
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 64
+CLASSES = 10
+WARMUP_STEPS = 20
+
+
+class Mlp(nn.Module):
+    def __init__(self, inputs):
+        super().__init__()
+        self.fc1 = nn.Linear(inputs, 200)
+        self.fc2 = nn.Linear(200, 200)
+        self.fc3 = nn.Linear(200, CLASSES)
+
+    def forward(self, x):
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class LeNet(nn.Module):
+    def __init__(self, channels, size):
+        super().__init__()
+        side = ((size - 4) // 2 - 4) // 2
+        self.conv1 = nn.Conv2d(channels, 6, 5)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * side * side, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, CLASSES)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2, 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2, 2)
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class FedcapCnn(nn.Module):
+    def __init__(self, channels, size):
+        super().__init__()
+        side = ((size - 4) // 2 - 4) // 2
+        self.conv1 = nn.Sequential(nn.Conv2d(channels, 32, 5), nn.ReLU(), nn.MaxPool2d(2, 2))
+        self.conv2 = nn.Sequential(nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2, 2))
+        self.fc1 = nn.Sequential(nn.Linear(64 * side * side, 64), nn.ReLU())
+        self.fc = nn.Linear(64, CLASSES)
+
+    def forward(self, x):
+        return self.fc(self.fc1(torch.flatten(self.conv2(self.conv1(x)), 1)))
+
+
+CASES = [
+    ("mlp", (1, 28, 28), lambda c, s: Mlp(c * s * s)),
+    ("lenet", (1, 28, 28), LeNet),
+    ("lenet", (3, 32, 32), LeNet),
+    ("cnn-fedcap", (3, 32, 32), FedcapCnn),
+]
+
+
+def time_case(build, shape, threads, passes, max_steps, pass_seconds):
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    channels, size, _ = shape
+    model = build(channels, size)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(BATCH, *shape)
+    y = torch.randint(0, CLASSES, (BATCH,))
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    t0 = time.perf_counter()
+    for _ in range(WARMUP_STEPS):
+        step()
+    seconds_per_step = (time.perf_counter() - t0) / WARMUP_STEPS
+    steps = max(5, min(max_steps, int(pass_seconds / seconds_per_step)))
+    rates = []
+    for _ in range(passes):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            loss = step()
+        loss.item()  # eager CPU execution: already done, but keep the read inside the timed pass
+        rates.append(BATCH * steps / (time.perf_counter() - t0))
+    return rates, steps
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=200, help="steps per pass at most")
+    parser.add_argument("--pass-seconds", type=float, default=1.0, help="target duration of one pass")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    results = []
+    for name, shape, build in CASES:
+        for threads in args.threads:
+            rates, steps = time_case(build, shape, threads, args.passes, args.steps, args.pass_seconds)
+            case = "%s/%dx%dx%d/threads:%d" % (name, *shape, threads)
+            results.append({"case": case, "steps_per_pass": steps, "samples_per_s": rates,
+                            "median": statistics.median(rates)})
+            if not args.json:
+                print("%-34s median %10.1f samples/s   %3d steps/pass: %s" % (
+                    case, statistics.median(rates), steps, " ".join("%.1f" % r for r in rates)), flush=True)
+    if args.json:
+        print(json.dumps({"torch": torch.__version__, "passes": args.passes, "results": results}))
+
+
+if __name__ == "__main__":
+    main()

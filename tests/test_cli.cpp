@@ -1,0 +1,121 @@
+// The `bastion` binary end to end: determinism across thread counts, saved weights, clear errors.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "data/dataset.h"
+#include "fl/evaluate.h"
+#include "nn/models.h"
+#include "tensor/safetensors.h"
+
+using namespace bastion;
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+RunResult run_bastion(const std::string& args) {
+  const std::string command = std::string(BASTION_BINARY) + " " + args + " 2>&1";
+  RunResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// The value after "key=" on its own line, or "" when absent.
+std::string line_value(const std::string& output, const std::string& key) {
+  const size_t at = output.find("\n" + key + "=");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + key.size() + 2;
+  return output.substr(begin, output.find('\n', begin) - begin);
+}
+
+bool have_fmnist() {
+  try {
+    find_dataset_dir("fmnist", "");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+const char* kShortRun = "train --dataset fmnist --model lenet --epochs 2 --limit-train 640 --batch 64 --seed 5";
+
+}  // namespace
+
+TEST(Cli, TrainIsBitIdenticalWithOneAndTwoThreads) {
+  if (!have_fmnist()) GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  const RunResult one = run_bastion(std::string(kShortRun) + " --threads 1");
+  const RunResult two = run_bastion(std::string(kShortRun) + " --threads 2");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_FALSE(line_value(one.output, "weights_fnv1a").empty()) << one.output;
+  EXPECT_EQ(line_value(one.output, "weights_fnv1a"), line_value(two.output, "weights_fnv1a"));
+  EXPECT_EQ(line_value(one.output, "test_acc"), line_value(two.output, "test_acc"));
+  // The last line is the one-line result.
+  EXPECT_EQ(one.output.rfind("test_acc="), one.output.rfind('\n', one.output.size() - 2) + 1) << one.output;
+}
+
+TEST(Cli, DifferentSeedsGiveDifferentWeights) {
+  if (!have_fmnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  const RunResult a = run_bastion("train --dataset fmnist --model mlp --epochs 1 --limit-train 256 --seed 1");
+  const RunResult b = run_bastion("train --dataset fmnist --model mlp --epochs 1 --limit-train 256 --seed 2");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(line_value(a.output, "weights_fnv1a"), line_value(b.output, "weights_fnv1a"));
+}
+
+TEST(Cli, SavedWeightsReloadToTheSameAccuracy) {
+  if (!have_fmnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  const std::string path = (std::filesystem::temp_directory_path() / "bastion_cli_lenet.safetensors").string();
+  const RunResult run = run_bastion(std::string(kShortRun) + " --save " + path);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const SafetensorsFile file = load_safetensors(path);
+  EXPECT_EQ(file.metadata.at("model"), "lenet");
+  EXPECT_EQ(file.metadata.at("dataset"), "fmnist");
+  EXPECT_EQ(file.metadata.at("num_classes"), "10");
+  EXPECT_EQ(file.metadata.at("mean"), "[0.2860]");
+  EXPECT_EQ(file.metadata.at("std"), "[0.3530]");
+  ASSERT_NE(file.find("conv1.weight"), nullptr);
+  EXPECT_EQ(file.find("conv1.weight")->shape(), (Shape{6, 1, 5, 5}));
+  EXPECT_EQ(file.find("fc1.weight")->shape(), (Shape{120, 256}));
+
+  auto model = make_model("lenet", {1, 28, 28}, 10, 999);  // different init, overwritten by the file
+  std::map<std::string, Tensor> values;
+  for (const auto& [name, tensor] : file.f32) values[name] = tensor;
+  model->load_state(values);
+  const DatasetSplit split = load_dataset("fmnist", "");
+  char expected[16];
+  std::snprintf(expected, sizeof expected, "%.4f", evaluate(*model, split.test).accuracy);
+  EXPECT_EQ(line_value(run.output, "test_acc"), expected);
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, ErrorsAreOneClearLineAndExitCodeOne) {
+  const RunResult unknown = run_bastion("train --dataset fmnist --model nope --data-dir /nonexistent");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.output.find("bastion: error:"), std::string::npos) << unknown.output;
+
+  const RunResult no_data = run_bastion("train --dataset mnist --data-dir /nonexistent-bastion-dir");
+  EXPECT_EQ(no_data.exit_code, 1);
+  EXPECT_NE(no_data.output.find("/nonexistent-bastion-dir"), std::string::npos) << no_data.output;
+
+  const RunResult bad_option = run_bastion("train --epochs 0");
+  EXPECT_NE(bad_option.exit_code, 0);
+  EXPECT_NE(bad_option.output.find("epochs"), std::string::npos) << bad_option.output;
+
+  const RunResult bad_dataset = run_bastion("train --dataset imagenet22k");
+  EXPECT_EQ(bad_dataset.exit_code, 1);
+  EXPECT_NE(bad_dataset.output.find("fmnist"), std::string::npos) << bad_dataset.output;
+}
