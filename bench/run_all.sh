@@ -2,19 +2,23 @@
 # Builds the benchmarks (Release) and runs all of them, interleaving Bastion and PyTorch, then prints the
 # summary tables (bench/summarize.py). Raw outputs stay in $OUT_DIR for RESULTS.md and for re-analysis.
 #
-#   bench/run_all.sh                        everything (about 25 minutes on the 2-core build machine)
+#   bench/run_all.sh                        everything (about 30 minutes on the 2-core build machine)
 #   ROUNDS=1 REPS=3 bench/run_all.sh        a quick look
 #
 # Environment knobs (defaults in brackets):
 #   BUILD_DIR [<repo>/build-bench]   OUT_DIR [$BUILD_DIR/results]   ROUNDS [3]   REPS [5]
-#   KERNEL_CONFIGS ["default tuned"]   TRAIN_CONFIGS ["default openblas-skx tuned"]
-# A "config" is the environment BOTH engines run under (see config_env below):
-#   default       as the machine comes: OpenBLAS picks its kernels by CPU model, libgomp spins
-#   openblas-skx  OPENBLAS_CORETYPE=SkylakeX (OpenBLAS 0.3.21 does not know newer Xeons and falls back to
-#                 its Prescott/SSE3 kernels; this forces its AVX-512 kernels)
-#   tuned         openblas-skx + OMP_WAIT_POLICY=passive (idle OpenMP workers sleep instead of spinning,
-#                 which matters on a shared 2-core machine)
-# Order: peak, kernels per config, peak, then ROUNDS x (per config: bench_train, PyTorch), peak.
+#   KERNEL_CONFIGS ["default passive prescott"]   TRAIN_CONFIGS ["default skx skx-passive prescott"]
+# A "config" is the environment BOTH engines run under (see config_env below). Bastion's benchmarks call
+# gemm_select_blas_core() like the CLI, so with OPENBLAS_CORETYPE unset Bastion picks OpenBLAS's AVX-512
+# "SkylakeX" kernels itself, while PyTorch keeps what Debian's OpenBLAS 0.3.21 detects (Prescott/SSE3 on
+# this Xeon, which it does not know):
+#   default      nothing set: each engine as a user gets it
+#   skx          OPENBLAS_CORETYPE=SkylakeX for both (same BLAS kernels: the engine-to-engine comparison)
+#   skx-passive  skx + OMP_WAIT_POLICY=passive (idle OpenMP workers sleep instead of spinning; decisive
+#                for 2 threads when other processes share the 2 cores)
+#   passive      OMP_WAIT_POLICY=passive only (kernels)
+#   prescott     OPENBLAS_CORETYPE=Prescott for both: what Bastion would get without gemm_select_blas_core
+#                (kernels: 1-thread GEMM and conv only)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,16 +26,25 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build-bench}"
 OUT_DIR="${OUT_DIR:-$BUILD_DIR/results}"
 ROUNDS="${ROUNDS:-3}"
 REPS="${REPS:-5}"
-KERNEL_CONFIGS="${KERNEL_CONFIGS:-default tuned}"
-TRAIN_CONFIGS="${TRAIN_CONFIGS:-default openblas-skx tuned}"
+KERNEL_CONFIGS="${KERNEL_CONFIGS:-default passive prescott}"
+TRAIN_CONFIGS="${TRAIN_CONFIGS:-default skx skx-passive prescott}"
 PYTHON=/usr/bin/python3  # Debian's interpreter, which has python3-torch
 
+ALL_CONFIGS="default skx skx-passive passive prescott"
 config_env() {  # prints the env(1) arguments of a config
   case "$1" in
     default) echo "-u OPENBLAS_CORETYPE -u OMP_WAIT_POLICY" ;;
-    openblas-skx) echo "-u OMP_WAIT_POLICY OPENBLAS_CORETYPE=SkylakeX" ;;
-    tuned) echo "OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=passive" ;;
+    skx) echo "-u OMP_WAIT_POLICY OPENBLAS_CORETYPE=SkylakeX" ;;
+    skx-passive) echo "OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=passive" ;;
+    passive) echo "-u OPENBLAS_CORETYPE OMP_WAIT_POLICY=passive" ;;
+    prescott) echo "-u OMP_WAIT_POLICY OPENBLAS_CORETYPE=Prescott" ;;
     *) echo "unknown config $1" >&2; exit 1 ;;
+  esac
+}
+kernel_filter() {  # the prescott config only needs the 1-thread GEMMs and convs (to show the fallback)
+  case "$1" in
+    prescott) echo "--benchmark_filter=^(gemm_openblas|conv_forward|conv_backward)/.*/threads:1\$" ;;
+    *) echo "--benchmark_filter=." ;;
   esac
 }
 
@@ -56,7 +69,7 @@ rm -f "$OUT_DIR"/*.json
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT_DIR/meta.txt"
 : > "$OUT_DIR/configs.txt"
-for c in default openblas-skx tuned; do echo "- \`$c\`: env $(config_env $c)" >> "$OUT_DIR/configs.txt"; done
+for c in $ALL_CONFIGS; do echo "- \`$c\`: env $(config_env $c)" >> "$OUT_DIR/configs.txt"; done
 
 peak_run=0
 run_peak() {
@@ -69,7 +82,7 @@ run_peak
 for config in $KERNEL_CONFIGS; do
   echo "== bench_kernels [$config]"
   # shellcheck disable=SC2046
-  env $(config_env "$config") "$BIN/bench_kernels" "${GBENCH_FLAGS[@]}" --benchmark_min_time=0.1 \
+  env $(config_env "$config") "$BIN/bench_kernels" "${GBENCH_FLAGS[@]}" --benchmark_min_time=0.1 "$(kernel_filter "$config")" \
     --benchmark_out="$OUT_DIR/kernels_$config.json" > "$OUT_DIR/kernels_$config.txt"
 done
 run_peak

@@ -47,6 +47,25 @@ def gbench_medians(path):
     return out
 
 
+LAYER_ORDER = ["square64", "square256", "square1024", "lenet28.conv1", "lenet28.conv2", "lenet32.conv1",
+               "lenet32.conv2", "fedcap.conv1", "fedcap.conv2", "resnet18.layer1", "lenet28.pool1"]
+PART_ORDER = ["", "fwd", "bwd_weight", "bwd_input"]
+KERNEL_ORDER = ["conv_im2col", "conv_col2im", "max_pool2d_forward", "max_pool2d_backward"]
+MODEL_ORDER = ["mlp/1x28x28", "lenet/1x28x28", "lenet/3x32x32", "cnn-fedcap/3x32x32"]
+
+
+def index_or_end(items, x):
+    return items.index(x) if x in items else len(items)
+
+
+def shape_key(shape):
+    """'lenet28.conv2.bwd_input' -> sort key following the order of bench_kernels.cpp."""
+    for layer in sorted(LAYER_ORDER, key=len, reverse=True):
+        if shape == layer or shape.startswith(layer + "."):
+            return (LAYER_ORDER.index(layer), index_or_end(PART_ORDER, shape[len(layer) + 1:]), shape)
+    return (len(LAYER_ORDER), 0, shape)
+
+
 def fmt(x, digits=1):
     return "—" if x is None else ("%.*f" % (digits, x))
 
@@ -91,6 +110,7 @@ def kernel_tables(results_dir, config, peaks):
         mo = re.match(r"gemm_openblas/([^/]+)/threads:1$", name)
         if mo:
             shapes.append(mo.group(1))
+    shapes.sort(key=shape_key)
     out.append("GEMM (C = A @ B, float32; GFLOP/s = 2MNK / wall time). OpenBLAS = gemm_openblas_cpu with OpenBLAS's own"
                " threads (rung 0); gemm_cpu = Bastion's path (panels over OpenMP, OpenBLAS single-threaded inside);"
                " blocked = the fallback, single-threaded by contract\n")
@@ -109,8 +129,9 @@ def kernel_tables(results_dir, config, peaks):
         mo = re.match(r"conv_forward/([^/]+)/threads:1$", name)
         if mo:
             layers.append(mo.group(1))
+    layers.sort(key=shape_key)
     out.append("\nconv2d (fwd GFLOP/s = 2*N*K*C*R*S*OH*OW / wall time; bwd counts 2x that with grad_in, 1x without;"
-               " '% sgemm' = conv rate / OpenBLAS rate on the layer's own per-chunk GEMM(s) at the same threads)\n")
+               " '% sgemm' = conv rate / gemm_cpu rate on the layer's own per-chunk GEMM(s) at the same threads)\n")
     out.append("| layer | T | fwd GFLOP/s | fwd % peak | fwd % sgemm | bwd GFLOP/s | bwd % peak | bwd % sgemm | fwd ms | bwd ms |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")
     for layer in layers:
@@ -136,9 +157,13 @@ def kernel_tables(results_dir, config, peaks):
     out.append("\nMemory-bound kernels (GB/s = bytes read + written once / wall time; a lower bound on traffic)\n")
     out.append("| kernel | shape | T | GB/s | µs |")
     out.append("|---|---|---|---|---|")
+    rows = []
     for name, e in m.items():
         if "GBps" in e:
             mo = re.match(r"([^/]+)/([^/]+)/threads:(\d)$", name)
+            rows.append(((index_or_end(KERNEL_ORDER, mo.group(1)), shape_key(mo.group(2)), mo.group(3)), mo, e))
+    for _, mo, e in sorted(rows, key=lambda r: r[0]):
+        if True:
             out.append("| %s | %s | %s | %s | %s |" % (mo.group(1), mo.group(2), mo.group(3), fmt(e["GBps"] / 1e9, 2),
                                                     fmt(e["real_time_ns"] / 1e3, 0)))
     return "\n".join(out) + "\n"
@@ -151,7 +176,8 @@ def train_tables(results_dir, config):
         return ""
     rounds_b = [gbench_medians(p) for p in bastion_files]
     rounds_t = [{r["case"]: r["median"] for r in load(p)["results"]} for p in torch_files]
-    cases = [n[len("train_step/"):] for n in rounds_b[0]]
+    cases = sorted((n[len("train_step/"):] for n in rounds_b[0]),
+                   key=lambda c: (index_or_end(MODEL_ORDER, c.rsplit("/", 1)[0]), c))
     out = ["| model | input | threads | Bastion samples/s | PyTorch samples/s | Bastion / PyTorch | Bastion per round | PyTorch per round |",
            "|---|---|---|---|---|---|---|---|"]
     detail = ["| model | input | threads | forward ms | backward ms | zero_grad+SGD ms | fresh allocs/step | final loss |",
@@ -181,7 +207,7 @@ def main():
         mo = re.match(r"(kernels|train|pytorch)_([a-z0-9-]+?)(_\d+)?\.json$", os.path.basename(p))
         if mo and mo.group(2) not in configs:
             configs.append(mo.group(2))
-    order = ["default", "openblas-skx", "tuned"]
+    order = ["default", "skx", "skx-passive", "passive", "prescott"]
     configs.sort(key=lambda c: order.index(c) if c in order else len(order))
     peaks, text = peak_table(results_dir)
     print("## FP32 FMA peak (bench_peak)\n")

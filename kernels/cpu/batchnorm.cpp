@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/parallel.h"
+
 namespace bastion {
 
 namespace {
@@ -16,7 +18,7 @@ void batch_norm_forward_cpu(float* y, float* save_mean, float* save_invstd, cons
                             const float* beta, float* running_mean, float* running_var, const BatchNormGeometry& g,
                             bool training, float momentum, float eps) {
   const int64_t M = g.N * g.L;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.N * g.C * g.L >= kParallelMinWork)
   for (int64_t c = 0; c < g.C; ++c) {
     double mean = 0.0, var = 0.0;
     if (training) {
@@ -51,7 +53,7 @@ void batch_norm_backward_cpu(float* dx, float* dgamma, float* dbeta, const float
                              const float* gamma, const float* save_mean, const float* save_invstd,
                              const BatchNormGeometry& g, bool training) {
   const int64_t M = g.N * g.L;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.N * g.C * g.L >= kParallelMinWork)
   for (int64_t c = 0; c < g.C; ++c) {
     const float mean = save_mean[c], invstd = save_invstd[c];
     double sum_dy = 0.0, sum_dy_xhat = 0.0;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -49,7 +50,7 @@ int64_t conv2d_workspace_floats(const Conv2dGeometry& g) {
 void im2col_cpu(float* __restrict cols, const float* __restrict in, const Conv2dGeometry& g, int64_t n_begin,
                 int64_t n_count) {
   const int64_t P = g.out_plane(), row_len = n_count * P;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.crs() * row_len >= kParallelMinWork)
   for (int64_t row = 0; row < g.crs(); ++row) {
     const int64_t c = row / (g.R * g.S), r = (row / g.S) % g.R, s = row % g.S;
     int64_t lo, hi;
@@ -83,7 +84,7 @@ void col2im_add_cpu(float* in_grad, const float* cols, const Conv2dGeometry& g, 
   const int64_t P = g.out_plane(), row_len = n_count * P;
   // One (n, c) input plane per iteration: each plane is written by exactly one thread, in a fixed
   // order, so the sums do not depend on the thread count.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.crs() * row_len >= kParallelMinWork)
   for (int64_t plane_index = 0; plane_index < n_count * g.C; ++plane_index) {
     const int64_t n = plane_index / g.C, c = plane_index % g.C;
     float* plane = in_grad + ((n_begin + n) * g.C + c) * g.H * g.W;
@@ -114,7 +115,7 @@ void conv2d_forward_cpu(float* out, const float* in, const float* weight, const 
     const int64_t nb = std::min(chunk, g.N - n0);
     im2col_cpu(cols, in, g, n0, nb);
     gemm_cpu(false, false, g.K, nb * P, g.crs(), 1.0f, weight, g.crs(), cols, nb * P, 0.0f, tmp, nb * P);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nb * g.K * P >= kParallelMinWork)
     for (int64_t nk = 0; nk < nb * g.K; ++nk) {
       const int64_t n = nk / g.K, k = nk % g.K;
       const float b = bias ? bias[k] : 0.0f;
@@ -134,7 +135,7 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
   // The chunk loop assigns grad_weight (beta = 0 on the first chunk); an empty batch has no chunk.
   if (grad_weight && g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
   if (grad_bias) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.K * g.N * P >= kParallelMinWork)
     for (int64_t k = 0; k < g.K; ++k) {
       double total = 0.0;
       for (int64_t n = 0; n < g.N; ++n) {
@@ -146,7 +147,7 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
   }
   for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
     const int64_t nb = std::min(chunk, g.N - n0);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nb * g.K * P >= kParallelMinWork)
     for (int64_t nk = 0; nk < nb * g.K; ++nk) {
       const int64_t n = nk / g.K, k = nk % g.K;
       std::memcpy(dyt + k * nb * P + n * P, grad_out + ((n0 + n) * g.K + k) * P, P * sizeof(float));

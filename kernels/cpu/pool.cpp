@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -46,7 +47,7 @@ namespace {
 bool is_2x2_stride2(const Pool2dGeometry& g) { return g.kernel == 2 && g.stride == 2 && g.padding == 0; }
 
 void max_pool_2x2_forward(float* out, const float* in, const Pool2dGeometry& g) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
   for (int64_t p = 0; p < g.planes; ++p) {
     const float* plane = in + p * g.H * g.W;
     float* dst = out + p * g.OH * g.OW;
@@ -62,7 +63,7 @@ void max_pool_2x2_forward(float* out, const float* in, const Pool2dGeometry& g) 
 void max_pool_2x2_backward(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g) {
   // Branch-free: which of the four wins is data-dependent and unpredictable, and a mispredicted branch
   // per window made this 12 % of a LeNet step. Every input element is written (no separate fill).
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
   for (int64_t p = 0; p < g.planes; ++p) {
     const float* plane = in + p * g.H * g.W;
     float* dst = grad_in + p * g.H * g.W;
@@ -96,7 +97,7 @@ void max_pool_2x2_backward(float* grad_in, const float* grad_out, const float* i
 
 void max_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g) {
   if (is_2x2_stride2(g)) return max_pool_2x2_forward(out, in, g);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
   for (int64_t p = 0; p < g.planes; ++p) {
     const float* plane = in + p * g.H * g.W;
     float* dst = out + p * g.OH * g.OW;
@@ -107,7 +108,7 @@ void max_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g
 
 void max_pool2d_backward_cpu(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g) {
   if (is_2x2_stride2(g)) return max_pool_2x2_backward(grad_in, grad_out, in, g);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
   for (int64_t p = 0; p < g.planes; ++p) {
     const float* plane = in + p * g.H * g.W;
     float* dst = grad_in + p * g.H * g.W;
@@ -120,7 +121,7 @@ void max_pool2d_backward_cpu(float* grad_in, const float* grad_out, const float*
 
 void avg_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g) {
   const float inv_area = 1.0f / static_cast<float>(g.kernel * g.kernel);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
   for (int64_t p = 0; p < g.planes; ++p) {
     const float* plane = in + p * g.H * g.W;
     float* dst = out + p * g.OH * g.OW;
@@ -137,7 +138,7 @@ void avg_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g
 
 void avg_pool2d_backward_cpu(float* grad_in, const float* grad_out, const Pool2dGeometry& g) {
   const float inv_area = 1.0f / static_cast<float>(g.kernel * g.kernel);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
   for (int64_t p = 0; p < g.planes; ++p) {
     float* dst = grad_in + p * g.H * g.W;
     const float* src = grad_out + p * g.OH * g.OW;
@@ -154,7 +155,7 @@ void avg_pool2d_backward_cpu(float* grad_in, const float* grad_out, const Pool2d
 
 void global_avg_pool_forward_cpu(float* out, const float* in, int64_t planes, int64_t plane_size) {
   const double inv = 1.0 / static_cast<double>(plane_size);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (planes * plane_size >= kParallelMinWork)
   for (int64_t p = 0; p < planes; ++p) {
     double total = 0.0;
     for (int64_t i = 0; i < plane_size; ++i) total += in[p * plane_size + i];
@@ -164,7 +165,7 @@ void global_avg_pool_forward_cpu(float* out, const float* in, int64_t planes, in
 
 void global_avg_pool_backward_cpu(float* grad_in, const float* grad_out, int64_t planes, int64_t plane_size) {
   const float inv = 1.0f / static_cast<float>(plane_size);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (planes * plane_size >= kParallelMinWork)
   for (int64_t p = 0; p < planes; ++p) std::fill_n(grad_in + p * plane_size, plane_size, grad_out[p] * inv);
 }
 
