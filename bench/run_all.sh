@@ -43,7 +43,7 @@ config_env() {  # prints the env(1) arguments of a config
 }
 kernel_filter() {  # the prescott config only needs the 1-thread GEMMs and convs (to show the fallback)
   case "$1" in
-    prescott) echo "--benchmark_filter=^(gemm_openblas|conv_forward|conv_backward)/.*/threads:1\$" ;;
+    prescott) echo "--benchmark_filter=^(gemm_openblas|conv_forward|conv_backward)/.*/threads:1/" ;;
     *) echo "--benchmark_filter=." ;;
   esac
 }

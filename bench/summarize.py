@@ -95,7 +95,7 @@ def peak_table(results_dir):
 
 def kernel_tables(results_dir, config, peaks):
     path = os.path.join(results_dir, "kernels_%s.json" % config)
-    if not os.path.exists(path):
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
         return ""
     m = gbench_medians(path)
 
