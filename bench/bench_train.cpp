@@ -80,7 +80,8 @@ void bm_train_step(benchmark::State& state, TrainCase c, int threads) {
   const StoragePoolStats after = storage_pool_stats();
 
   const double steps = static_cast<double>(state.iterations());
-  state.counters["samples_per_s"] = benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["samples_per_s"] =
+      benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["forward_ms"] = forward_ms / steps;
   state.counters["backward_ms"] = backward_ms / steps;
   state.counters["step_ms"] = step_ms / steps;

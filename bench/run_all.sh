@@ -2,7 +2,7 @@
 # Builds the benchmarks (Release) and runs all of them, interleaving Bastion and PyTorch, then prints the
 # summary tables (bench/summarize.py). Raw outputs stay in $OUT_DIR for RESULTS.md and for re-analysis.
 #
-#   bench/run_all.sh                        everything (about 30 minutes on the 2-core build machine)
+#   bench/run_all.sh                        everything (about 25 minutes on the 2-core build machine)
 #   ROUNDS=1 REPS=3 bench/run_all.sh        a quick look
 #
 # Environment knobs (defaults in brackets):

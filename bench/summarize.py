@@ -50,7 +50,8 @@ def gbench_medians(path):
 LAYER_ORDER = ["square64", "square256", "square1024", "lenet28.conv1", "lenet28.conv2", "lenet32.conv1",
                "lenet32.conv2", "fedcap.conv1", "fedcap.conv2", "resnet18.layer1", "lenet28.pool1"]
 PART_ORDER = ["", "fwd", "bwd_weight", "bwd_input"]
-KERNEL_ORDER = ["conv_im2col", "conv_col2im", "max_pool2d_forward", "max_pool2d_backward"]
+KERNEL_ORDER = ["conv_im2col", "conv_col2im", "conv_col2im_v1", "conv_col2im_v2", "max_pool2d_forward", "max_pool2d_backward",
+                "max_pool2d_backward_v1"]
 MODEL_ORDER = ["mlp/1x28x28", "lenet/1x28x28", "lenet/3x32x32", "cnn-fedcap/3x32x32"]
 
 
@@ -132,8 +133,9 @@ def kernel_tables(results_dir, config, peaks):
     layers.sort(key=shape_key)
     out.append("\nconv2d (fwd GFLOP/s = 2*N*K*C*R*S*OH*OW / wall time; bwd counts 2x that with grad_in, 1x without;"
                " '% sgemm' = conv rate / gemm_cpu rate on the layer's own per-chunk GEMM(s) at the same threads)\n")
-    out.append("| layer | T | fwd GFLOP/s | fwd % peak | fwd % sgemm | bwd GFLOP/s | bwd % peak | bwd % sgemm | fwd ms | bwd ms |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    out.append("| layer | T | fwd GFLOP/s | fwd % peak | fwd % sgemm | bwd GFLOP/s | bwd % peak | bwd % sgemm | fwd ms | bwd ms |"
+               " bwd ms, columns kept |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for layer in layers:
         for t in (1, 2):
             f, b = g("conv_forward", layer, t), g("conv_backward", layer, t)
@@ -150,9 +152,11 @@ def kernel_tables(results_dir, config, peaks):
             gb = flops / time / 1e9 if time else None
             fe = m.get("conv_forward/%s/threads:%d" % (layer, t))
             be = m.get("conv_backward/%s/threads:%d" % (layer, t))
-            out.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            ke = m.get("conv_backward_kept/%s/threads:%d" % (layer, t))
+            out.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 layer, t, fmt(f), fmt(pct(f, peaks.get(t))), fmt(pct(f, gf), 0), fmt(b), fmt(pct(b, peaks.get(t))),
-                fmt(pct(b, gb), 0), fmt(fe and fe["real_time_ns"] / 1e6, 3), fmt(be and be["real_time_ns"] / 1e6, 3)))
+                fmt(pct(b, gb), 0), fmt(fe and fe["real_time_ns"] / 1e6, 3), fmt(be and be["real_time_ns"] / 1e6, 3),
+                fmt(ke and ke["real_time_ns"] / 1e6, 3)))
     # ---- memory-bound building blocks ----
     out.append("\nMemory-bound kernels (GB/s = bytes read + written once / wall time; a lower bound on traffic)\n")
     out.append("| kernel | shape | T | GB/s | µs |")
@@ -166,6 +170,22 @@ def kernel_tables(results_dir, config, peaks):
         if True:
             out.append("| %s | %s | %s | %s | %s |" % (mo.group(1), mo.group(2), mo.group(3), fmt(e["GBps"] / 1e9, 2),
                                                     fmt(e["real_time_ns"] / 1e3, 0)))
+    # ---- candidate variants vs the library kernel ----
+    variants = []
+    for name, e in m.items():
+        mo = re.match(r"([^/]+)_v(\d+)/([^/]+)/threads:(\d)$", name)
+        if mo:
+            base = m.get("%s/%s/threads:%s" % (mo.group(1), mo.group(3), mo.group(4)))
+            if base:
+                variants.append(((mo.group(1), int(mo.group(2)), shape_key(mo.group(3)), mo.group(4)), mo, e, base))
+    if variants:
+        out.append("\nCandidate variants (bench_kernels.cpp, checked bitwise against the library kernel first)\n")
+        out.append("| kernel | variant | shape | T | library µs | variant µs | speed-up |")
+        out.append("|---|---|---|---|---|---|---|")
+        for _, mo, e, base in sorted(variants, key=lambda v: v[0]):
+            out.append("| %s | v%s | %s | %s | %s | %s | %s |" % (
+                mo.group(1), mo.group(2), mo.group(3), mo.group(4), fmt(base["real_time_ns"] / 1e3, 0),
+                fmt(e["real_time_ns"] / 1e3, 0), fmt(base["real_time_ns"] / e["real_time_ns"], 2)))
     return "\n".join(out) + "\n"
 
 
