@@ -97,11 +97,11 @@ int run_train(const TrainArgs& args) {
   const Generator root(args.seed);
   std::unique_ptr<Model> model = make_model(
       args.model, {split.train.channels, split.train.height, split.train.width}, split.train.num_classes,
-      Generator(root.fork(1)).next_u64());
+      root.fork(1).next_u64());
   std::vector<int64_t> indices;
   if (args.limit_train > 0)
     for (int64_t i = 0; i < std::min(args.limit_train, split.train.size()); ++i) indices.push_back(i);
-  BatchLoader loader(split.train, args.batch, /*shuffle=*/true, Generator(root.fork(2)).next_u64(), indices);
+  BatchLoader loader(split.train, args.batch, /*shuffle=*/true, root.fork(2).next_u64(), indices);
   Sgd sgd(*model, {args.lr, args.momentum, args.weight_decay, args.nesterov});
   std::unique_ptr<Sam> sam = args.optimizer == "sam" ? std::make_unique<Sam>(*model, sgd, args.rho) : nullptr;
   const StepDecay decay{args.lr, args.lr_step, args.lr_gamma};

@@ -61,8 +61,9 @@ void max_pool_2x2_forward(float* out, const float* in, const Pool2dGeometry& g) 
 }
 
 void max_pool_2x2_backward(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g) {
-  // Branch-free: which of the four wins is data-dependent and unpredictable, and a mispredicted branch
-  // per window made this 12 % of a LeNet step. Every input element is written (no separate fill).
+  // Written to avoid data-dependent branches (which of the four wins is unpredictable), but GCC 12 still
+  // emits compare-and-branch here (bench/RESULTS.md); bench_kernels' max_pool2d_backward_v1 is 2.5x
+  // faster and is the candidate to adopt. Every input element is written (no separate fill).
 #pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
   for (int64_t p = 0; p < g.planes; ++p) {
     const float* plane = in + p * g.H * g.W;
@@ -77,8 +78,7 @@ void max_pool_2x2_backward(float* grad_in, const float* grad_out, const float* i
       for (int64_t ow = 0; ow < g.OW; ++ow) {
         const float a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
         const float grad = src[oh * g.OW + ow];
-        // First maximum in the order a, b, c, d (same rule as the general path). Bitwise & and |, not
-        // && and ||: short-circuit operators compile back into branches.
+        // First maximum in the order a, b, c, d (same rule as the general path).
         const float m = std::max(std::max(a, b), std::max(c, d));
         const bool is_a = a == m, is_b = b == m, is_c = c == m;
         const bool a_wins = is_a;
