@@ -16,6 +16,14 @@ void normalize_into(float* out, const Dataset& d, int64_t index) {
       "normalize_into: dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(),
       " means and ", d.std.size(), " stds");
   const int64_t plane = d.height * d.width;
+  if (d.is_float()) {
+    const float* values = d.values.data() + index * d.sample_numel();
+    for (int64_t c = 0; c < d.channels; ++c) {
+      const float mean = d.mean[c], std = d.std[c];
+      for (int64_t i = 0; i < plane; ++i) out[c * plane + i] = (values[c * plane + i] - mean) / std;
+    }
+    return;
+  }
   const uint8_t* pixels = d.pixels.data() + index * d.sample_numel();
   for (int64_t c = 0; c < d.channels; ++c) {
     // Same float operations as torchvision's ToTensor (divide by 255) then Normalize (subtract, divide),
@@ -35,9 +43,7 @@ BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, 
       drop_last_(drop_last),
       indices_(std::move(indices)) {
   BASTION_CHECK(batch_size > 0, "BatchLoader: batch_size must be positive, got ", batch_size);
-  BASTION_CHECK(static_cast<int64_t>(data.pixels.size()) == data.size() * data.sample_numel(),
-                "BatchLoader: dataset '", data.name, "' holds ", data.pixels.size(),
-                " pixel bytes, expected ", data.size(), " samples of ", data.sample_numel());
+  validate_dataset(data);
   if (indices_.empty()) {
     indices_.resize(static_cast<size_t>(data.size()));
     for (int64_t i = 0; i < data.size(); ++i) indices_[i] = i;

@@ -214,7 +214,10 @@ TEST_F(IdxTest, LabelOutOfRange) {
 // ---------------------------------------------------------------- datasets
 
 TEST_F(DatasetTest, NamesAndUnknownName) {
-  EXPECT_EQ(dataset_names(), (std::vector<std::string>{"mnist", "fmnist"}));
+  EXPECT_EQ(dataset_names(),
+            (std::vector<std::string>{"mnist", "fmnist", "emnist", "emnist-letters", "cifar10", "cifar100", "svhn",
+                                      "tinyimagenet", "image-folder", "wisdm", "wisdm-features", "digits",
+                                      "synthetic"}));
   expect_error([] { load_dataset("cifar-11", ""); }, {"unknown dataset 'cifar-11'", "mnist", "fmnist"});
 }
 
