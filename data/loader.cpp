@@ -7,6 +7,20 @@
 #include "tensor/error.h"
 
 namespace bastion {
+namespace {
+
+// A poison trigger must match the image at the step where it is applied (transforms.h steps 2 and 8).
+void check_trigger_fits(const Dataset& d, const TransformSpec& spec, const Trigger& trigger) {
+  const bool raw = trigger.space == TriggerSpace::kRaw;
+  const SampleShape shape = raw ? SampleShape{d.channels, d.height, d.width} : transformed_shape(d, spec);
+  BASTION_CHECK(trigger.channels == shape.channels && trigger.height == shape.height &&
+                    trigger.width == shape.width,
+                "BatchLoader: poison trigger '", trigger.name, "' was made for ", trigger.channels, "x",
+                trigger.height, "x", trigger.width, " but its ", raw ? "raw" : "normalised", " step sees ",
+                shape.channels, "x", shape.height, "x", shape.width, " images");
+}
+
+}  // namespace
 
 void normalize_into(float* out, const Dataset& d, int64_t index) {
   BASTION_CHECK(0 <= index && index < d.size(), "normalize_into: index ", index,
@@ -53,29 +67,79 @@ BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, 
                   "] = ", indices_[k], " out of range for dataset '", data.name, "' of ", data.size(),
                   " samples");
   }
-  // Buffers are sized once here; next() only hands out views of them. A subset smaller than one batch
-  // gets a buffer of its own size rather than batch_size rows.
+  allocate_batches({data.channels, data.height, data.width});
+  start_epoch(0);
+}
+
+// Buffers are sized here (constructor, set_transform); next() only hands out views of them. A subset
+// smaller than one batch gets a buffer of its own size rather than batch_size rows.
+void BatchLoader::allocate_batches(const SampleShape& shape) {
   const int64_t n = num_samples();
-  const int64_t rows = std::min(batch_size, n);
+  const int64_t rows = std::min(batch_size_, n);
   if (rows > 0) {
-    x_full_ = Tensor::empty({rows, data.channels, data.height, data.width});
+    x_full_ = Tensor::empty({rows, shape.channels, shape.height, shape.width});
     y_full_ = LabelTensor(rows);
   }
-  const int64_t partial = n % batch_size;
+  const int64_t partial = n % batch_size_;
   if (partial > 0) {
     x_partial_ = x_full_.slice_rows(0, partial);
     y_partial_ = LabelTensor(partial);
   }
-  start_epoch(0);
 }
 
 void BatchLoader::start_epoch(int64_t epoch) {
   order_ = indices_;
   cursor_ = 0;
+  const Generator epoch_stream = Generator(seed_).fork(static_cast<uint64_t>(epoch));
+  augmentation_ = epoch_stream.fork(kAugmentationStream);
   if (!shuffle_) return;
-  Generator gen = Generator(seed_).fork(static_cast<uint64_t>(epoch));
+  Generator gen = epoch_stream;
   for (size_t i = order_.size(); i > 1; --i) {
     std::swap(order_[i - 1], order_[gen.below(i)]);
+  }
+}
+
+void BatchLoader::set_transform(const TransformSpec& spec) {
+  const SampleShape shape = transformed_shape(data_, spec);  // throws before anything changes
+  if (poisoned_) check_trigger_fits(data_, spec, trigger_);
+  transform_ = spec;
+  transformed_ = true;
+  allocate_batches(shape);
+  scratch_.assign(static_cast<size_t>(transform_scratch_numel(data_, transform_)), 0.0f);
+}
+
+void BatchLoader::set_poison(const PoisonSpec& poison) {
+  if (poison.trigger == nullptr) {
+    BASTION_CHECK(poison.per_batch == 0 && poison.sample_mask.empty(),
+                  "BatchLoader::set_poison: per_batch or sample_mask given without a trigger");
+    poisoned_ = false;
+    return;
+  }
+  BASTION_CHECK(0 <= poison.target && poison.target < data_.num_classes, "BatchLoader::set_poison: target ",
+                poison.target, " out of range for dataset '", data_.name, "' of ", data_.num_classes, " classes");
+  BASTION_CHECK(poison.per_batch >= 0, "BatchLoader::set_poison: per_batch must be >= 0, got ", poison.per_batch);
+  BASTION_CHECK(poison.sample_mask.empty() || static_cast<int64_t>(poison.sample_mask.size()) == data_.size(),
+                "BatchLoader::set_poison: sample_mask has ", poison.sample_mask.size(), " entries but dataset '",
+                data_.name, "' has ", data_.size(), " samples");
+  check_trigger_fits(data_, transform_, *poison.trigger);
+  trigger_ = *poison.trigger;
+  target_ = poison.target;
+  per_batch_ = poison.per_batch;
+  sample_mask_ = poison.sample_mask;
+  poisoned_ = true;
+  scratch_.assign(static_cast<size_t>(transform_scratch_numel(data_, transform_)), 0.0f);
+}
+
+// The transform/poison path of next(): rows [0, n) of the batch starting at cursor_.
+void BatchLoader::fill_transformed(float* x, int32_t* y, int64_t n) {
+  const int64_t numel = transformed_shape(data_, transform_).numel();
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t index = order_[cursor_ + r];
+    const bool poison = poisoned_ && (r < per_batch_ || (!sample_mask_.empty() && sample_mask_[index] != 0));
+    Generator rng = augmentation_.fork(static_cast<uint64_t>(cursor_ + r));
+    transform_sample_into(x + r * numel, data_, index, transform_, poison ? &trigger_ : nullptr, rng,
+                          scratch_.data());
+    y[r] = poison ? target_ : data_.labels[index];
   }
 }
 
@@ -85,11 +149,15 @@ bool BatchLoader::next(Tensor& x, LabelTensor& y) {
   const bool full = n == batch_size_;
   const Tensor& xb = full ? x_full_ : x_partial_;
   const LabelTensor& yb = full ? y_full_ : y_partial_;
-  const int64_t numel = data_.sample_numel();
-  for (int64_t r = 0; r < n; ++r) {
-    const int64_t index = order_[cursor_ + r];
-    normalize_into(xb.data() + r * numel, data_, index);
-    yb[r] = data_.labels[index];
+  if (transformed_ || poisoned_) {
+    fill_transformed(xb.data(), yb.data(), n);
+  } else {
+    const int64_t numel = data_.sample_numel();
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t index = order_[cursor_ + r];
+      normalize_into(xb.data() + r * numel, data_, index);
+      yb[r] = data_.labels[index];
+    }
   }
   cursor_ += n;
   x = xb;
