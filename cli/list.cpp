@@ -18,7 +18,7 @@ Command add_list_command(CLI::App& app) {
     }
     if (*what == "datasets" || *what == "all") {
       std::printf("datasets:\n");
-      for (const std::string& d : dataset_names()) std::printf("  %s\n", d.c_str());
+      for (const std::string& d : dataset_descriptions()) std::printf("  %s\n", d.c_str());
     }
     return 0;
   };

@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Bastion: a from-scratch deep-learning engine and federated-learning security lab"};
   app.require_subcommand(1);
   std::map<CLI::App*, bastion::cli::Command> commands;
-  for (auto add : {bastion::cli::add_train_command, bastion::cli::add_list_command}) {
+  for (auto add : {bastion::cli::add_train_command, bastion::cli::add_list_command,
+                   bastion::cli::add_data_command}) {
     bastion::cli::Command command = add(app);
     commands[app.get_subcommands({}).back()] = command;
   }
