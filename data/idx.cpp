@@ -1,7 +1,9 @@
 // IDX reader: see idx.h for the format and the error contract.
 // The payload is read straight into the vector that the Dataset keeps (no second 47 MB copy), and the
-// header's sizes are only trusted up to kReserveCap before bytes actually arrive, so a corrupt header
-// cannot make us allocate terabytes.
+// header's sizes are only trusted up to kReserveCap (or, in memory, the bytes really there) before bytes
+// actually arrive, so a corrupt header cannot make us allocate terabytes.
+// One IdxStream class reads either a file through zlib or a buffer in memory, so the file readers and the
+// in-memory twins the fuzzer drives run exactly the same parsing code.
 #include "data/idx.h"
 
 #include <zlib.h>
@@ -28,8 +30,8 @@ std::string hex32(uint32_t value) {
   return text;
 }
 
-// A gzFile with a running offset into the decompressed stream. Closing in the destructor means every
-// throw below releases the file.
+// A gzFile, or a buffer in memory, with a running offset into the decompressed stream. Closing in the
+// destructor means every throw below releases the file.
 class IdxStream {
  public:
   explicit IdxStream(std::string path) : path_(std::move(path)) {
@@ -37,15 +39,24 @@ class IdxStream {
     BASTION_CHECK(file_ != nullptr, path_, ": cannot open: ", std::strerror(errno));
     gzbuffer(file_, kGzBuffer);
   }
-  ~IdxStream() { gzclose(file_); }
+  IdxStream(const uint8_t* bytes, size_t size, std::string name)
+      : path_(std::move(name)), memory_(bytes), memory_size_(static_cast<int64_t>(size)) {}
+  ~IdxStream() {
+    if (file_ != nullptr) gzclose(file_);
+  }
   IdxStream(const IdxStream&) = delete;
   IdxStream& operator=(const IdxStream&) = delete;
 
   const std::string& path() const { return path_; }
   int64_t offset() const { return offset_; }
 
+  // How many bytes it is safe to reserve ahead of their arrival: all that is left of a buffer, or
+  // kReserveCap for a file (whose decompressed length is unknown).
+  int64_t reserve_limit() const { return file_ != nullptr ? kReserveCap : memory_size_ - offset_; }
+
   // Reads up to n bytes; returns how many arrived (fewer only at the end of the stream).
   int64_t read(uint8_t* out, int64_t n) {
+    if (file_ == nullptr) return read_memory(out, n);
     int64_t got = 0;
     while (got < n) {
       const int r = gzread(file_, out + got, static_cast<unsigned>(std::min(n - got, kChunk)));
@@ -58,6 +69,13 @@ class IdxStream {
   }
 
  private:
+  int64_t read_memory(uint8_t* out, int64_t n) {
+    const int64_t got = std::min(n, memory_size_ - offset_);
+    if (got > 0) std::memcpy(out, memory_ + offset_, static_cast<size_t>(got));
+    offset_ += got;
+    return got;
+  }
+
   // zlib latches errors (bad deflate data, CRC mismatch, a .gz cut short) and reports them through
   // gzerror, sometimes only after handing out the bytes before the damage; so check after every call.
   void check_zlib(int64_t at, int r) {
@@ -69,6 +87,8 @@ class IdxStream {
 
   std::string path_;
   gzFile file_ = nullptr;
+  const uint8_t* memory_ = nullptr;  // the in-memory source when file_ is null
+  int64_t memory_size_ = 0;
   int64_t offset_ = 0;
 };
 
@@ -101,11 +121,14 @@ std::vector<int64_t> read_header(IdxStream& in, int words, uint32_t magic, const
 // Reads exactly `bytes` bytes of payload, growing the vector as data arrives.
 std::vector<uint8_t> read_payload(IdxStream& in, int64_t bytes, const char* what) {
   std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(std::min(bytes, kReserveCap)));
+  out.reserve(static_cast<size_t>(std::max<int64_t>(0, std::min(bytes, in.reserve_limit()))));
   const int64_t start = in.offset();
   while (static_cast<int64_t>(out.size()) < bytes) {
     const size_t old = out.size();
-    const int64_t want = std::min(bytes - static_cast<int64_t>(old), kChunk);
+    // In memory, never grow past the bytes that are there (a header claiming 4 G labels over a 10-byte
+    // buffer must not cost a 16 MiB chunk); for a file the limit is kReserveCap, above kChunk.
+    const int64_t limit = std::max<int64_t>(in.reserve_limit(), 1);
+    const int64_t want = std::min({bytes - static_cast<int64_t>(old), kChunk, limit});
     out.resize(old + static_cast<size_t>(want));
     const int64_t got = in.read(out.data() + old, want);
     out.resize(old + static_cast<size_t>(got));
@@ -126,19 +149,7 @@ void check_at_end(IdxStream& in, const std::string& promised) {
                 ": expected the file to end there (header promises ", promised, ")");
 }
 
-}  // namespace
-
-std::string resolve_idx_path(const std::string& path) {
-  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  const std::string other = gz ? path.substr(0, path.size() - 3) : path + ".gz";
-  std::error_code ignored;
-  if (std::filesystem::is_regular_file(path, ignored)) return path;
-  if (std::filesystem::is_regular_file(other, ignored)) return other;
-  BASTION_FAIL("IDX file not found: ", path, " (tried ", path, " and ", other, ")");
-}
-
-IdxImages read_idx_images(const std::string& path) {
-  IdxStream in(resolve_idx_path(path));
+IdxImages parse_images(IdxStream& in) {
   const std::vector<int64_t> header = read_header(in, 4, kIdxImagesMagic, "images");
   IdxImages images;
   images.count = header[0];
@@ -154,9 +165,8 @@ IdxImages read_idx_images(const std::string& path) {
   return images;
 }
 
-std::vector<int32_t> read_idx_labels(const std::string& path, int64_t num_classes) {
+std::vector<int32_t> parse_labels(IdxStream& in, int64_t num_classes) {
   BASTION_CHECK(num_classes > 0, "read_idx_labels: num_classes must be positive, got ", num_classes);
-  IdxStream in(resolve_idx_path(path));
   const int64_t count = read_header(in, 2, kIdxLabelsMagic, "labels")[0];
   const int64_t start = in.offset();
   const std::vector<uint8_t> raw = read_payload(in, count, "labels");
@@ -167,6 +177,51 @@ std::vector<int32_t> read_idx_labels(const std::string& path, int64_t num_classe
                   " (byte offset ", start + i, ") is out of range: expected < num_classes ", num_classes);
   }
   return labels;
+}
+
+}  // namespace
+
+std::string resolve_plain_or_gz_path(const std::string& path, const std::string& kind) {
+  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  const std::string other = gz ? path.substr(0, path.size() - 3) : path + ".gz";
+  std::error_code ignored;
+  if (std::filesystem::is_regular_file(path, ignored)) return path;
+  if (std::filesystem::is_regular_file(other, ignored)) return other;
+  BASTION_FAIL(kind, " file not found: ", path, " (tried ", path, " and ", other, ")");
+}
+
+std::string resolve_idx_path(const std::string& path) { return resolve_plain_or_gz_path(path, "IDX"); }
+
+std::string read_text_file(const std::string& path) {
+  IdxStream in(path);
+  std::string text;
+  char buffer[1 << 16];
+  int64_t got = 0;
+  while ((got = in.read(reinterpret_cast<uint8_t*>(buffer), sizeof(buffer))) > 0)
+    text.append(buffer, static_cast<size_t>(got));
+  return text;
+}
+
+IdxImages read_idx_images(const std::string& path) {
+  IdxStream in(resolve_idx_path(path));
+  return parse_images(in);
+}
+
+std::vector<int32_t> read_idx_labels(const std::string& path, int64_t num_classes) {
+  BASTION_CHECK(num_classes > 0, "read_idx_labels: num_classes must be positive, got ", num_classes);
+  IdxStream in(resolve_idx_path(path));
+  return parse_labels(in, num_classes);
+}
+
+IdxImages parse_idx_images_bytes(const uint8_t* bytes, size_t size, const std::string& file) {
+  IdxStream in(bytes, size, file);
+  return parse_images(in);
+}
+
+std::vector<int32_t> parse_idx_labels_bytes(const uint8_t* bytes, size_t size, const std::string& file,
+                                            int64_t num_classes) {
+  IdxStream in(bytes, size, file);
+  return parse_labels(in, num_classes);
 }
 
 }  // namespace bastion

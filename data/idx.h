@@ -7,8 +7,11 @@
 // - Every problem throws bastion::Error naming the file, what was expected, what was found and the byte
 //   offset. Offsets count bytes of the decompressed stream (what the IDX format describes), not of the
 //   .gz file on disk.
+// - parse_idx_*_bytes are the in-memory twins (the fuzzer's entry points, tests/fuzz/fuzz_idx.cpp): the
+//   same checks and messages over bytes already in memory (an uncompressed IDX stream).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,11 +32,25 @@ struct IdxImages {
 // naming every spelling tried.
 std::string resolve_idx_path(const std::string& path);
 
+// The same lookup for any file that may be stored plain or gzipped; `kind` names it in the error
+// ("IDX", "digits CSV", ...).
+std::string resolve_plain_or_gz_path(const std::string& path, const std::string& kind);
+
+// Reads a whole file, gzip or plain, through the IDX reader's zlib stream and its corrupt-gzip checks;
+// returns the decompressed bytes unchanged (no newline translation). The text readers (digits, WISDM)
+// use it.
+std::string read_text_file(const std::string& path);
+
 // Reads a whole images file. Throws on a missing file, bad magic, truncated header or payload, trailing
 // bytes after the payload, or a corrupt gzip stream.
 IdxImages read_idx_images(const std::string& path);
 
 // Reads a whole labels file; additionally throws when a label is >= num_classes.
 std::vector<int32_t> read_idx_labels(const std::string& path, int64_t num_classes);
+
+// In-memory twins: `bytes` holds a whole IDX stream (not gzip); `file` names it in messages.
+IdxImages parse_idx_images_bytes(const uint8_t* bytes, size_t size, const std::string& file);
+std::vector<int32_t> parse_idx_labels_bytes(const uint8_t* bytes, size_t size, const std::string& file,
+                                            int64_t num_classes);
 
 }  // namespace bastion

@@ -31,6 +31,11 @@ namespace fs = std::filesystem;
 // 16 Mpixel (4096x4096): a dataset held whole in memory has no larger images, and the cap keeps a corrupt
 // header from making stb_image allocate gigabytes before it finds the data missing.
 constexpr int64_t kMaxImagePixels = int64_t{1} << 24;
+// No real PNG/JPEG/BMP packs more pixels per file byte than a 1-bit image through deflate's 1032:1
+// limit (8 * 1032); a header claiming more is lying, and trusting it lets a 70-byte file make stb_image
+// allocate and decode hundreds of MB (found by fuzz_image_folder). Small images always pass (floor).
+constexpr int64_t kMaxPixelsPerByte = 8 * 1032;
+constexpr int64_t kMinPixelBound = int64_t{1} << 16;
 constexpr size_t kMaxQuotedLine = 80;                    // characters of a bad line quoted in a message
 
 std::string stb_reason() {
@@ -206,6 +211,9 @@ DecodedImage decode_image_bytes(const uint8_t* bytes, size_t size, const std::st
                 ": cannot decode image: ", stb_reason());
   BASTION_CHECK(w > 0 && h > 0 && int64_t{w} * h <= kMaxImagePixels, file, ": image header says ", w, "x", h,
                 ": expected at most ", kMaxImagePixels, " pixels");
+  const int64_t plausible = std::max(kMinPixelBound, static_cast<int64_t>(size) * kMaxPixelsPerByte);
+  BASTION_CHECK(int64_t{w} * h <= plausible, file, ": image header says ", w, "x", h, " but the file has only ",
+                size, " bytes: expected at most ", plausible, " pixels for that size");
   std::unique_ptr<stbi_uc, void (*)(void*)> hwc(
       stbi_load_from_memory(bytes, static_cast<int>(size), &w, &h, &comp, channels), &stbi_image_free);
   BASTION_CHECK(hwc != nullptr, file, ": cannot decode image: ", stb_reason());

@@ -615,6 +615,18 @@ TEST_F(ImageFolderTest, DecodeRejectsGarbage) {
   for (int at : {16, 20}) huge[at + 2] = 0x13, huge[at + 3] = 0x88;
   expect_error([&] { decode_image_bytes(huge.data(), huge.size(), "huge.png", 3); },
                {"huge.png", "header says 5000x5000", "at most 16777216 pixels"});
+  // A 62-byte BMP header claiming 2048x2048 24-bit pixels (under the 2^24 cap): stb_image would allocate
+  // and decode 12 MB from it (fuzz_image_folder found the pattern); the size bound rejects it first.
+  Bytes bmp = {'B', 'M'};
+  auto put_le = [&](uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) bmp.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  put_le(62, 4), put_le(0, 4), put_le(54, 4);                   // file size, reserved, pixel offset
+  put_le(40, 4), put_le(2048, 4), put_le(2048, 4), put_le(1, 2);  // DIB size, width, height, planes
+  put_le(24, 2), put_le(0, 4), put_le(0, 4), put_le(2835, 4), put_le(2835, 4), put_le(0, 4), put_le(0, 4);
+  bmp.resize(62, 0);
+  expect_error([&] { decode_image_bytes(bmp.data(), bmp.size(), "lying.bmp", 3); },
+               {"lying.bmp", "header says 2048x2048", "only 62 bytes"});
 }
 
 TEST_F(ImageFolderTest, LoadsSortedTreeThroughTheTable) {

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Fuzzes the data readers with libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
+# Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON, builds the five targets in
+# tests/fuzz/, and runs them one after another (one worker each) on a scratch copy of their committed
+# corpus (tests/fuzz/corpus/<target>/ is never written to). Prints each target's executions from
+# libFuzzer's final stats. Exits non-zero when any target crashed, leaked, hit a sanitizer report, an
+# allocation over the limit or a timeout; the reproducer is copied to ${FUZZ_BUILD_DIR}/crashes/ and its
+# path printed (replay: build-fuzz/tests/fuzz/fuzz_<target> <file>).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+build_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
+jobs="${FUZZ_JOBS:-$(nproc)}"
+targets=(idx cifar wisdm image_folder matlab)
+
+# clang with its libFuzzer/sanitizer runtimes and LLVM's OpenMP, on top of the normal build deps.
+scripts/setup.sh
+fuzz_packages=(clang libclang-rt-14-dev libomp-14-dev)
+missing=()
+for p in "${fuzz_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B "$build_dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASTION_FUZZ=ON -DBASTION_CUDA=OFF -DBASTION_BUILD_BENCH=OFF \
+  -DBUILD_TESTING=OFF >/dev/null
+cmake --build "$build_dir" -j "$jobs" --target "${targets[@]/#/fuzz_}"
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$build_dir/crashes"
+failed=()
+summary=()
+for target in "${targets[@]}"; do
+  corpus="$scratch/corpus-$target"
+  cp -r "tests/fuzz/corpus/$target" "$corpus"
+  args=("$corpus" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=30 -workers=1
+        -print_final_stats=1 -artifact_prefix="$scratch/$target-")
+  [ -f "tests/fuzz/$target.dict" ] && args+=(-dict="tests/fuzz/$target.dict")
+  echo "== fuzz_$target for ${seconds}s"
+  status=0
+  "$build_dir/tests/fuzz/fuzz_$target" "${args[@]}" >"$scratch/$target.log" 2>&1 || status=$?
+  executions="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$scratch/$target.log" | grep -o '[0-9]*$' || true)"
+  summary+=("fuzz_$target: ${executions:-?} executions, exit $status")
+  if [ "$status" -ne 0 ]; then
+    failed+=("$target")
+    tail -n 60 "$scratch/$target.log"
+    for artifact in "$scratch/$target-"*; do
+      [ -e "$artifact" ] || continue
+      cp "$artifact" "$build_dir/crashes/"
+      echo "reproducer: $build_dir/crashes/$(basename "$artifact")"
+    done
+  fi
+done
+printf '%s\n' "${summary[@]}"
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "fuzzing FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzzing passed: no crash in ${#targets[@]} targets"
