@@ -14,18 +14,7 @@ jobs="${FUZZ_JOBS:-$(nproc)}"
 targets=(idx cifar wisdm image_folder matlab)
 
 # clang with its libFuzzer/sanitizer runtimes and LLVM's OpenMP, on top of the normal build deps.
-scripts/setup.sh
-fuzz_packages=(clang libclang-rt-14-dev libomp-14-dev)
-missing=()
-for p in "${fuzz_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  sudo_cmd=""
-  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+scripts/setup.sh clang libclang-rt-14-dev libomp-14-dev
 
 cmake -S . -B "$build_dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASTION_FUZZ=ON -DBASTION_CUDA=OFF -DBASTION_BUILD_BENCH=OFF \

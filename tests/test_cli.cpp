@@ -11,27 +11,12 @@
 #include "fl/evaluate.h"
 #include "nn/models.h"
 #include "tensor/safetensors.h"
+#include "tests/test_support.h"
 
 using namespace bastion;
+using namespace bastion::testing;
 
 namespace {
-
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult run_bastion(const std::string& args) {
-  const std::string command = std::string(BASTION_BINARY) + " " + args + " 2>&1";
-  RunResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 // The value after "key=" on its own line, or "" when absent.
 std::string line_value(const std::string& output, const std::string& key) {

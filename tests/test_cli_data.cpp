@@ -12,38 +12,13 @@
 #include <string>
 #include <vector>
 
-using namespace std::string_literals;
-namespace fs = std::filesystem;
+#include "tests/test_support.h"
+
+using namespace bastion::testing;
 
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult run_bastion(const std::string& args) {
-  const std::string command = std::string(BASTION_BINARY) + " " + args + " 2>&1";
-  RunResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-class CliData : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bastion_cli_data_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+using CliData = TempDirTest;
 
 std::vector<std::vector<long>> read_csv_rows(const fs::path& path, std::string& header) {
   std::ifstream in(path);

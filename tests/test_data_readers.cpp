@@ -21,13 +21,15 @@
 #include "data/idx.h"
 #include "data/image_folder.h"
 #include "data/matlab.h"
+#include "tests/test_support.h"
 
 using namespace bastion;
+using namespace bastion::testing;
 namespace fs = std::filesystem;
 
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using ReaderTest = TempDirTest;
 
 void put_be32(Bytes& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
@@ -38,46 +40,6 @@ void put_le32(Bytes& out, uint32_t v) {
 }
 
 void append(Bytes& out, const Bytes& more) { out.insert(out.end(), more.begin(), more.end()); }
-
-// Writes plain bytes, or gzip through zlib when the name ends in ".gz".
-void write_file(const fs::path& path, const Bytes& bytes) {
-  fs::create_directories(path.parent_path());
-  if (path.extension() == ".gz") {
-    gzFile f = gzopen(path.c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
-    ASSERT_EQ(gzclose(f), Z_OK);
-  } else {
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }
-}
-
-void write_text(const fs::path& path, const std::string& text) { write_file(path, Bytes(text.begin(), text.end())); }
-
-// Runs fn, which must throw bastion::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected bastion::Error mentioning '" << parts.front() << "'";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
-  }
-}
-
-// A fresh temp folder per test, removed afterwards.
-class ReaderTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("bastion-readers-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
 
 }  // namespace
 

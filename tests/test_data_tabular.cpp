@@ -21,49 +21,15 @@
 #include "data/idx.h"
 #include "data/synthetic.h"
 #include "data/wisdm.h"
+#include "tests/test_support.h"
 
 using namespace bastion;
+using namespace bastion::testing;
 namespace fs = std::filesystem;
 
 namespace {
 
-// Writes text as is, or gzip through zlib when the name ends in ".gz".
-void write_text(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  if (path.extension() == ".gz") {
-    gzFile f = gzopen(path.c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
-    ASSERT_EQ(gzclose(f), Z_OK);
-  } else {
-    std::ofstream(path, std::ios::binary) << text;
-  }
-}
-
-// Runs fn, which must throw bastion::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected bastion::Error mentioning '" << parts.front() << "'";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
-  }
-}
-
-// A fresh temp folder per test, removed afterwards.
-class TabularTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("bastion-tabular-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+using TabularTest = TempDirTest;
 
 // ---------------------------------------------------------------- WISDM raw helpers
 

@@ -13,8 +13,10 @@
 #include "data/dataset.h"
 #include "data/partition.h"
 #include "data/sampling.h"
+#include "tests/test_support.h"
 
 using namespace bastion;
+using namespace bastion::testing;
 
 namespace {
 
@@ -56,16 +58,6 @@ int64_t used_count(const Partition& p) {
   for (const auto& list : p.train) n += static_cast<int64_t>(list.size());
   for (const auto& list : p.test) n += static_cast<int64_t>(list.size());
   return n;
-}
-
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected bastion::Error mentioning '" << parts.front() << "'";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
-  }
 }
 
 }  // namespace

@@ -14,8 +14,10 @@
 #include "data/loader.h"
 #include "data/transforms.h"
 #include "data/triggers.h"
+#include "tests/test_support.h"
 
 using namespace bastion;
+using namespace bastion::testing;
 
 namespace {
 
@@ -64,16 +66,6 @@ std::vector<float> normalized(const Dataset& d, int64_t index) {
   std::vector<float> out(static_cast<size_t>(d.sample_numel()));
   normalize_into(out.data(), d, index);
   return out;
-}
-
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected bastion::Error mentioning '" << parts.front() << "'";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
-  }
 }
 
 // Reads `image` (C, H, W) at (c, r, col).

@@ -11,8 +11,10 @@
 
 #include "data/triggers.h"
 #include "tensor/error.h"
+#include "tests/test_support.h"
 
 using namespace bastion;
+using namespace bastion::testing;
 
 namespace {
 
@@ -67,16 +69,6 @@ void expect_trigger(const std::string& name, int64_t c, int64_t h, int64_t w, co
                     << k / w % h << ", col " << k % w << ") is " << got[i] << ", expected " << want[i];
       return;
     }
-  }
-}
-
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected bastion::Error mentioning '" << parts.front() << "'";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
   }
 }
 

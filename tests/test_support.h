@@ -1,0 +1,95 @@
+// Helpers shared by the test files: error-message checks, a fresh temp folder per test, writing
+// (optionally gzipped) fixture files, and running the `bastion` binary. Header-only; each test file
+// includes it once.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace bastion::testing {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+// Runs fn, which must throw bastion::Error whose message contains every one of `parts`.
+inline void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected bastion::Error mentioning '" << parts.front() << "'";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
+
+// Writes plain bytes, or gzip through zlib when the name ends in ".gz"; creates missing folders.
+inline void write_file(const fs::path& path, const Bytes& bytes) {
+  fs::create_directories(path.parent_path());
+  if (path.extension() == ".gz") {
+    gzFile f = gzopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+    ASSERT_EQ(gzclose(f), Z_OK);
+  } else {
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+}
+
+inline void write_text(const fs::path& path, const std::string& text) {
+  write_file(path, Bytes(text.begin(), text.end()));
+}
+
+inline Bytes read_raw(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+// A fresh temp folder per test (named after the suite and test, so parallel CTest processes never
+// share one), removed afterwards.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("bastion-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs the bastion binary built beside the tests with `args`, capturing both output streams.
+inline RunResult run_bastion(const std::string& args) {
+  const std::string command = std::string(BASTION_BINARY) + " " + args + " 2>&1";
+  RunResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace bastion::testing
