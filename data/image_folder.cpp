@@ -38,6 +38,40 @@ constexpr int64_t kMaxPixelsPerByte = 8 * 1032;
 constexpr int64_t kMinPixelBound = int64_t{1} << 16;
 constexpr size_t kMaxQuotedLine = 80;                    // characters of a bad line quoted in a message
 
+enum class ImageFormat { kPng, kJpeg, kBmp };
+
+// Only the three formats image trees use are handed to stb_image (which would also try GIF, PSD, HDR,
+// PIC, PNM and TGA): less parser surface for a corrupt or hostile file to reach.
+ImageFormat sniff_format(const uint8_t* bytes, size_t size, const std::string& file) {
+  static constexpr uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (size >= 8 && std::equal(kPngSignature, kPngSignature + 8, bytes)) return ImageFormat::kPng;
+  if (size >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) return ImageFormat::kJpeg;
+  if (size >= 2 && bytes[0] == 'B' && bytes[1] == 'M') return ImageFormat::kBmp;
+  BASTION_FAIL(file, ": cannot decode image: expected a PNG, JPEG or BMP signature at byte 0");
+}
+
+uint32_t read_be32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// Every PNG chunk (length, type, data, CRC) must fit in the file. stb_image grows its IDAT buffer to the
+// length a chunk header claims before reading the data, so a 2 KB file claiming a 1 GB IDAT chunk made it
+// reallocate 2 GB (found by fuzz_image_folder); checking lengths against the bytes present first bounds
+// every allocation by the file size.
+void check_png_chunks(const uint8_t* bytes, size_t size, const std::string& file) {
+  size_t offset = 8;  // after the signature
+  while (offset < size) {
+    BASTION_CHECK(size - offset >= 12, file, ": PNG chunk at byte ", offset, " is truncated: expected 12 header and",
+                  " CRC bytes, found ", size - offset);
+    const uint32_t length = read_be32(bytes + offset);
+    const std::string type(reinterpret_cast<const char*>(bytes + offset + 4), 4);
+    BASTION_CHECK(length <= size - offset - 12, file, ": PNG chunk '", type, "' at byte ", offset, " claims ", length,
+                  " data bytes but only ", size - offset - 12, " remain");
+    offset += 12 + static_cast<size_t>(length);
+    if (type == "IEND") return;
+  }
+}
+
 std::string stb_reason() {
   const char* reason = stbi_failure_reason();
   return reason != nullptr ? reason : "unknown reason";
@@ -206,6 +240,7 @@ DecodedImage decode_image_bytes(const uint8_t* bytes, size_t size, const std::st
   BASTION_CHECK(channels == 1 || channels == 3, file, ": decode_image_bytes: channels must be 1 or 3, got ", channels);
   BASTION_CHECK(bytes != nullptr && size > 0 && size <= INT_MAX, file, ": image file of ", size,
                 " bytes: expected 1 to ", INT_MAX);
+  if (sniff_format(bytes, size, file) == ImageFormat::kPng) check_png_chunks(bytes, size, file);
   int w = 0, h = 0, comp = 0;
   BASTION_CHECK(stbi_info_from_memory(bytes, static_cast<int>(size), &w, &h, &comp), file,
                 ": cannot decode image: ", stb_reason());

@@ -338,7 +338,7 @@ TEST_F(ImageFolderTest, DecodeRejectsGarbage) {
   expect_error([&] { decode_image_bytes(nullptr, 0, "empty.png", 3); }, {"empty.png", "0 bytes"});
   Bytes cut = png(16, 16, 3, 0);
   cut.resize(cut.size() / 2);
-  expect_error([&] { decode_image_bytes(cut.data(), cut.size(), "cut.png", 3); }, {"cut.png", "cannot decode"});
+  expect_error([&] { decode_image_bytes(cut.data(), cut.size(), "cut.png", 3); }, {"cut.png", "PNG chunk", "remain"});
   expect_error([&] { decode(png(2, 2, 3, 0), 2); }, {"channels must be 1 or 3"});
   Bytes huge = png(2, 2, 3, 0);  // IHDR width and height (big-endian, bytes 16..23) patched to 5000x5000
   for (int at : {16, 20}) huge[at + 2] = 0x13, huge[at + 3] = 0x88;
@@ -356,6 +356,18 @@ TEST_F(ImageFolderTest, DecodeRejectsGarbage) {
   bmp.resize(62, 0);
   expect_error([&] { decode_image_bytes(bmp.data(), bmp.size(), "lying.bmp", 3); },
                {"lying.bmp", "header says 2048x2048", "only 62 bytes"});
+  // A PNG chunk claiming 1 GiB of data in a small file: stb_image would grow its IDAT buffer to that size
+  // before reading (fuzz_image_folder found a 2 KB file that made it reallocate 2 GB).
+  Bytes chunky = png(4, 4, 3, 0);
+  const Bytes idat = {'I', 'D', 'A', 'T'};
+  const auto at = std::search(chunky.begin(), chunky.end(), idat.begin(), idat.end()) - chunky.begin();
+  ASSERT_LT(at, static_cast<long>(chunky.size()));
+  chunky[at - 4] = 0x40, chunky[at - 3] = 0, chunky[at - 2] = 0, chunky[at - 1] = 0;
+  expect_error([&] { decode_image_bytes(chunky.data(), chunky.size(), "chunky.png", 3); },
+               {"chunky.png", "PNG chunk 'IDAT'", "claims 1073741824 data bytes"});
+  const Bytes gif = {'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0, 0, 0};
+  expect_error([&] { decode_image_bytes(gif.data(), gif.size(), "x.gif", 3); },
+               {"x.gif", "expected a PNG, JPEG or BMP signature"});
 }
 
 TEST_F(ImageFolderTest, LoadsSortedTreeThroughTheTable) {
