@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -19,6 +17,7 @@
 #include "data/partition.h"
 #include "data/transforms.h"
 #include "data/triggers.h"
+#include "tensor/file_io.h"
 #include "tensor/random.h"
 
 namespace bastion::cli {
@@ -93,16 +92,7 @@ void write_stats_csv(const std::string& path, const Partition& partition,
     for (int64_t count : histogram[i]) csv << "," << count;
     csv << "\n";
   }
-  // Written to a temporary name and renamed, so an interrupted run never leaves half a file.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary);
-    BASTION_CHECK(file.good(), "cannot write '", tmp, "'");
-    file << csv.str();
-    file.close();
-    BASTION_CHECK(file.good(), "writing '", tmp, "' failed");
-  }
-  std::filesystem::rename(tmp, path);
+  write_file_atomic(path, csv.str());  // an interrupted run never leaves half a file
 }
 
 int run_stats(const DataArgs& args) {
@@ -110,7 +100,7 @@ int run_stats(const DataArgs& args) {
   const PartitionSpec spec = stats_spec(args);
   const Partition partition = make_partition(data, spec, args.clients, args.seed);
   const auto histogram = class_histogram(data, partition.train);
-  const PartitionStats stats = partition_stats(data, partition.train);
+  const PartitionStats stats = partition_stats(histogram);
 
   std::printf("dataset %s (%s split, %lld samples, %lld classes), partition %s, %lld clients, seed %llu\n",
               data.name.c_str(), args.split.c_str(), static_cast<long long>(data.size()),
@@ -189,10 +179,8 @@ int run_show(DataArgs args) {
   std::unique_ptr<Trigger> trigger;
   if (!args.trigger.empty()) {
     // Raw triggers act before resize, normalised ones after: resolve each against the size it meets.
-    Trigger probe = make_trigger(args.trigger, shape.channels, shape.height, shape.width);
-    const bool raw = probe.space == TriggerSpace::kRaw;
-    trigger = std::make_unique<Trigger>(raw ? make_trigger(args.trigger, data.channels, data.height, data.width)
-                                            : std::move(probe));
+    const SampleShape at = trigger_stage_shape(data, spec, trigger_space(args.trigger));
+    trigger = std::make_unique<Trigger>(make_trigger(args.trigger, at.channels, at.height, at.width));
   }
   std::vector<float> chw(static_cast<size_t>(shape.numel()));
   Generator rng = Generator(args.seed).fork(static_cast<uint64_t>(args.index));
@@ -204,10 +192,13 @@ int run_show(DataArgs args) {
   const int channels = shape.channels == 3 ? 3 : 1;
   const int w = static_cast<int>(shape.width * scale), h = static_cast<int>(shape.height * scale);
   const std::string out = args.out.empty() ? data.name + "-" + std::to_string(args.index) + ".png" : args.out;
-  const std::string tmp = out + ".tmp";
-  BASTION_CHECK(stbi_write_png(tmp.c_str(), w, h, channels, image.data(), w * channels) != 0, "cannot write '",
-                tmp, "'");
-  std::filesystem::rename(tmp, out);
+  std::string png;
+  auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+  };
+  BASTION_CHECK(stbi_write_png_to_func(append, &png, w, h, channels, image.data(), w * channels) != 0,
+                "cannot encode the PNG for '", out, "'");
+  write_file_atomic(out, png);
   const int32_t label = data.labels[args.index];
   const std::string class_name =
       label < static_cast<int32_t>(data.class_names.size()) ? " (" + data.class_names[label] + ")" : "";

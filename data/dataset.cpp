@@ -246,6 +246,14 @@ DatasetSplit load_dataset(const std::string& name, const std::string& data_dir) 
 }
 
 void validate_dataset(const Dataset& d) {
+  check_dataset_layout(d);
+  for (int64_t i = 0; i < d.size(); ++i) {
+    BASTION_CHECK(0 <= d.labels[i] && d.labels[i] < d.num_classes, "dataset '", d.name, "': label ", d.labels[i],
+                  " of sample ", i, " is outside [0, ", d.num_classes, ")");
+  }
+}
+
+void check_dataset_layout(const Dataset& d) {
   const uint64_t expected = static_cast<uint64_t>(d.size() * d.sample_numel());
   BASTION_CHECK(d.channels > 0 && d.height > 0 && d.width > 0 && d.num_classes > 0, "dataset '", d.name,
                 "': bad shape ", d.channels, "x", d.height, "x", d.width, " or classes ", d.num_classes);
@@ -261,10 +269,6 @@ void validate_dataset(const Dataset& d) {
   BASTION_CHECK(static_cast<int64_t>(d.mean.size()) == d.channels && static_cast<int64_t>(d.std.size()) == d.channels,
                 "dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(), " means and ",
                 d.std.size(), " stds");
-  for (int64_t i = 0; i < d.size(); ++i) {
-    BASTION_CHECK(0 <= d.labels[i] && d.labels[i] < d.num_classes, "dataset '", d.name, "': label ", d.labels[i],
-                  " of sample ", i, " is outside [0, ", d.num_classes, ")");
-  }
 }
 
 Dataset concat_datasets(const Dataset& a, const Dataset& b) {

@@ -65,6 +65,10 @@ DatasetSplit load_dataset(const std::string& name, const std::string& data_dir);
 // labels in range); throws naming the dataset and the broken one. load_dataset calls it on both splits.
 void validate_dataset(const Dataset& d);
 
+// The O(1) part of validate_dataset (shape, array sizes, mean/std), without the pass over every label:
+// for consumers built per client and round (BatchLoader) on a set load_dataset already validated.
+void check_dataset_layout(const Dataset& d);
+
 // Concatenates train then test into one set (FedFSA pools both before partitioning): sample i < a.size()
 // is a's sample i, the rest are b's. Both must share name, C, H, W, classes and storage kind.
 Dataset concat_datasets(const Dataset& a, const Dataset& b);

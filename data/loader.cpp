@@ -12,7 +12,7 @@ namespace {
 // A poison trigger must match the image at the step where it is applied (transforms.h steps 2 and 8).
 void check_trigger_fits(const Dataset& d, const TransformSpec& spec, const Trigger& trigger) {
   const bool raw = trigger.space == TriggerSpace::kRaw;
-  const SampleShape shape = raw ? SampleShape{d.channels, d.height, d.width} : transformed_shape(d, spec);
+  const SampleShape shape = trigger_stage_shape(d, spec, trigger.space);
   BASTION_CHECK(trigger.channels == shape.channels && trigger.height == shape.height &&
                     trigger.width == shape.width,
                 "BatchLoader: poison trigger '", trigger.name, "' was made for ", trigger.channels, "x",
@@ -57,7 +57,7 @@ BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, 
       drop_last_(drop_last),
       indices_(std::move(indices)) {
   BASTION_CHECK(batch_size > 0, "BatchLoader: batch_size must be positive, got ", batch_size);
-  validate_dataset(data);
+  check_dataset_layout(data);  // labels were checked once, at load time
   if (indices_.empty()) {
     indices_.resize(static_cast<size_t>(data.size()));
     for (int64_t i = 0; i < data.size(); ++i) indices_[i] = i;

@@ -96,5 +96,7 @@ struct PartitionStats {
   int64_t min_classes = 0, max_classes = 0;
 };
 PartitionStats partition_stats(const Dataset& data, const std::vector<std::vector<int64_t>>& lists);
+// The same from a histogram already computed with class_histogram (counts[client][class]).
+PartitionStats partition_stats(const std::vector<std::vector<int64_t>>& histogram);
 
 }  // namespace bastion

@@ -151,6 +151,10 @@ SampleShape transformed_shape(const Dataset& d, const TransformSpec& spec) {
   return shape;
 }
 
+SampleShape trigger_stage_shape(const Dataset& d, const TransformSpec& spec, TriggerSpace space) {
+  return space == TriggerSpace::kRaw ? SampleShape{d.channels, d.height, d.width} : transformed_shape(d, spec);
+}
+
 int64_t transform_scratch_numel(const Dataset& d, const TransformSpec& spec) {
   const SampleShape shape = transformed_shape(d, spec);
   // Two halves, each large enough for the image before and after the resize (channels not yet

@@ -31,11 +31,10 @@
 #include <string>
 
 #include "data/dataset.h"
+#include "data/triggers.h"
 #include "tensor/random.h"
 
 namespace bastion {
-
-struct Trigger;  // data/triggers.h
 
 enum class PadMode { kZero, kReflect };
 
@@ -62,6 +61,10 @@ struct SampleShape {
 // Throws when the spec does not apply to `d` (negative sizes, replicate on a set with C != 1, reflect
 // padding >= the image size, mean/std sizes that do not match C).
 SampleShape transformed_shape(const Dataset& d, const TransformSpec& spec);
+
+// The image shape a trigger acting in `space` meets: the stored C×H×W for raw triggers (step 2), the
+// transformed shape for normalised ones (step 8). Make triggers for this shape (data/triggers.h).
+SampleShape trigger_stage_shape(const Dataset& d, const TransformSpec& spec, TriggerSpace space);
 
 // Runs the pipeline on sample `index` of `d`, writing transformed_shape(d, spec).numel() floats to out.
 // `trigger` may be null; it is applied at step 2 or 8 according to its space, and must have been made

@@ -131,12 +131,16 @@ std::vector<std::string> trigger_names() {
   return {"spmc", "fedcpa", "bapfl", "dba", "dba-global", "dba:0", "dba:1", "dba:2", "dba:3", "square", "grid"};
 }
 
+TriggerSpace trigger_space(const std::string& name) {
+  return name == "spmc" ? TriggerSpace::kNormalized : TriggerSpace::kRaw;
+}
+
 Trigger make_trigger(const std::string& name, int64_t channels, int64_t height, int64_t width) {
   BASTION_CHECK(channels > 0 && height > 0 && width > 0, "trigger '", name, "': bad image shape ", channels,
                 "x", height, "x", width);
   Trigger trigger;
   trigger.name = name;
-  trigger.space = name == "spmc" ? TriggerSpace::kNormalized : TriggerSpace::kRaw;
+  trigger.space = trigger_space(name);
   trigger.pixels = resolve_pixels(name, height, width);
   trigger.channels = channels;
   trigger.height = height;

@@ -51,6 +51,11 @@ struct Trigger {
   int64_t channels = 0, height = 0, width = 0;  // the C×H×W it was resolved for (apply_trigger checks)
 };
 
+// The space a written name's trigger acts in (kNormalized for spmc, kRaw for the rest), without resolving
+// its geometry: callers use it to pick the image size to resolve against (raw triggers meet the stored
+// size, normalised ones the transformed size).
+TriggerSpace trigger_space(const std::string& name);
+
 // Every accepted written name (for error messages and `bastion list`).
 std::vector<std::string> trigger_names();
 

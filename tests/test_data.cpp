@@ -25,21 +25,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void put_u32(Bytes& out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
-}
-
 Bytes idx_images(uint32_t count, uint32_t rows, uint32_t cols, const Bytes& pixels) {
   Bytes out;
-  for (uint32_t v : {kIdxImagesMagic, count, rows, cols}) put_u32(out, v);
+  for (uint32_t v : {kIdxImagesMagic, count, rows, cols}) put_be32(out, v);
   out.insert(out.end(), pixels.begin(), pixels.end());
   return out;
 }
 
 Bytes idx_labels(const Bytes& labels) {
   Bytes out;
-  put_u32(out, kIdxLabelsMagic);
-  put_u32(out, static_cast<uint32_t>(labels.size()));
+  put_be32(out, kIdxLabelsMagic);
+  put_be32(out, static_cast<uint32_t>(labels.size()));
   out.insert(out.end(), labels.begin(), labels.end());
   return out;
 }

@@ -26,17 +26,7 @@ using namespace bastion;
 using namespace bastion::testing;
 namespace fs = std::filesystem;
 
-namespace {
-
 using ReaderTest = TempDirTest;
-
-void put_be32(Bytes& out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
-}
-
-void append(Bytes& out, const Bytes& more) { out.insert(out.end(), more.begin(), more.end()); }
-
-}  // namespace
 
 // ---------------------------------------------------------------- EMNIST
 

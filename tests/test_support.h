@@ -25,6 +25,16 @@ namespace bastion::testing {
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
+inline void put_be32(Bytes& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
+}
+
+inline void put_le32(Bytes& out, uint32_t v) {
+  for (int shift = 0; shift <= 24; shift += 8) out.push_back(static_cast<uint8_t>(v >> shift));
+}
+
+inline void append(Bytes& out, const Bytes& more) { out.insert(out.end(), more.begin(), more.end()); }
+
 // Runs fn, which must throw bastion::Error whose message contains every one of `parts`.
 inline void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
   try {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "data/transforms.h"
 #include "data/triggers.h"
 #include "tensor/error.h"
 #include "tests/test_support.h"
@@ -185,4 +186,23 @@ TEST(Triggers, Errors) {
   const Trigger t = make_trigger("fedcpa", 3, 32, 32);
   std::vector<float> image(28 * 28);
   expect_error([&] { apply_trigger(image.data(), 1, 28, 28, t); }, {"made for 3x32x32", "image is 1x28x28"});
+}
+
+TEST(Triggers, SpaceAndTheShapeEachSpaceMeets) {
+  EXPECT_EQ(trigger_space("spmc"), TriggerSpace::kNormalized);
+  for (const char* name : {"fedcpa", "bapfl", "dba", "dba:1", "square", "grid"})
+    EXPECT_EQ(trigger_space(name), TriggerSpace::kRaw) << name;
+  // SPMC's digit pipeline: raw triggers meet the stored 1x28x28, normalised ones the 3x32x32 output.
+  Dataset d;
+  d.name = "digits-28";
+  d.channels = 1, d.height = 28, d.width = 28, d.num_classes = 10;
+  d.mean = {0.1307f}, d.std = {0.3081f};
+  TransformSpec spec;
+  spec.resize = 32;
+  spec.replicate_channels = 3;
+  const SampleShape raw = trigger_stage_shape(d, spec, TriggerSpace::kRaw);
+  const SampleShape normalised = trigger_stage_shape(d, spec, TriggerSpace::kNormalized);
+  EXPECT_EQ((std::vector<int64_t>{raw.channels, raw.height, raw.width}), (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ((std::vector<int64_t>{normalised.channels, normalised.height, normalised.width}),
+            (std::vector<int64_t>{3, 32, 32}));
 }
