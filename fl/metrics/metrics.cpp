@@ -1,0 +1,115 @@
+// Metrics of a federated run (SPEC §4): detection rates, the reported figure of a column (last, last:K,
+// best), mean ± sample std over seeds, round-to-accuracy. Pure functions over plain numbers; NaN means
+// "does not apply" and is skipped wherever values are combined, so a run without a backdoor attack
+// (asr = NaN in every round) reports asr = NaN rather than 0.
+#include "fl/metrics/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+
+// NaN rather than 0/0 (which would also be NaN, but only by accident of IEEE arithmetic): a rate over
+// no clients does not exist, and the files write it as an empty cell / null.
+double ratio_or_nan(int64_t numerator, int64_t denominator) {
+  return denominator == 0 ? kNoValue : static_cast<double>(numerator) / static_cast<double>(denominator);
+}
+
+std::vector<double> without_nan(const std::vector<double>& values) {
+  std::vector<double> kept;
+  kept.reserve(values.size());
+  for (double v : values)
+    if (!std::isnan(v)) kept.push_back(v);
+  return kept;
+}
+
+}  // namespace
+
+DetectionRates detection_rates(int64_t tp, int64_t fp, int64_t tn, int64_t fn) {
+  BASTION_CHECK(tp >= 0 && fp >= 0 && tn >= 0 && fn >= 0, "detection counts must be >= 0, got tp=", tp,
+                " fp=", fp, " tn=", tn, " fn=", fn);
+  DetectionRates rates;
+  rates.dacc = ratio_or_nan(tp + tn, tp + fp + tn + fn);
+  rates.fpr = ratio_or_nan(fp, fp + tn);  // benign clients = those flagged (FP) + those kept (TN)
+  rates.fnr = ratio_or_nan(fn, fn + tp);  // malicious clients = those missed (FN) + those caught (TP)
+  return rates;
+}
+
+ReportMode parse_report_mode(const std::string& text) {
+  ReportMode mode;
+  if (text == "last") return mode;
+  if (text == "best") {
+    mode.kind = ReportMode::Best;
+    return mode;
+  }
+  const std::string prefix = "last:";
+  if (text.starts_with(prefix)) {
+    const char* first = text.data() + prefix.size();
+    const char* last = text.data() + text.size();
+    int64_t k = 0;
+    const auto [end, error] = std::from_chars(first, last, k);
+    // The whole rest must be the number: "last:5x" and "last:" are typos, not "last:5" / "last".
+    if (error == std::errc() && end == last && first != last && k >= 1) {
+      mode.kind = ReportMode::LastMean;
+      mode.k = k;
+      return mode;
+    }
+  }
+  BASTION_FAIL("unknown report mode '", text, "': expected 'last', 'best' or 'last:K' with an integer K >= 1");
+}
+
+// "last" and "last:K" count values, not rows: a NaN row (a round where the metric was not measured)
+// is skipped, so "last" is the latest measured value and "last:K" the mean of the K latest ones (or of
+// all of them when fewer than K were measured).
+double reported_value(const std::vector<double>& column, const ReportMode& mode) {
+  const std::vector<double> values = without_nan(column);
+  if (values.empty()) return kNoValue;
+  switch (mode.kind) {
+    case ReportMode::Last:
+      return values.back();
+    case ReportMode::Best:
+      return *std::max_element(values.begin(), values.end());
+    case ReportMode::LastMean: {
+      BASTION_CHECK(mode.k >= 1, "report mode last:K needs K >= 1, got K=", mode.k);
+      const size_t count = std::min(values.size(), static_cast<size_t>(mode.k));
+      double sum = 0;
+      for (size_t i = values.size() - count; i < values.size(); ++i) sum += values[i];
+      return sum / static_cast<double>(count);
+    }
+  }
+  BASTION_FAIL("invalid ReportMode kind ", static_cast<int>(mode.kind));
+}
+
+// Two passes (mean, then squared deviations) rather than the one-pass sum of squares, which loses
+// precision when the spread is small relative to the mean (accuracies 0.8123 ± 0.0001).
+MeanStd mean_std(const std::vector<double>& values) {
+  const std::vector<double> kept = without_nan(values);
+  MeanStd result;
+  result.count = static_cast<int64_t>(kept.size());
+  if (kept.empty()) return result;
+  double sum = 0;
+  for (double v : kept) sum += v;
+  result.mean = sum / static_cast<double>(kept.size());
+  if (kept.size() == 1) {
+    result.std = 0;
+    return result;
+  }
+  double squares = 0;
+  for (double v : kept) squares += (v - result.mean) * (v - result.mean);
+  result.std = std::sqrt(squares / static_cast<double>(kept.size() - 1));
+  return result;
+}
+
+// Records are taken in file order (rounds ascending); a NaN acc never reaches the target.
+int64_t round_to_accuracy(const std::vector<RoundRecord>& records, double target) {
+  if (!(target > 0)) return -1;
+  for (const RoundRecord& record : records)
+    if (record.acc >= target) return record.round;
+  return -1;
+}
+
+}  // namespace bastion

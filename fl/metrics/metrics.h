@@ -1,0 +1,66 @@
+// Metrics of a federated run (SPEC §4). Fractions are in [0, 1] internally and in every file; only
+// the console prints percentages. A metric that does not apply (no backdoor attack → no asr) is NaN
+// internally and an empty CSV cell / JSON null in files.
+//
+// acc   top-1 accuracy of the global model on the clean global test set
+// asr   attack success rate: test samples with true label != target (unless include_target), trigger
+//       applied, fraction classified as the target (pFedSAM; SPMC and FedCPA include the target class)
+// bfr   1 - asr (SPMC's backdoor failure rate R);  v = (acc + bfr) / 2
+// DAcc, FPR, FNR  detection, over the uploads a rule judged in a round (or cumulated over rounds):
+//       DAcc = (TP + TN) / all, FPR = FP / benign, FNR = FN / malicious (positive = malicious)
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace bastion {
+
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
+
+// One evaluated round: a row of rounds.csv. Deterministic values only (wall times live in timing.csv,
+// so rounds.csv is byte-identical across thread counts and resumed runs).
+struct RoundRecord {
+  int64_t round = 0;
+  double acc = kNoValue, loss = kNoValue;          // global model on the clean test set
+  double asr = kNoValue;                           // NaN without a backdoor attack
+  double local_acc = kNoValue;                     // mean over clients of acc on their local test split
+  double train_loss = kNoValue;                    // mean local training loss of the round's clients
+  int64_t sampled = 0, malicious = 0;              // clients this round, attackers among them
+  int64_t rejected = 0;                            // uploads rejected by validation (NaN/Inf/length)
+  int64_t true_positive = 0, false_positive = 0, true_negative = 0, false_negative = 0;  // detection
+  int64_t bytes_up = 0, bytes_down = 0;            // float32 payloads: uploads and models sent
+};
+
+struct DetectionRates {
+  double dacc = kNoValue, fpr = kNoValue, fnr = kNoValue;  // NaN when the denominator is 0
+};
+DetectionRates detection_rates(int64_t tp, int64_t fp, int64_t tn, int64_t fn);
+
+inline double backdoor_failure_rate(double asr) { return std::isnan(asr) ? kNoValue : 1.0 - asr; }
+inline double v_score(double acc, double asr) { return std::isnan(asr) ? kNoValue : (acc + 1.0 - asr) / 2.0; }
+
+// Reported figure of a run (SPEC §4): "last" (final evaluated round), "last:K" (mean of the last K
+// evaluated rounds; SPMC K=5, FedCPA K=10), "best" (maximum). Applied to one column, skipping NaN.
+// NaN entries are skipped before counting, so "last" is the latest measured value and "last:K" the mean
+// of the K latest measured values (of all of them when fewer than K).
+// Throws on an unknown mode or K < 1; returns NaN when the column has no value.
+struct ReportMode {
+  enum Kind { Last, LastMean, Best } kind = Last;
+  int64_t k = 1;
+};
+ReportMode parse_report_mode(const std::string& text);
+double reported_value(const std::vector<double>& column, const ReportMode& mode);
+
+struct MeanStd {
+  double mean = kNoValue, std = kNoValue;  // sample std (n - 1); 0 for one value; NaNs skipped
+  int64_t count = 0;
+};
+MeanStd mean_std(const std::vector<double>& values);
+
+// First round whose acc >= target; -1 if never.
+int64_t round_to_accuracy(const std::vector<RoundRecord>& records, double target);
+
+}  // namespace bastion

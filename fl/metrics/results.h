@@ -1,0 +1,57 @@
+// Results files of `bastion run` (all written atomically by the caller with write_file_atomic):
+//   rounds.csv   one row per evaluated round, header first; columns = RoundRecord fields in order
+//                (round,acc,asr,bfr,v,loss,local_acc,train_loss,sampled,malicious,rejected,tp,fp,tn,fn,
+//                bytes_up,bytes_down); reals with 6 significant digits ("%.6g"), NaN as an empty cell.
+//   timing.csv   round,train_s,aggregate_s,eval_s,round_s (wall times; not deterministic by nature)
+//   summary.json the reported figures (see RunSummary) and, for repeated seeds, mean ± std
+//   curves.svg   acc and asr (when present) over rounds, self-contained SVG (axes, ticks, legend),
+//                readable in any browser, no other tool needed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fl/metrics/metrics.h"
+
+namespace bastion {
+
+struct RoundTiming {
+  int64_t round = 0;
+  double train_seconds = 0, aggregate_seconds = 0, eval_seconds = 0, round_seconds = 0;
+};
+
+// What one seed's run reports (summary.json "runs" entries).
+struct RunSummary {
+  uint64_t seed = 0;
+  int64_t rounds = 0;                                // the last evaluated round (0 without records)
+  double acc = kNoValue, asr = kNoValue, bfr = kNoValue, v = kNoValue, local_acc = kNoValue;  // per report mode
+  double final_acc = kNoValue, best_acc = kNoValue;
+  int64_t round_to_target = -1;                      // -1: never (or no target set)
+  DetectionRates detection;                          // cumulated over all rounds
+  int64_t rejected = 0, bytes_up = 0, bytes_down = 0;
+  double seconds_per_round = kNoValue;               // median wall time per round
+};
+
+// Summarises one run's records (report = "last" | "last:K" | "best"; target_acc <= 0 disables it).
+// The report mode applies to each column on its own: "best" gives the highest asr, not the asr of
+// the round with the best acc. bfr and v come from the reported acc and asr.
+RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
+                         const std::vector<RoundTiming>& timings, const std::string& report, double target_acc);
+
+std::string rounds_csv(const std::vector<RoundRecord>& records);
+// Parses rounds_csv output back (for resume and tests); throws on a malformed file.
+std::vector<RoundRecord> parse_rounds_csv(const std::string& text);
+std::string timing_csv(const std::vector<RoundTiming>& timings);
+
+// {"name", "report", "runs": [per seed], "mean": {...}, "std": {...}} — mean/std over runs of acc,
+// asr, bfr, v, local_acc, final_acc, best_acc, seconds_per_round (NaNs skipped; null when none).
+std::string summary_json(const std::string& name, const std::string& report, const std::vector<RunSummary>& runs);
+
+// Acc (and asr if any value is present) over rounds, one polyline per seed when several are given.
+std::string curves_svg(const std::string& title, const std::vector<std::vector<RoundRecord>>& runs);
+
+// The last stdout line of `bastion run`: "acc=0.8123 asr=0.0412" (asr=nan when no backdoor), with
+// "± std" figures when there are several runs: "acc=0.8123±0.0100 asr=...".
+std::string summary_line(const std::vector<RunSummary>& runs);
+
+}  // namespace bastion

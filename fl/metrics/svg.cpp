@@ -1,0 +1,210 @@
+// curves.svg: acc (blue, solid) and asr (red, dashed; only when some run measured it) over rounds.
+// One run: one thick line per metric. Several runs (seeds): a thin, faint line per run and a thick
+// line for the mean over the runs that measured the metric at that round.
+// Self-contained SVG 1.1 (no scripts, fonts or CSS files), so a browser shows it as is. A NaN value
+// (a round where the metric was not measured) breaks the line: joining across it would draw values
+// that were never measured. Values are fractions; the y axis labels them in percent.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+
+#include "fl/metrics/results.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+
+constexpr double kWidth = 720, kHeight = 420;
+constexpr double kLeft = 64, kRight = 24, kTop = 56, kBottom = 52;  // margins around the plot area
+constexpr double kPlotWidth = kWidth - kLeft - kRight, kPlotHeight = kHeight - kTop - kBottom;
+constexpr const char* kAccColor = "#1f77b4";  // matplotlib's default blue and red: familiar to readers
+constexpr const char* kAsrColor = "#d62728";
+constexpr const char* kGridColor = "#e6e6e6";
+constexpr const char* kAxisColor = "#333333";
+
+using Point = std::pair<double, double>;  // (round, value); value may be NaN
+using Series = std::vector<Point>;
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// One decimal is a tenth of a pixel: finer digits only make the file larger.
+std::string num(double value) {
+  char buffer[64];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, 1);
+  BASTION_ASSERT(error == std::errc());
+  return std::string(buffer, end);
+}
+
+// The x axis: rounds from `low` to `high`, ticks every `step` (1, 2 or 5 times a power of ten, at least
+// one round), both ends widened to a tick so the axis starts and ends on a label.
+struct RoundAxis {
+  double low = 0, high = 1, step = 1;
+  double x(double round) const { return kLeft + (round - low) / (high - low) * kPlotWidth; }
+};
+
+RoundAxis round_axis(const std::vector<std::vector<RoundRecord>>& runs) {
+  double low = INFINITY, high = -INFINITY;
+  for (const auto& records : runs)
+    for (const RoundRecord& r : records) {
+      low = std::min(low, static_cast<double>(r.round));
+      high = std::max(high, static_cast<double>(r.round));
+    }
+  if (low > high) low = 0, high = 1;  // no records: an empty frame
+  if (high == low) high = low + 1;
+  const double raw_step = (high - low) / 8;  // about 5 to 10 labels fit 630 pixels comfortably
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw_step)));
+  double step = 10 * magnitude;
+  for (double factor : {5.0, 2.0, 1.0})
+    if (factor * magnitude >= raw_step) step = factor * magnitude;
+  step = std::max(step, 1.0);
+  return RoundAxis{std::floor(low / step) * step, std::ceil(high / step) * step, step};
+}
+
+// Values are fractions by definition; clamping keeps a corrupt value from drawing over the labels.
+double value_y(double value) { return kTop + (1 - std::clamp(value, 0.0, 1.0)) * kPlotHeight; }
+
+void append_grid_and_axes(std::string& out, const RoundAxis& axis) {
+  const std::string bottom = num(kTop + kPlotHeight), right = num(kLeft + kPlotWidth);
+  for (int i = 0; i <= 10; ++i) {
+    const std::string y = num(value_y(i / 10.0));
+    out += "<line x1=\"" + num(kLeft) + "\" y1=\"" + y + "\" x2=\"" + right + "\" y2=\"" + y + "\" stroke=\"" +
+           kGridColor + "\"/>\n";
+    out += "<text x=\"" + num(kLeft - 8) + "\" y=\"" + y + "\" dy=\"0.35em\" text-anchor=\"end\">" +
+           std::to_string(i * 10) + "%</text>\n";
+  }
+  const int64_t ticks = std::llround((axis.high - axis.low) / axis.step);
+  for (int64_t i = 0; i <= ticks; ++i) {
+    const double round = axis.low + static_cast<double>(i) * axis.step;
+    const std::string x = num(axis.x(round));
+    out += "<line x1=\"" + x + "\" y1=\"" + num(kTop) + "\" x2=\"" + x + "\" y2=\"" + num(kTop + kPlotHeight + 5) +
+           "\" stroke=\"" + kGridColor + "\"/>\n";
+    out += "<text x=\"" + x + "\" y=\"" + num(kTop + kPlotHeight + 20) + "\" text-anchor=\"middle\">" +
+           std::to_string(std::llround(round)) + "</text>\n";
+  }
+  out += "<path d=\"M" + num(kLeft) + " " + num(kTop) + " V" + bottom + " H" + right + "\" fill=\"none\" stroke=\"" +
+         kAxisColor + "\"/>\n";
+  out += "<text x=\"" + num(kLeft + kPlotWidth / 2) + "\" y=\"" + num(kHeight - 10) +
+         "\" text-anchor=\"middle\">round</text>\n";
+}
+
+struct LineStyle {
+  const char* color;
+  bool dashed;
+  double width, opacity;
+};
+
+std::string stroke_attributes(const LineStyle& style) {
+  std::string attributes = "stroke=\"" + std::string(style.color) + "\" stroke-width=\"" + num(style.width) +
+                           "\" stroke-opacity=\"" + num(style.opacity) + "\" stroke-linejoin=\"round\"";
+  if (style.dashed) attributes += " stroke-dasharray=\"6 4\"";
+  return attributes;
+}
+
+// One polyline per run of non-NaN points; a lone point (one round between gaps, or a one-round run)
+// would be an invisible zero-length line, so it is drawn as a dot.
+void append_series(std::string& out, const Series& series, const LineStyle& style, const RoundAxis& axis) {
+  std::vector<Point> segment;
+  const auto flush = [&] {
+    if (segment.size() == 1) {
+      out += "<circle cx=\"" + num(segment[0].first) + "\" cy=\"" + num(segment[0].second) + "\" r=\"" +
+             num(style.width + 1) + "\" fill=\"" + style.color + "\" fill-opacity=\"" + num(style.opacity) + "\"/>\n";
+    } else if (segment.size() > 1) {
+      out += "<polyline fill=\"none\" " + stroke_attributes(style) + " points=\"";
+      for (size_t i = 0; i < segment.size(); ++i) {
+        if (i > 0) out += ' ';
+        out += num(segment[i].first) + "," + num(segment[i].second);
+      }
+      out += "\"/>\n";
+    }
+    segment.clear();
+  };
+  for (const auto& [round, value] : series) {
+    if (std::isnan(value)) flush();
+    else segment.emplace_back(axis.x(round), value_y(value));
+  }
+  flush();
+}
+
+Series run_series(const std::vector<RoundRecord>& records, double RoundRecord::*field) {
+  Series series;
+  for (const RoundRecord& r : records) series.emplace_back(static_cast<double>(r.round), r.*field);
+  return series;
+}
+
+// Per round, the mean over the runs that measured the metric there (runs may stop at different
+// rounds, or evaluate different rounds); NaN where none did.
+Series mean_series(const std::vector<std::vector<RoundRecord>>& runs, double RoundRecord::*field) {
+  std::map<int64_t, std::vector<double>> by_round;
+  for (const auto& records : runs)
+    for (const RoundRecord& r : records) by_round[r.round].push_back(r.*field);
+  Series series;
+  for (const auto& [round, values] : by_round) series.emplace_back(static_cast<double>(round), mean_std(values).mean);
+  return series;
+}
+
+void append_legend(std::string& out, bool has_asr, size_t run_count) {
+  const std::string y = num(kTop - 14);
+  double x = kLeft;
+  const auto entry = [&](const char* label, const LineStyle& style) {
+    out += "<line x1=\"" + num(x) + "\" y1=\"" + y + "\" x2=\"" + num(x + 28) + "\" y2=\"" + y + "\" " +
+           stroke_attributes(style) + "/>\n";
+    out += "<text x=\"" + num(x + 34) + "\" y=\"" + y + "\" dy=\"0.35em\">" + label + "</text>\n";
+    x += 90;
+  };
+  entry("acc", {kAccColor, false, 2, 1});
+  if (has_asr) entry("asr", {kAsrColor, true, 2, 1});
+  if (run_count > 1)
+    out += "<text x=\"" + num(x) + "\" y=\"" + y + "\" dy=\"0.35em\" fill=\"#666666\">thin: each of " +
+           std::to_string(run_count) + " runs; thick: mean over runs</text>\n";
+}
+
+}  // namespace
+
+std::string curves_svg(const std::string& title, const std::vector<std::vector<RoundRecord>>& runs) {
+  bool has_asr = false;
+  for (const auto& records : runs)
+    for (const RoundRecord& r : records) has_asr = has_asr || !std::isnan(r.asr);
+  const RoundAxis axis = round_axis(runs);
+  const std::string escaped_title = xml_escape(title);
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(kWidth) + "\" height=\"" +
+         num(kHeight) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
+         "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\" fill=\"#222222\">\n";
+  out += "<title>" + escaped_title + "</title>\n";
+  // An opaque background: a transparent SVG is unreadable in a browser's dark mode.
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  append_grid_and_axes(out, axis);
+  const bool several = runs.size() > 1;
+  const LineStyle single_acc{kAccColor, false, 2, 1}, single_asr{kAsrColor, true, 2, 1};
+  const LineStyle each_acc{kAccColor, false, 1, 0.3}, each_asr{kAsrColor, true, 1, 0.3};
+  for (const auto& records : runs) {
+    append_series(out, run_series(records, &RoundRecord::acc), several ? each_acc : single_acc, axis);
+    if (has_asr) append_series(out, run_series(records, &RoundRecord::asr), several ? each_asr : single_asr, axis);
+  }
+  if (several) {
+    append_series(out, mean_series(runs, &RoundRecord::acc), single_acc, axis);
+    if (has_asr) append_series(out, mean_series(runs, &RoundRecord::asr), single_asr, axis);
+  }
+  append_legend(out, has_asr, runs.size());
+  out += "<text x=\"" + num(kLeft) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" + escaped_title +
+         "</text>\n";
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace bastion
