@@ -19,11 +19,14 @@ std::vector<int32_t> argmax_rows(const Tensor& logits) {
   return out;
 }
 
-EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const std::vector<int64_t>& indices) {
+EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const std::vector<int64_t>& indices,
+                    const TransformSpec* transform, const PoisonSpec* poison) {
   const bool was_training = model.is_training();
   model.train(false);
   NoGradGuard no_grad;
   BatchLoader loader(data, batch_size, /*shuffle=*/false, /*seed=*/0, indices);
+  if (transform) loader.set_transform(*transform);
+  if (poison) loader.set_poison(*poison);
   loader.start_epoch(0);
   Tensor x;
   LabelTensor y;
@@ -39,6 +42,8 @@ EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const
     result.samples += n;
   }
   model.train(was_training);
+  result.correct = correct;
+  result.loss_sum = loss_sum;
   if (result.samples > 0) {
     result.loss = loss_sum / result.samples;
     result.accuracy = static_cast<double>(correct) / result.samples;

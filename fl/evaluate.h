@@ -5,19 +5,25 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/loader.h"
 #include "nn/model.h"
 
 namespace bastion {
 
 struct EvalResult {
-  double loss = 0.0;
-  double accuracy = 0.0;
-  int64_t samples = 0;
+  double loss = 0.0;       // mean cross-entropy
+  double accuracy = 0.0;   // correct / samples
+  int64_t samples = 0, correct = 0;
+  double loss_sum = 0.0;   // sum of per-sample losses, to combine chunks exactly
 };
 
 // `indices` empty = the whole dataset. Restores the model's train/eval mode afterwards.
+// transform (optional): the deterministic part of a training transform (resize, channel replication;
+// no crop or flip at test time). poison (optional): e.g. every sample triggered and relabelled with the
+// target (per_batch = batch_size), so `accuracy` is the attack success rate on `indices`.
 EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size = 1000,
-                    const std::vector<int64_t>& indices = {});
+                    const std::vector<int64_t>& indices = {}, const TransformSpec* transform = nullptr,
+                    const PoisonSpec* poison = nullptr);
 
 // Index of the largest logit of each row of an (N, C) tensor (first one on ties).
 std::vector<int32_t> argmax_rows(const Tensor& logits);

@@ -76,9 +76,10 @@ class Flatten : public Module {
 class Dropout : public Module {
  public:
   Dropout(float p, uint64_t seed) : p(p), gen(seed) {}
+  void reseed_dropout(uint64_t seed) override { gen.reseed(seed); }
   Tensor forward(const Tensor& x) override { return dropout(x, p, is_training(), gen); }
   float p;
-  Generator gen;  // reseeded by Model::reseed_dropout for reproducible runs
+  Generator gen;  // reseeded by Module::reseed_dropout for reproducible runs
 };
 
 class Sequential : public Module {

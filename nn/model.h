@@ -55,6 +55,7 @@ class Model {
   std::span<float> flat_gradients() const { return grads_.span(); }
 
   void zero_grad() const;
+  void reseed_dropout(uint64_t seed) { root_->reseed_dropout(seed); }
   // Freeze (false) or unfreeze the head or the body: frozen parameters get no gradient and are
   // skipped by the optimizers.
   void set_trainable(bool head, bool trainable);

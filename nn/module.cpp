@@ -1,5 +1,7 @@
 #include "nn/module.h"
 
+#include "tensor/random.h"
+
 namespace bastion {
 
 namespace {
@@ -33,6 +35,11 @@ std::vector<NamedTensor> Module::named_buffers(const std::string& prefix) const 
 
 void Module::collect_counters(std::vector<std::pair<std::string, int64_t*>>& out, const std::string& prefix) {
   for (auto& [name, child] : children_) child->collect_counters(out, join(prefix, name));
+}
+
+void Module::reseed_dropout(uint64_t seed) {
+  const Generator root(seed);
+  for (size_t i = 0; i < children_.size(); ++i) children_[i].second->reseed_dropout(root.fork(i).next_u64());
 }
 
 Tensor Module::register_parameter(const std::string& name, Tensor value) {

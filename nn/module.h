@@ -33,6 +33,9 @@ class Module {
   std::vector<NamedTensor> named_buffers(const std::string& prefix = "") const;
   // Buffers that PyTorch stores as int64 (BatchNorm's num_batches_tracked), kept as counters here.
   virtual void collect_counters(std::vector<std::pair<std::string, int64_t*>>& out, const std::string& prefix);
+  // Reseeds every Dropout below this module from `seed` (child i gets Generator(seed).fork(i)), so an FL
+  // client's dropout masks depend on (seed, round, client), not on which replica trained it before.
+  virtual void reseed_dropout(uint64_t seed);
 
  protected:
   Tensor register_parameter(const std::string& name, Tensor value);

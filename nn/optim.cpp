@@ -18,6 +18,13 @@ void Sgd::reset_momentum() {
   first_step_ = true;
 }
 
+void Sgd::load_momentum(std::span<const float> velocity) {
+  BASTION_CHECK(velocity.size() == velocity_.size(), "sgd: momentum buffer of ", velocity.size(),
+                " floats for ", velocity_.size(), " (momentum ", options_.momentum, ")");
+  std::copy(velocity.begin(), velocity.end(), velocity_.begin());
+  first_step_ = false;
+}
+
 void Sgd::step() {
   float* w = model_.flat_parameters().data();
   const float* grad = model_.flat_gradients().data();

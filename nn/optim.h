@@ -39,6 +39,9 @@ class Sgd {
   const SgdOptions& options() const { return options_; }
   std::span<float> momentum_buffer() { return velocity_; }  // for checkpoints
   void reset_momentum();
+  // Restores a momentum buffer saved from momentum_buffer() (FL clients that keep momentum across
+  // rounds); the next step continues with v = momentum * v + g.
+  void load_momentum(std::span<const float> velocity);
 
  private:
   Model& model_;
