@@ -1,0 +1,509 @@
+// Experiment configuration: TOML text -> toml++ tree -> overrides applied to the tree -> every section
+// and unit table checked against its ParamSpec table -> cross-checks between sections. Overrides go into
+// the tree (not into the validated values) so a `--set` is checked exactly like a line of the file.
+// This is the only file that includes toml++ (it is slow to compile); everything else sees Params.
+#include "fl/core/config.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "data/partition.h"
+#include "fl/registry.h"
+#include "nn/models.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+using Specs = std::vector<ParamSpec>;
+using Values = std::map<std::string, ParamValue>;
+
+// Builders for the tables below: each row reads "name, default, [range or choices], doc".
+ParamSpec integer_param(std::string name, int64_t value, double min, double max, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::Integer, value, std::move(doc), min, max, {}};
+}
+ParamSpec real_param(std::string name, double value, double min, double max, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::Real, value, std::move(doc), min, max, {}};
+}
+ParamSpec bool_param(std::string name, bool value, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::Boolean, value, std::move(doc), -kInf, kInf, {}};
+}
+ParamSpec text_param(std::string name, std::string value, std::vector<std::string> choices, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::Text, std::move(value), std::move(doc), -kInf, kInf, std::move(choices)};
+}
+ParamSpec list_param(std::string name, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::TextList, std::vector<std::string>{}, std::move(doc), -kInf, kInf, {}};
+}
+
+const Specs& experiment_specs() {
+  static const Specs specs = {
+      text_param("name", "experiment", {}, "experiment name; results go to results/<name>/ unless --out is given"),
+      text_param("description", "", {}, "free text, copied into the results"),
+      integer_param("seed", 1, 0, 9007199254740992.0, "fixes partition, malicious set, sampling, init, training and attacks"),
+      integer_param("rounds", 50, 1, 1e6, "federated rounds"),
+      integer_param("repeat", 1, 1, 100, "run seeds seed .. seed+repeat-1 and report mean and std"),
+  };
+  return specs;
+}
+
+const Specs& data_specs() {
+  static const Specs specs = {
+      text_param("dataset", "fmnist", {}, "dataset name (bastion list datasets)"),
+      text_param("data_dir", "", {}, "dataset folder; empty = $BASTION_DATA, ./data, /usr/share/datasets"),
+      text_param("partition", "dirichlet:0.5", {}, "iid | dirichlet:BETA | pathological:S | emnist-groups | natural (docs/partitions.md)"),
+      integer_param("clients", 100, 1, 1e6, "number of clients"),
+      integer_param("min_size", 10, 0, 1e9, "dirichlet: redraw until every client has at least this many samples"),
+      bool_param("dirichlet_cap", true, "dirichlet: NIID-Bench capping rule (clients above total/N get no more)"),
+      bool_param("client_prior", false, "dirichlet: FedFSA's per-client class prior variant"),
+      integer_param("max_per_client", 0, 0, 1e12, "cap on each client's samples (seeded subset); 0 = no cap"),
+      real_param("client_test_fraction", 0, 0, 0.9, "share of each client's samples moved to its local test split"),
+      real_param("server_fraction", 0, 0, 0.9, "share of the training set held out as the server's own data (the last samples)"),
+      text_param("normalization", "dataset", {"dataset", "mnist", "imagenet", "half", "none"},
+                 "input normalisation: the dataset's own statistics, or a fixed preset"),
+      text_param("augment", "default", {"default", "none"}, "training augmentation: the dataset's default, or none"),
+  };
+  return specs;
+}
+
+const Specs& model_specs() {
+  static const Specs specs = {
+      text_param("name", "lenet", {}, "architecture (bastion list models)"),
+  };
+  return specs;
+}
+
+const Specs& clients_specs() {
+  static const Specs specs = {
+      text_param("rule", "sgd", {}, "client rule (bastion list); its parameters go in [clients.<rule>]"),
+      integer_param("per_round", 10, 1, 1e6, "clients sampled each round"),
+  };
+  return specs;
+}
+
+const Specs& server_specs() {
+  static const Specs specs = {
+      text_param("rule", "fedavg", {}, "server rule (bastion list); its parameters go in [server.<rule>]"),
+      text_param("on_invalid", "reject", {"reject", "fail"},
+                 "NaN/Inf/wrong-length uploads: reject = drop and count them, fail = stop with an error"),
+  };
+  return specs;
+}
+
+const Specs& attack_specs() {
+  static const Specs specs = {
+      list_param("names", "attacks (bastion list); each one's parameters go in [attack.<name>]"),
+      real_param("malicious_fraction", 0, 0, 1, "share of the clients that are malicious (used when malicious_count = -1)"),
+      integer_param("malicious_count", -1, -1, 1e6, "malicious clients; -1 = round(malicious_fraction * data.clients)"),
+      integer_param("malicious_per_round", 0, 0, 1e6, "force this many attackers into every round; 0 = uniform sampling"),
+      text_param("selection", "random", {"random", "last"},
+                 "which clients are malicious: a seeded random set, or the highest client ids (SPMC's code)"),
+      integer_param("start_round", 1, 1, 1e6, "first round in which attackers attack"),
+      integer_param("end_round", 0, 0, 1e6, "last round in which attackers attack; 0 = until the end"),
+      text_param("omniscient_view", "benign", {"benign", "all"},
+                 "what collusion attacks see: benign uploads only, or all incl. attackers' honest updates (FedCAP)"),
+  };
+  return specs;
+}
+
+const Specs& eval_specs() {
+  static const Specs specs = {
+      integer_param("every", 1, 1, 1e6, "evaluate every this many rounds"),
+      integer_param("batch", 1000, 1, 1e6, "evaluation batch size"),
+      text_param("report", "last", {}, "reported accuracy: last | best | last:K (mean of the last K evaluations)"),
+      bool_param("asr_include_target", false, "count test samples whose true label is the backdoor target in the attack success rate"),
+      real_param("target_acc", 0, 0, 1, "report the first round reaching this accuracy; 0 = off"),
+      bool_param("local", false, "also evaluate on each client's local test split (needs data.client_test_fraction > 0)"),
+  };
+  return specs;
+}
+
+const Specs& run_specs() {
+  static const Specs specs = {
+      integer_param("threads", 1, 1, 256, "worker threads for client training"),
+      integer_param("checkpoint_every", 0, 0, 1e6, "write a checkpoint every this many rounds; 0 = none"),
+  };
+  return specs;
+}
+
+const Specs& section_specs(const std::string& name) {
+  for (const auto& [section, specs] : config_sections()) {
+    if (section == name) return specs;
+  }
+  BASTION_FAIL("internal: no config section '", name, "'");
+}
+
+bool is_section(const std::string& name) {
+  const auto& sections = config_sections();
+  return !name.empty() && std::any_of(sections.begin(), sections.end(), [&](const auto& s) { return s.first == name; });
+}
+
+std::vector<std::string> spec_names(const Specs& specs) {
+  std::vector<std::string> names;
+  for (const ParamSpec& spec : specs) names.push_back(spec.name);
+  return names;
+}
+
+bool has_spec(const Specs& specs, const std::string& name) {
+  return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == name; });
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+std::string dotted(const std::string& scope, const std::string& name) { return scope.empty() ? name : scope + "." + name; }
+
+// Runs fn; a bastion::Error it throws is rethrown with `key: ` in front, so registry and partition
+// errors ("unknown attack 'x'; valid: ...") say which config key held the bad name.
+void with_key(const std::string& key, const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    BASTION_FAIL(key, ": ", e.what());
+  }
+}
+
+// ---- TOML tree -> values ----------------------------------------------------------------------------
+
+toml::table parse_toml(std::string_view text, const std::string& source) {
+  try {
+    return toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    BASTION_FAIL(source, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
+  }
+}
+
+ParamValue node_to_value(const toml::node& node, const std::string& key) {
+  switch (node.type()) {
+    case toml::node_type::integer: return node.as_integer()->get();
+    case toml::node_type::floating_point: return node.as_floating_point()->get();
+    case toml::node_type::boolean: return node.as_boolean()->get();
+    case toml::node_type::string: return node.as_string()->get();
+    case toml::node_type::array: {
+      std::vector<std::string> items;
+      for (const toml::node& element : *node.as_array()) {
+        BASTION_CHECK(element.is_string(), key, ": list elements must be text, got ", element.type());
+        items.push_back(element.as_string()->get());
+      }
+      return items;
+    }
+    case toml::node_type::table: BASTION_FAIL(key, ": expected a value, got a table");
+    default: BASTION_FAIL(key, ": dates and times are not supported, got ", node.type());
+  }
+}
+
+// One section as written: its values, and (clients/server/attack only) its unit subtables by name.
+struct RawSection {
+  Values values;
+  std::map<std::string, Values> units;
+};
+
+Values read_values(const toml::table& table, const std::string& scope) {
+  Values values;
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    BASTION_CHECK(!node.is_table(), dotted(scope, name), ": expected a value, got a table");
+    values[name] = node_to_value(node, dotted(scope, name));
+  }
+  return values;
+}
+
+RawSection read_section(const toml::table& table, const std::string& scope) {
+  const Specs& specs = section_specs(scope);
+  const bool has_units = scope == "clients" || scope == "server" || scope == "attack";
+  RawSection raw;
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    const std::string full = dotted(scope, name);
+    if (!node.is_table()) {
+      raw.values[name] = node_to_value(node, full);
+      continue;
+    }
+    // A table under a known key is a type error; under another name it is a unit's table or unknown.
+    BASTION_CHECK(!has_spec(specs, name), full, ": expected a value, got a table");
+    BASTION_CHECK(has_units, "unknown table [", full, "]; [", scope, "] has no subtables; valid keys: ",
+                  join(spec_names(specs)));
+    raw.units[name] = read_values(*node.as_table(), full);
+  }
+  return raw;
+}
+
+std::string valid_top_level() {
+  std::vector<std::string> sections;
+  for (const auto& [name, specs] : config_sections()) {
+    if (!name.empty()) sections.push_back("[" + name + "]");
+  }
+  return join(spec_names(experiment_specs())) + "; sections: " + join(sections);
+}
+
+// The whole tree by section ("" = top-level keys).
+std::map<std::string, RawSection> read_tree(const toml::table& root) {
+  std::map<std::string, RawSection> tree;
+  for (const auto& [key, node] : root) {
+    const std::string name(key.str());
+    if (is_section(name)) {
+      BASTION_CHECK(node.is_table(), name, ": expected a table [", name, "], got ", node.type());
+      tree[name] = read_section(*node.as_table(), name);
+    } else if (has_spec(experiment_specs(), name)) {
+      tree[""].values[name] = node_to_value(node, name);
+    } else {
+      BASTION_FAIL("unknown ", node.is_table() ? "section [" + name + "]" : "key '" + name + "'",
+                   "; valid top-level keys: ", valid_top_level());
+    }
+  }
+  return tree;
+}
+
+// ---- overrides ----------------------------------------------------------------------------------------
+
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return "";
+  const auto last = text.find_last_not_of(" \t");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+std::vector<std::string> split_key(const std::string& key, const std::string& override_text) {
+  std::vector<std::string> parts;
+  std::string::size_type start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    BASTION_CHECK(!parts.back().empty(), "override '", override_text, "': empty part in key '", key, "'");
+    if (dot == std::string::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+// "key=value": the value as TOML when it parses as exactly one TOML value, else the raw text as a
+// string, so `data.partition=dirichlet:0.1` needs no quotes.
+void apply_override(toml::table& root, const std::string& override_text) {
+  const auto eq = override_text.find('=');
+  BASTION_CHECK(eq != std::string::npos, "override '", override_text, "': expected key=value");
+  const std::string key = trim(std::string_view(override_text).substr(0, eq));
+  const std::string value = trim(std::string_view(override_text).substr(eq + 1));
+  BASTION_CHECK(!key.empty(), "override '", override_text, "': empty key");
+  const std::vector<std::string> parts = split_key(key, override_text);
+
+  toml::table* table = &root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    toml::node* child = table->get(parts[i]);
+    if (child == nullptr) {
+      table->insert_or_assign(parts[i], toml::table{});
+      child = table->get(parts[i]);
+    }
+    BASTION_CHECK(child->is_table(), "override '", override_text, "': '", join({parts.begin(), parts.begin() + i + 1}),
+                  "' is a value, not a table");
+    table = child->as_table();
+  }
+  try {
+    toml::table parsed = toml::parse("v = " + value, std::string_view("override"));
+    if (parsed.size() == 1 && parsed.contains("v")) {
+      table->insert_or_assign(parts.back(), std::move(*parsed.get("v")));
+      return;
+    }
+  } catch (const toml::parse_error&) {
+    // not a TOML value: fall through to the string
+  }
+  table->insert_or_assign(parts.back(), value);
+}
+
+// ---- validation -------------------------------------------------------------------------------------------
+
+bool valid_report(const std::string& report) {
+  if (report == "last" || report == "best") return true;
+  if (report.rfind("last:", 0) != 0) return false;
+  const char* begin = report.data() + 5;
+  const char* end = report.data() + report.size();
+  int64_t k = 0;
+  const auto [ptr, ec] = std::from_chars(begin, end, k);
+  return begin != end && ec == std::errc() && ptr == end && k >= 1;
+}
+
+// Text values whose valid set lives elsewhere (the registry, the model zoo, the partition parser).
+void check_names(const ExperimentConfig& c) {
+  with_key("data.partition", [&] { parse_partition(c.data.text("partition")); });
+  const std::string& model = c.model.text("name");
+  std::vector<std::string> models;
+  for (const ModelInfo& info : model_catalog()) models.push_back(info.name);
+  BASTION_CHECK(std::find(models.begin(), models.end(), model) != models.end(), "model.name: unknown model '", model,
+                "'; valid: ", join(models));
+  with_key("clients.rule", [&] { find_client_rule(c.clients.text("rule")); });
+  with_key("server.rule", [&] { find_server_rule(c.server.text("rule")); });
+  const std::vector<std::string>& names = c.attack.list("names");
+  for (size_t i = 0; i < names.size(); ++i) {
+    with_key("attack.names", [&] { find_attack(names[i]); });
+    BASTION_CHECK(std::find(names.begin(), names.begin() + i, names[i]) == names.begin() + i,
+                  "attack.names: '", names[i], "' is listed twice");
+  }
+  BASTION_CHECK(valid_report(c.eval.text("report")), "eval.report: '", c.eval.text("report"),
+                "' is not one of last, best, last:K (K >= 1)");
+}
+
+const Specs& specs_or_none(const Specs* specs) {
+  static const Specs none;
+  return specs != nullptr ? *specs : none;
+}
+
+// [section.X] tables: X must be the selected unit (`selected` lists them), else the table would be
+// silently ignored.
+void check_units_selected(const RawSection& raw, const std::string& section, const std::string& selector,
+                          const std::vector<std::string>& selected) {
+  for (const auto& [name, values] : raw.units) {
+    BASTION_CHECK(std::find(selected.begin(), selected.end(), name) != selected.end(), "[", section, ".", name,
+                  "] is given but ", section, ".", selector, " = ",
+                  param_value_to_toml(selector == "names" ? ParamValue(selected) : ParamValue(selected.front())),
+                  " does not select '", name, "': the table would do nothing");
+  }
+}
+
+void build_units(ExperimentConfig& c, std::map<std::string, RawSection>& tree) {
+  const std::string& client_rule = c.clients.text("rule");
+  const std::string& server_rule = c.server.text("rule");
+  check_units_selected(tree["clients"], "clients", "rule", {client_rule});
+  check_units_selected(tree["server"], "server", "rule", {server_rule});
+  check_units_selected(tree["attack"], "attack", "names", c.attack.list("names"));
+  c.client_rule = Params("clients." + client_rule, specs_or_none(find_client_rule(client_rule).info.params),
+                         tree["clients"].units[client_rule]);
+  c.server_rule = Params("server." + server_rule, specs_or_none(find_server_rule(server_rule).info.params),
+                         tree["server"].units[server_rule]);
+  for (const std::string& name : c.attack.list("names")) {
+    c.attacks.emplace_back(name, Params("attack." + name, specs_or_none(find_attack(name).info.params),
+                                        tree["attack"].units[name]));
+  }
+}
+
+int64_t resolved_malicious_count(const ExperimentConfig& c) {
+  const int64_t count = c.attack.integer("malicious_count");
+  if (count >= 0) return count;
+  return std::llround(c.attack.real("malicious_fraction") * static_cast<double>(c.data.integer("clients")));
+}
+
+void check_attack_composition(const ExperimentConfig& c) {
+  std::vector<std::string> local, collusion;  // Data/Training attacks change local training; one at a time
+  for (const std::string& name : c.attack.list("names")) {
+    const AttackKind kind = find_attack(name).kind;
+    if (kind == AttackKind::Data || kind == AttackKind::Training) local.push_back(name);
+    if (kind == AttackKind::Collusion) collusion.push_back(name);
+  }
+  BASTION_CHECK(local.size() <= 1, "attack.names: at most one data or training attack, got ", join(local));
+  BASTION_CHECK(collusion.size() <= 1, "attack.names: at most one collusion attack, got ", join(collusion));
+}
+
+void cross_check(const ExperimentConfig& c) {
+  const int64_t clients = c.data.integer("clients"), per_round = c.clients.integer("per_round");
+  BASTION_CHECK(per_round <= clients, "clients.per_round = ", per_round, " exceeds data.clients = ", clients);
+  const int64_t malicious = resolved_malicious_count(c);
+  const std::string malicious_key = c.attack.integer("malicious_count") >= 0 ? "attack.malicious_count" : "attack.malicious_fraction";
+  BASTION_CHECK(malicious <= clients, malicious_key, " gives ", malicious, " malicious clients, more than data.clients = ", clients);
+  const int64_t forced = c.attack.integer("malicious_per_round");
+  BASTION_CHECK(forced <= per_round, "attack.malicious_per_round = ", forced, " exceeds clients.per_round = ", per_round);
+  BASTION_CHECK(forced <= malicious, "attack.malicious_per_round = ", forced, " exceeds the ", malicious,
+                " malicious clients (", malicious_key, ")");
+  BASTION_CHECK(c.attack.list("names").empty() || malicious >= 1, "attack.names = ",
+                param_value_to_toml(c.attack.list("names")),
+                " but no client is malicious: set attack.malicious_fraction or attack.malicious_count");
+  check_attack_composition(c);
+  BASTION_CHECK(!c.eval.boolean("local") || c.data.real("client_test_fraction") > 0,
+                "eval.local = true needs data.client_test_fraction > 0");
+  const int64_t start = c.attack.integer("start_round"), end = c.attack.integer("end_round");
+  BASTION_CHECK(end == 0 || end >= start, "attack.end_round = ", end, " is before attack.start_round = ", start);
+}
+
+// ---- writing ---------------------------------------------------------------------------------------------
+
+// A TOML key: bare when it only has A-Za-z0-9_- (all registry and section names), quoted otherwise.
+std::string toml_key(const std::string& key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+  });
+  return bare ? key : param_value_to_toml(key);
+}
+
+void write_table(std::ostringstream& out, const std::string& header, const Specs& specs, const Params& params) {
+  if (!header.empty()) out << "\n[" << header << "]\n";
+  for (const ParamSpec& spec : specs) {
+    out << toml_key(spec.name) << " = " << param_value_to_toml(params.values().at(spec.name)) << "\n";
+  }
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::vector<ParamSpec>>>& config_sections() {
+  static const std::vector<std::pair<std::string, std::vector<ParamSpec>>> sections = {
+      {"", experiment_specs()},   {"data", data_specs()}, {"model", model_specs()}, {"clients", clients_specs()},
+      {"server", server_specs()}, {"attack", attack_specs()}, {"eval", eval_specs()}, {"run", run_specs()},
+  };
+  return sections;
+}
+
+ExperimentConfig parse_config(std::string_view toml_text, const std::string& source,
+                              const std::vector<std::string>& overrides) {
+  toml::table root = parse_toml(toml_text, source);
+  for (const std::string& override_text : overrides) apply_override(root, override_text);
+  std::map<std::string, RawSection> tree = read_tree(root);
+
+  ExperimentConfig c;
+  c.experiment = Params("", experiment_specs(), tree[""].values);
+  c.data = Params("data", data_specs(), tree["data"].values);
+  c.model = Params("model", model_specs(), tree["model"].values);
+  c.clients = Params("clients", clients_specs(), tree["clients"].values);
+  c.server = Params("server", server_specs(), tree["server"].values);
+  c.attack = Params("attack", attack_specs(), tree["attack"].values);
+  c.eval = Params("eval", eval_specs(), tree["eval"].values);
+  c.run = Params("run", run_specs(), tree["run"].values);
+  check_names(c);
+  build_units(c, tree);
+  cross_check(c);
+  return c;
+}
+
+ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  BASTION_CHECK(std::filesystem::is_regular_file(path, ec), "config file '", path, "' does not exist or is not a file");
+  std::ifstream in(path, std::ios::binary);
+  BASTION_CHECK(in.is_open(), "cannot open config file '", path, "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  BASTION_CHECK(!in.bad(), "cannot read config file '", path, "'");
+  return parse_config(text.str(), path, overrides);
+}
+
+std::string config_to_toml(const ExperimentConfig& c) {
+  std::ostringstream out;
+  out << "# resolved by bastion: every key with its value, defaults included\n";
+  write_table(out, "", experiment_specs(), c.experiment);
+  write_table(out, "data", data_specs(), c.data);
+  write_table(out, "model", model_specs(), c.model);
+  write_table(out, "clients", clients_specs(), c.clients);
+  const std::string& client_rule = c.clients.text("rule");
+  write_table(out, "clients." + toml_key(client_rule), specs_or_none(find_client_rule(client_rule).info.params),
+              c.client_rule);
+  write_table(out, "server", server_specs(), c.server);
+  const std::string& server_rule = c.server.text("rule");
+  write_table(out, "server." + toml_key(server_rule), specs_or_none(find_server_rule(server_rule).info.params),
+              c.server_rule);
+  write_table(out, "attack", attack_specs(), c.attack);
+  for (const auto& [name, params] : c.attacks) {
+    write_table(out, "attack." + toml_key(name), specs_or_none(find_attack(name).info.params), params);
+  }
+  write_table(out, "eval", eval_specs(), c.eval);
+  write_table(out, "run", run_specs(), c.run);
+  return out.str();
+}
+
+}  // namespace bastion
