@@ -109,10 +109,14 @@ void BatchLoader::set_transform(const TransformSpec& spec) {
 }
 
 void BatchLoader::set_poison(const PoisonSpec& poison) {
+  check_label_override(poison.label_override);  // throws before anything changes
   if (poison.trigger == nullptr) {
     BASTION_CHECK(poison.per_batch == 0 && poison.sample_mask.empty(),
                   "BatchLoader::set_poison: per_batch or sample_mask given without a trigger");
     poisoned_ = false;
+    per_batch_ = 0;
+    sample_mask_.clear();
+    label_override_ = poison.label_override;
     return;
   }
   BASTION_CHECK(0 <= poison.target && poison.target < data_.num_classes, "BatchLoader::set_poison: target ",
@@ -126,8 +130,26 @@ void BatchLoader::set_poison(const PoisonSpec& poison) {
   target_ = poison.target;
   per_batch_ = poison.per_batch;
   sample_mask_ = poison.sample_mask;
+  label_override_ = poison.label_override;
   poisoned_ = true;
   scratch_.assign(static_cast<size_t>(transform_scratch_numel(data_, transform_)), 0.0f);
+}
+
+void BatchLoader::check_label_override(const std::vector<int32_t>& overrides) const {
+  if (overrides.empty()) return;
+  BASTION_CHECK(static_cast<int64_t>(overrides.size()) == data_.size(), "BatchLoader::set_poison: label_override has ",
+                overrides.size(), " entries but dataset '", data_.name, "' has ", data_.size(), " samples");
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    BASTION_CHECK(overrides[i] < data_.num_classes, "BatchLoader::set_poison: label_override[", i, "] = ",
+                  overrides[i], " out of range for dataset '", data_.name, "' of ", data_.num_classes, " classes");
+  }
+}
+
+// The label a sample is handed out with: the trigger's target, else its override, else its own.
+int32_t BatchLoader::label_of(int64_t index, bool trigger_poisoned) const {
+  if (trigger_poisoned) return target_;
+  if (!label_override_.empty() && label_override_[index] >= 0) return label_override_[index];
+  return data_.labels[index];
 }
 
 // The transform/poison path of next(): rows [0, n) of the batch starting at cursor_.
@@ -139,7 +161,7 @@ void BatchLoader::fill_transformed(float* x, int32_t* y, int64_t n) {
     Generator rng = augmentation_.fork(static_cast<uint64_t>(cursor_ + r));
     transform_sample_into(x + r * numel, data_, index, transform_, poison ? &trigger_ : nullptr, rng,
                           scratch_.data());
-    y[r] = poison ? target_ : data_.labels[index];
+    y[r] = label_of(index, poison);
   }
 }
 
@@ -156,7 +178,7 @@ bool BatchLoader::next(Tensor& x, LabelTensor& y) {
     for (int64_t r = 0; r < n; ++r) {
       const int64_t index = order_[cursor_ + r];
       normalize_into(xb.data() + r * numel, data_, index);
-      yb[r] = data_.labels[index];
+      yb[r] = label_of(index, /*trigger_poisoned=*/false);
     }
   }
   cursor_ += n;

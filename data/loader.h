@@ -14,7 +14,8 @@
 //   Generator(seed).fork(epoch).fork(kAugmentationStream).fork(position). The same client therefore
 //   sees the same augmentation whatever the thread count or the epochs run before. Without a transform
 //   (and without poisoning) the loader uses normalize_into, as before.
-// - Optional poisoning (set_poison), for data attacks: see PoisonSpec below.
+// - Optional poisoning (set_poison), for data attacks: triggers with a target label on some samples,
+//   and/or per-sample label overrides (label flipping); see PoisonSpec below.
 // PyTorch equivalent: DataLoader(Subset(ds, indices), batch_size, shuffle, drop_last) with ToTensor +
 // Normalize(mean, std) (the order of a shuffled epoch differs: PyTorch uses its own generator).
 #pragma once
@@ -41,12 +42,17 @@ void normalize_into(float* out, const Dataset& d, int64_t index);
 // A poisoned sample gets the trigger in the trigger's space (raw: before augmentation; normalised:
 // after, data/transforms.h) and its label replaced by `target`. The trigger must be made for the
 // dataset's C×H×W (raw) or the transformed shape (normalised). The loader copies the trigger, so the
-// pointer need only be valid during set_poison. A default PoisonSpec (no trigger) turns poisoning off.
+// pointer need only be valid during set_poison.
+// Label overrides (label-flip attacks) need no trigger: a sample that is not trigger-poisoned and whose
+// label_override entry is >= 0 gets that label instead of its own; its image is untouched. The trigger
+// needs a target and wins over an override. A default PoisonSpec (no trigger, no overrides) turns all
+// poisoning off.
 struct PoisonSpec {
   const Trigger* trigger = nullptr;
   int32_t target = -1;
   int64_t per_batch = 0;
   std::vector<uint8_t> sample_mask;  // empty, or one entry per sample of the Dataset
+  std::vector<int32_t> label_override{};  // empty, or one entry per dataset sample: >= 0 replaces that sample's label (label-flip attacks; no trigger)
 };
 
 class BatchLoader {
@@ -70,9 +76,11 @@ class BatchLoader {
   // spec does not apply to the dataset, or when a poison trigger set earlier no longer fits.
   void set_transform(const TransformSpec& spec);
 
-  // Turns backdoor poisoning on (or off, with a default PoisonSpec). Throws on a missing trigger, a
-  // target outside [0, num_classes), per_batch < 0, a mask whose size is not the dataset's, or a
-  // trigger made for another shape.
+  // Turns backdoor poisoning and/or label overrides on (or off, with a default PoisonSpec); replaces
+  // whatever an earlier call set. Throws on per_batch > 0 or a sample_mask without a trigger, a target
+  // outside [0, num_classes), per_batch < 0, a mask or override list whose size is not the dataset's, an
+  // override outside [0, num_classes) (negative entries = keep the label), or a trigger made for
+  // another shape. Allocates (copies the mask and overrides); next() still does not.
   void set_poison(const PoisonSpec& poison);
 
   int64_t batches_per_epoch() const;
@@ -99,10 +107,13 @@ class BatchLoader {
   int32_t target_ = -1;
   int64_t per_batch_ = 0;
   std::vector<uint8_t> sample_mask_;
+  std::vector<int32_t> label_override_;  // empty or one per dataset sample (-1 = keep the label)
   std::vector<float> scratch_;    // transform_scratch_numel floats, sized by set_transform/set_poison
 
   void allocate_batches(const SampleShape& shape);
   void fill_transformed(float* x, int32_t* y, int64_t n);
+  void check_label_override(const std::vector<int32_t>& overrides) const;
+  int32_t label_of(int64_t index, bool trigger_poisoned) const;
 };
 
 }  // namespace bastion
