@@ -1,0 +1,37 @@
+// Checkpoint of one seed of a federated run: everything the next round depends on, so a resumed run
+// continues bit for bit (the random streams need no saving: they are derived from (seed, round,
+// client) afresh). One safetensors file, written atomically (tensor/safetensors.h):
+//   F32 "global"                 the global model's flat state (parameters then buffers)
+//   F32 "server_state"           the server rule's memory (absent when empty)
+//   F32 "client.<id>.<name>"     each client's persistent vectors (ClientState::vectors)
+//   F32 "timing"                 (rounds, 5): round, train_s, aggregate_s, eval_s, round_s
+//   metadata: format, round (last completed), seed, config (the resolved TOML), rounds_csv (the rows
+//   so far), pending_csv (counters since the last evaluated round), and one "client.<id>.<name>" entry
+//   per client scalar (printed with 17 significant digits: exact for a double).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fl/clients/client_rule.h"
+#include "fl/metrics/results.h"
+
+namespace bastion {
+
+struct CheckpointState {
+  int64_t round = 0;
+  uint64_t seed = 0;
+  std::string config_toml;
+  std::vector<float> global, server_state;
+  std::vector<ClientState> clients;
+  std::vector<RoundRecord> records;
+  RoundRecord pending;
+  std::vector<RoundTiming> timings;
+};
+
+void save_checkpoint(const std::string& path, const CheckpointState& state);
+// Throws bastion::Error naming the file when it is missing, not a Bastion checkpoint, or inconsistent.
+CheckpointState load_checkpoint(const std::string& path);
+
+}  // namespace bastion

@@ -1,0 +1,503 @@
+#include "fl/core/experiment.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "data/partition.h"
+#include "fl/core/checkpoint.h"
+#include "fl/core/sampling.h"
+#include "fl/core/thread_pool.h"
+#include "fl/evaluate.h"
+#include "fl/registry.h"
+#include "kernels/cpu/gemm.h"
+#include "nn/models.h"
+#include "tensor/error.h"
+#include "tensor/file_io.h"
+
+namespace bastion {
+
+namespace {
+
+// Purposes forked from Generator(seed): each random decision has its own stream.
+enum Stream : uint64_t { kPartition = 1, kMalicious, kInit, kSampling, kClient, kAttack, kServer, kClientFixed };
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Data shared by every seed of a run: loaded and normalised once, read-only afterwards.
+struct SharedData {
+  Dataset train, test;
+  TransformSpec train_transform, eval_transform;
+  InputShape input;
+};
+
+SharedData load_shared_data(const ExperimentConfig& c) {
+  DatasetSplit split = load_dataset(c.data.text("dataset"), c.data.text("data_dir"));
+  SharedData shared{std::move(split.train), std::move(split.test), {}, {}, {}};
+  apply_normalization_preset(shared.train, c.data.text("normalization"));
+  apply_normalization_preset(shared.test, c.data.text("normalization"));
+  if (c.data.text("augment") == "default") shared.train_transform = default_train_transform(shared.train.name);
+  // Test time keeps only the deterministic steps (resize, channel replication): no crop, no flip.
+  shared.eval_transform.resize = shared.train_transform.resize;
+  shared.eval_transform.replicate_channels = shared.train_transform.replicate_channels;
+  const SampleShape shape = transformed_shape(shared.train, shared.train_transform);
+  shared.input = {shape.channels, shape.height, shape.width};
+  return shared;
+}
+
+PartitionSpec partition_spec(const Params& data) {
+  PartitionSpec spec = parse_partition(data.text("partition"));
+  spec.min_size = data.integer("min_size");
+  spec.dirichlet_cap = data.boolean("dirichlet_cap");
+  spec.dirichlet_client_prior = data.boolean("client_prior");
+  spec.max_per_client = data.integer("max_per_client");
+  spec.client_test_fraction = data.real("client_test_fraction");
+  spec.server_fraction = data.real("server_fraction");
+  return spec;
+}
+
+int64_t malicious_count(const ExperimentConfig& c) {
+  const int64_t given = c.attack.integer("malicious_count");
+  if (given >= 0) return given;
+  return std::llround(c.attack.real("malicious_fraction") * static_cast<double>(c.data.integer("clients")));
+}
+
+bool is_identity(const TransformSpec& t) {
+  return t.resize == 0 && t.crop_padding == 0 && !t.horizontal_flip && t.replicate_channels == 0;
+}
+
+// The attacks of a run, sorted by where they act (fl/attacks/attack.h).
+struct AttackSet {
+  std::vector<std::unique_ptr<Attack>> owned;
+  const Attack* data = nullptr;       // Data or Training
+  const Attack* collusion = nullptr;
+  std::vector<const Attack*> upload;  // in config order
+};
+
+AttackSet make_attacks(const ExperimentConfig& c) {
+  AttackSet set;
+  for (const auto& [name, params] : c.attacks) {
+    const AttackEntry& entry = find_attack(name);
+    set.owned.push_back(entry.make(params));
+    const Attack* attack = set.owned.back().get();
+    if (entry.kind == AttackKind::Data || entry.kind == AttackKind::Training) set.data = attack;
+    else if (entry.kind == AttackKind::Collusion) set.collusion = attack;
+    else set.upload.push_back(attack);
+  }
+  return set;
+}
+
+std::string percent(double value) {
+  if (std::isnan(value)) return "   -  ";
+  char text[32];
+  std::snprintf(text, sizeof text, "%6.2f%%", 100.0 * value);
+  return text;
+}
+
+// One seed of an experiment.
+class SeedRun {
+ public:
+  SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, std::string dir)
+      : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(threads) {
+    partition_ = make_partition(shared.train, partition_spec(c_.data), c_.data.integer("clients"),
+                                root_.fork(kPartition).next_u64());
+    malicious_ = choose_malicious(c_.data.integer("clients"), malicious_count(c_), c_.attack.text("selection"),
+                                  root_.fork(kMalicious));
+    is_malicious_.assign(static_cast<size_t>(c_.data.integer("clients")), 0);
+    for (size_t j = 0; j < malicious_.size(); ++j) {
+      is_malicious_[malicious_[j]] = 1;
+      attacker_index_[malicious_[j]] = static_cast<int64_t>(j);
+    }
+    client_rule_ = find_client_rule(c_.clients.text("rule")).make(c_.client_rule);
+    server_rule_ = find_server_rule(c_.server.text("rule")).make(c_.server_rule);
+    attacks_ = make_attacks(c_);
+    const uint64_t init_seed = root_.fork(kInit).next_u64();
+    for (int w = 0; w < threads; ++w)
+      replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
+    const std::span<const float> state = replicas_[0]->flat_state();
+    global_.assign(state.begin(), state.end());
+    P_ = replicas_[0]->num_parameters();
+    D_ = static_cast<int64_t>(global_.size());
+    client_states_.resize(static_cast<size_t>(c_.data.integer("clients")));
+    loaded_version_.assign(static_cast<size_t>(threads), -1);
+    prepare_backdoor_test();
+  }
+
+  void run(const RunOptions& options);
+  RunSummary summary() const {
+    return summarize_run(seed_, records_, timings_, c_.eval.text("report"), c_.eval.real("target_acc"));
+  }
+  const std::vector<RoundRecord>& records() const { return records_; }
+
+ private:
+  const ExperimentConfig& c_;
+  const SharedData& shared_;
+  uint64_t seed_;
+  Generator root_;
+  std::string dir_;
+  ThreadPool pool_;
+  Partition partition_;
+  std::vector<int64_t> malicious_;
+  std::vector<uint8_t> is_malicious_;
+  std::map<int64_t, int64_t> attacker_index_;
+  std::unique_ptr<ClientRule> client_rule_;
+  std::unique_ptr<ServerRule> server_rule_;
+  AttackSet attacks_;
+  std::vector<std::unique_ptr<Model>> replicas_;
+  std::vector<float> global_;
+  int64_t P_ = 0, D_ = 0;
+  int64_t version_ = 0;                      // bumped when global_ changes; replicas compare before eval
+  std::vector<int64_t> loaded_version_;
+  std::vector<ClientState> client_states_;
+  std::optional<BackdoorTest> backdoor_;
+  std::vector<int64_t> backdoor_indices_;
+  std::vector<RoundRecord> records_;
+  std::vector<RoundTiming> timings_;
+  RoundRecord pending_;                      // counters accumulated since the last evaluated round
+  int64_t next_round_ = 1;
+  double last_train_loss_ = kNoValue;
+
+  bool attack_active(int64_t round) const {
+    const int64_t end = c_.attack.integer("end_round");
+    return !malicious_.empty() && round >= c_.attack.integer("start_round") && (end == 0 || round <= end);
+  }
+  void prepare_backdoor_test();
+  void train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
+                     std::vector<ClientResult>& results);
+  void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads);
+  void aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads);
+  void load_global(int worker);
+  EvalResult evaluate_global(const std::vector<int64_t>& indices, const PoisonSpec* poison);
+  double evaluate_local();
+  void evaluate_round(int64_t round);
+  void write_results() const;
+  void log_progress(const RunOptions& options, int64_t round, double elapsed) const;
+  CheckpointState checkpoint_state() const;
+  void restore(const CheckpointState& state);
+  friend void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options);
+};
+
+void SeedRun::prepare_backdoor_test() {
+  if (!attacks_.data) return;
+  backdoor_ = attacks_.data->backdoor_test(shared_.test, shared_.eval_transform);
+  if (!backdoor_) return;
+  const bool include_target = c_.eval.boolean("asr_include_target");
+  for (int64_t i = 0; i < shared_.test.size(); ++i)
+    if (include_target || shared_.test.labels[i] != backdoor_->target) backdoor_indices_.push_back(i);
+}
+
+void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on,
+                            std::vector<float>& uploads, std::vector<ClientResult>& results) {
+  const Generator client_streams = root_.fork(kClient).fork(static_cast<uint64_t>(round));
+  pool_.run(static_cast<int64_t>(sampled.size()), [&](int64_t i, int worker) {
+    Model& model = *replicas_[worker];
+    std::copy(global_.begin(), global_.end(), model.flat_state().begin());
+    loaded_version_[worker] = -1;  // the replica now holds a client's model, not the global one
+    const int64_t client = sampled[i];
+    const bool attacker = attack_on && is_malicious_[client];
+    ClientTask task{model, shared_.train, partition_.train[client], shared_.train_transform, client_states_[client],
+                    client, round, client_streams.fork(static_cast<uint64_t>(client)).next_u64(),
+                    root_.fork(kClientFixed).fork(static_cast<uint64_t>(client)).next_u64(),
+                    attacker ? attacks_.data : nullptr, attacker ? attacker_index_.at(client) : 0};
+    results[i] = client_rule_->train(task);
+    const std::span<const float> state = model.flat_state();
+    float* row = uploads.data() + i * D_;
+    for (int64_t d = 0; d < D_; ++d) row[d] = state[d] - global_[d];
+  });
+}
+
+void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads) {
+  std::vector<int64_t> attacker_rows, view_rows;
+  const bool see_all = c_.attack.text("omniscient_view") == "all";
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    if (is_malicious_[sampled[i]]) attacker_rows.push_back(static_cast<int64_t>(i));
+    if (see_all || !is_malicious_[sampled[i]]) view_rows.push_back(static_cast<int64_t>(i));
+  }
+  if (attacker_rows.empty()) return;
+  const int64_t m = static_cast<int64_t>(sampled.size());
+  const Generator streams = root_.fork(kAttack).fork(static_cast<uint64_t>(round));
+  if (attacks_.collusion) {
+    if (view_rows.empty()) view_rows = attacker_rows;  // a round of attackers only: they see their own honest updates
+    std::vector<float> view(view_rows.size() * static_cast<size_t>(P_));
+    for (size_t r = 0; r < view_rows.size(); ++r)
+      std::copy_n(uploads.data() + view_rows[r] * D_, P_, view.data() + r * P_);
+    std::vector<float> malicious_update(static_cast<size_t>(P_));
+    CollusionContext context{view.data(), static_cast<int64_t>(view_rows.size()), P_, m,
+                             static_cast<int64_t>(attacker_rows.size()), global_, streams.fork(0)};
+    attacks_.collusion->collude(malicious_update, context);
+    for (int64_t row : attacker_rows) std::copy(malicious_update.begin(), malicious_update.end(), uploads.data() + row * D_);
+  }
+  for (int64_t row : attacker_rows) {
+    for (const Attack* attack : attacks_.upload) {
+      UploadAttackContext context{global_, P_, m, streams.fork(static_cast<uint64_t>(sampled[row]) + 1)};
+      attack->corrupt_upload(std::span<float>(uploads.data() + row * D_, static_cast<size_t>(D_)), context);
+    }
+  }
+}
+
+void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads) {
+  // Validation: a NaN or Inf upload never reaches the rule (server.on_invalid).
+  std::vector<int64_t> accepted_clients, samples;
+  std::vector<float> accepted;
+  accepted.reserve(uploads.size());
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    const float* row = uploads.data() + i * D_;
+    const bool finite = std::all_of(row, row + D_, [](float v) { return std::isfinite(v); });
+    if (!finite) {
+      BASTION_CHECK(c_.server.text("on_invalid") == "reject", "round ", round, ": client ", sampled[i],
+                    " uploaded NaN or Inf (server.on_invalid = fail)");
+      ++pending_.rejected;
+      continue;
+    }
+    accepted.insert(accepted.end(), row, row + D_);
+    accepted_clients.push_back(sampled[i]);
+    samples.push_back(static_cast<int64_t>(partition_.train[sampled[i]].size()));
+  }
+  if (accepted_clients.empty()) return;  // every upload rejected: the global model stays
+  const AggregationInput input{accepted.data(), static_cast<int64_t>(accepted_clients.size()), D_, P_, samples,
+                               accepted_clients, round, root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64()};
+  const AggregationOutput output = server_rule_->aggregate(input);
+  BASTION_CHECK(static_cast<int64_t>(output.update.size()) == D_, "server rule '", c_.server.text("rule"),
+                "' returned ", output.update.size(), " values for a model of ", D_);
+  for (int64_t d = 0; d < D_; ++d) global_[d] += output.update[d];
+  ++version_;
+  for (size_t i = 0; i < output.flagged.size() && i < accepted_clients.size(); ++i) {
+    const bool truth = attack_on && is_malicious_[accepted_clients[i]];
+    const bool flagged = output.flagged[i] != 0;
+    pending_.true_positive += truth && flagged;
+    pending_.false_positive += !truth && flagged;
+    pending_.true_negative += !truth && !flagged;
+    pending_.false_negative += truth && !flagged;
+  }
+}
+
+void SeedRun::load_global(int worker) {
+  if (loaded_version_[worker] == version_) return;
+  std::copy(global_.begin(), global_.end(), replicas_[worker]->flat_state().begin());
+  loaded_version_[worker] = version_;
+}
+
+// Fixed-size chunks, one task each, combined in chunk order: the same sums for any thread count.
+EvalResult SeedRun::evaluate_global(const std::vector<int64_t>& indices, const PoisonSpec* poison) {
+  const int64_t chunk = c_.eval.integer("batch");
+  const int64_t chunks = (static_cast<int64_t>(indices.size()) + chunk - 1) / chunk;
+  std::vector<EvalResult> parts(static_cast<size_t>(chunks));
+  const TransformSpec* transform = is_identity(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
+  pool_.run(chunks, [&](int64_t k, int worker) {
+    load_global(worker);
+    Model& model = *replicas_[worker];
+    const auto begin = indices.begin() + k * chunk;
+    const std::vector<int64_t> part(begin, begin + std::min<int64_t>(chunk, indices.end() - begin));
+    parts[k] = evaluate(model, shared_.test, chunk, part, transform, poison);
+  });
+  EvalResult total;
+  for (const EvalResult& p : parts) {
+    total.samples += p.samples;
+    total.correct += p.correct;
+    total.loss_sum += p.loss_sum;
+  }
+  if (total.samples > 0) {
+    total.loss = total.loss_sum / total.samples;
+    total.accuracy = static_cast<double>(total.correct) / total.samples;
+  }
+  return total;
+}
+
+// SPEC §4 for a global model: the mean over benign clients of the global model's accuracy on each
+// client's local test split (clients without one are skipped).
+double SeedRun::evaluate_local() {
+  const int64_t clients = c_.data.integer("clients");
+  std::vector<double> accuracy(static_cast<size_t>(clients), kNoValue);
+  const TransformSpec* transform = is_identity(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
+  pool_.run(clients, [&](int64_t client, int worker) {
+    if (is_malicious_[client] || partition_.test[client].empty()) return;
+    load_global(worker);
+    accuracy[client] = evaluate(*replicas_[worker], shared_.train, c_.eval.integer("batch"), partition_.test[client],
+                                transform).accuracy;
+  });
+  return mean_std(accuracy).mean;
+}
+
+void SeedRun::evaluate_round(int64_t round) {
+  RoundRecord record = pending_;
+  record.round = round;
+  std::vector<int64_t> all(static_cast<size_t>(shared_.test.size()));
+  for (int64_t i = 0; i < shared_.test.size(); ++i) all[i] = i;
+  const EvalResult clean = evaluate_global(all, nullptr);
+  record.acc = clean.accuracy;
+  record.loss = clean.loss;
+  if (backdoor_) {
+    PoisonSpec poison;
+    poison.trigger = &backdoor_->trigger;
+    poison.target = backdoor_->target;
+    poison.per_batch = c_.eval.integer("batch");  // every sample of every batch
+    record.asr = evaluate_global(backdoor_indices_, &poison).accuracy;
+  }
+  if (c_.eval.boolean("local")) record.local_acc = evaluate_local();
+  records_.push_back(record);
+  pending_ = RoundRecord{};
+}
+
+
+void SeedRun::run(const RunOptions& options) {
+  const int64_t rounds = c_.experiment.integer("rounds");
+  const int64_t m = c_.clients.integer("per_round");
+  const int64_t checkpoint_every = c_.run.integer("checkpoint_every");
+  std::vector<float> uploads(static_cast<size_t>(m * D_));
+  std::vector<ClientResult> results(static_cast<size_t>(m));
+  for (int64_t round = next_round_; round <= rounds; ++round) {
+    const auto round_start = std::chrono::steady_clock::now();
+    const bool attack_on = attack_active(round);
+    const std::vector<int64_t> sampled =
+        sample_round(c_.data.integer("clients"), m, malicious_, attack_on ? c_.attack.integer("malicious_per_round") : 0,
+                     root_.fork(kSampling).fork(static_cast<uint64_t>(round)));
+    train_clients(round, sampled, attack_on, uploads, results);
+    const double train_seconds = seconds_since(round_start);
+    const auto aggregate_start = std::chrono::steady_clock::now();
+    if (attack_on) attack_uploads(round, sampled, uploads);
+    aggregate(round, sampled, attack_on, uploads);
+    const double aggregate_seconds = seconds_since(aggregate_start);
+    pending_.sampled = m;
+    pending_.malicious = 0;
+    double loss_sum = 0.0;
+    for (size_t i = 0; i < sampled.size(); ++i) {
+      pending_.malicious += attack_on && is_malicious_[sampled[i]];
+      loss_sum += results[i].train_loss;
+    }
+    pending_.train_loss = last_train_loss_ = loss_sum / static_cast<double>(m);
+    pending_.bytes_up += m * D_ * static_cast<int64_t>(sizeof(float));
+    pending_.bytes_down += m * D_ * static_cast<int64_t>(sizeof(float));
+    const auto eval_start = std::chrono::steady_clock::now();
+    if (round % c_.eval.integer("every") == 0 || round == rounds) evaluate_round(round);
+    timings_.push_back({round, train_seconds, aggregate_seconds, seconds_since(eval_start), seconds_since(round_start)});
+    next_round_ = round + 1;
+    write_results();
+    if (checkpoint_every > 0 && (round % checkpoint_every == 0 || round == rounds))
+      save_checkpoint(dir_ + "/checkpoint.safetensors", checkpoint_state());
+    log_progress(options, round, seconds_since(round_start));
+    if (options.stop_after_round > 0 && round >= options.stop_after_round) return;
+  }
+}
+
+void SeedRun::write_results() const {
+  write_file_atomic(dir_ + "/rounds.csv", rounds_csv(records_));
+  write_file_atomic(dir_ + "/timing.csv", timing_csv(timings_));
+}
+
+void SeedRun::log_progress(const RunOptions& options, int64_t round, double round_seconds) const {
+  if (!options.log) return;
+  const int64_t rounds = c_.experiment.integer("rounds");
+  double total = 0.0;
+  for (const RoundTiming& t : timings_) total += t.round_seconds;
+  const double eta = total / static_cast<double>(timings_.size()) * static_cast<double>(rounds - round);
+  const RoundRecord last = records_.empty() ? RoundRecord{} : records_.back();
+  char line[256];
+  std::snprintf(line, sizeof line, "seed %llu round %lld/%lld  acc %s  asr %s  train_loss %.4f  %.2fs/round  eta %.0fs",
+                static_cast<unsigned long long>(seed_), static_cast<long long>(round), static_cast<long long>(rounds),
+                percent(last.acc).c_str(), percent(last.asr).c_str(), last_train_loss_,
+                round_seconds, eta);
+  options.log(line);
+}
+
+CheckpointState SeedRun::checkpoint_state() const {
+  CheckpointState state;
+  state.round = next_round_ - 1;
+  state.seed = seed_;
+  state.config_toml = config_to_toml(c_);
+  state.global = global_;
+  state.server_state = server_rule_->save_state();
+  state.clients = client_states_;
+  state.records = records_;
+  state.pending = pending_;
+  state.timings = timings_;
+  return state;
+}
+
+void SeedRun::restore(const CheckpointState& state) {
+  BASTION_CHECK(state.seed == seed_, "checkpoint is for seed ", state.seed, ", this run is seed ", seed_);
+  BASTION_CHECK(static_cast<int64_t>(state.global.size()) == D_, "checkpoint holds a model of ", state.global.size(),
+                " values, this config's model has ", D_);
+  BASTION_CHECK(state.clients.size() == client_states_.size(), "checkpoint has ", state.clients.size(),
+                " clients, this config ", client_states_.size());
+  global_ = state.global;
+  ++version_;
+  server_rule_->load_state(state.server_state);
+  client_states_ = state.clients;
+  records_ = state.records;
+  pending_ = state.pending;
+  timings_ = state.timings;
+  next_round_ = state.round + 1;
+}
+
+// The resolved config without its `rounds` line: a resumed run may extend the number of rounds, but
+// anything else that changed would make the continuation a different experiment.
+std::string without_rounds(const std::string& toml) {
+  std::string out, line;
+  for (size_t begin = 0; begin < toml.size();) {
+    size_t end = toml.find('\n', begin);
+    if (end == std::string::npos) end = toml.size();
+    line = toml.substr(begin, end - begin);
+    if (line.rfind("rounds =", 0) != 0) out += line + "\n";
+    begin = end + 1;
+  }
+  return out;
+}
+
+void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options) {
+  const std::string path = run.dir_ + "/checkpoint.safetensors";
+  if (!std::filesystem::exists(path)) {
+    if (options.log) options.log("no checkpoint in " + run.dir_ + ": seed " + std::to_string(run.seed_) + " starts at round 1");
+    return;
+  }
+  const CheckpointState state = load_checkpoint(path);
+  BASTION_CHECK(without_rounds(state.config_toml) == without_rounds(config_toml), "cannot resume from ", path,
+                ": it was written by a different configuration (only `rounds` may change); see its config.toml");
+  run.restore(state);
+  if (options.log) options.log("resumed seed " + std::to_string(run.seed_) + " after round " + std::to_string(state.round));
+}
+
+void prepare_out_dir(const std::string& dir, const RunOptions& options) {
+  BASTION_CHECK(!dir.empty(), "no output folder given");
+  const bool has_results = std::filesystem::exists(dir + "/rounds.csv") || std::filesystem::exists(dir + "/summary.json");
+  BASTION_CHECK(!has_results || options.resume || options.overwrite, "'", dir,
+                "' already holds results: pass --resume to continue that run, --overwrite to replace it, or --out "
+                "for another folder");
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  BASTION_CHECK(!error, "cannot create the output folder '", dir, "': ", error.message());
+}
+
+}  // namespace
+
+std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const RunOptions& options) {
+  const int threads = options.threads > 0 ? options.threads : static_cast<int>(config.run.integer("threads"));
+  prepare_out_dir(options.out_dir, options);
+  const std::string config_toml = config_to_toml(config);
+  write_file_atomic(options.out_dir + "/config.toml", config_toml);
+  set_num_threads(threads);
+  const SharedData shared = load_shared_data(config);
+  const int64_t repeat = config.experiment.integer("repeat");
+  std::vector<RunSummary> summaries;
+  std::vector<std::vector<RoundRecord>> curves;
+  for (int64_t r = 0; r < repeat; ++r) {
+    const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
+    const std::string dir = repeat == 1 ? options.out_dir : options.out_dir + "/seed-" + std::to_string(seed);
+    if (repeat > 1) prepare_out_dir(dir, options);
+    SeedRun run(config, shared, seed, threads, dir);
+    if (options.resume) resume_seed(run, config_toml, options);
+    run.run(options);
+    if (options.stop_after_round > 0) return summaries;  // simulated kill: no summary
+    summaries.push_back(run.summary());
+    curves.push_back(run.records());
+  }
+  const std::string name = config.experiment.text("name");
+  write_file_atomic(options.out_dir + "/summary.json", summary_json(name, config.eval.text("report"), summaries));
+  write_file_atomic(options.out_dir + "/curves.svg", curves_svg(name, curves));
+  return summaries;
+}
+
+}  // namespace bastion

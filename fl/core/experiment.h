@@ -1,0 +1,41 @@
+// The federated run loop (DESIGN.md "Run-time shape of an experiment"):
+//   load data once (read-only, shared) -> partition -> malicious set
+//   per round t = 1..rounds:
+//     sample clients -> train them on the thread pool (one Model replica per worker, kernels
+//     single-threaded, seeds from (seed, t, client)) -> uploads = trained state - global state
+//     -> attacks (collusion, then upload attacks) -> validate uploads (NaN/Inf rejected and counted)
+//     -> server rule -> global += update -> evaluate every eval.every rounds and at the last round
+//     -> rounds.csv / timing.csv rewritten atomically -> checkpoint every run.checkpoint_every rounds
+// Output folder (per seed; with repeat > 1 one subfolder seed-<s> per seed):
+//   rounds.csv, timing.csv, checkpoint.safetensors (when enabled)
+// and at the top: config.toml (resolved), summary.json, curves.svg.
+// Determinism: every random choice is drawn from Generator(seed) forked by purpose, round and client
+// (never from a shared stream advanced in thread order), and uploads are aggregated in client-id order,
+// so rounds.csv is byte-identical for any --threads and for a resumed run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fl/core/config.h"
+#include "fl/metrics/results.h"
+
+namespace bastion {
+
+struct RunOptions {
+  std::string out_dir;                                // required
+  int threads = 0;                                    // 0 = run.threads from the config
+  bool resume = false;                                // continue from out_dir's checkpoints
+  bool overwrite = false;                             // replace results already in out_dir
+  std::function<void(const std::string&)> log;        // progress lines; null = silent
+  int64_t stop_after_round = 0;                       // tests: return after this round (a "kill"), 0 = off
+};
+
+// Runs every seed of the config (seed .. seed + repeat - 1), writes the files above and returns one
+// summary per seed. Throws bastion::Error on bad data, a partition that cannot be made, a resume that
+// does not match, or (server.on_invalid = fail) an invalid upload.
+std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const RunOptions& options);
+
+}  // namespace bastion

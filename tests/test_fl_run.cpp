@@ -1,0 +1,164 @@
+// The federated run loop end to end on the seeded synthetic set (no files, a few seconds in all):
+// determinism across thread counts, kill + resume, upload validation, results files, CLI.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fl/core/config.h"
+#include "fl/core/experiment.h"
+#include "test_support.h"
+
+namespace bastion {
+namespace {
+
+using testing::TempDirTest;
+using testing::expect_error;
+
+// 20 clients on the 2000-sample 8x8 synthetic set, 5 per round, 2 attackers forced into every round.
+std::string tiny_config(const std::string& extra_attack = "") {
+  return R"(
+name = "tiny"
+seed = 7
+rounds = 6
+[data]
+dataset = "synthetic"
+partition = "dirichlet:0.5"
+clients = 20
+min_size = 5
+[model]
+name = "mlp"
+[clients]
+per_round = 5
+[clients.sgd]
+epochs = 1
+batch = 16
+lr = 0.05
+[attack]
+names = ["badnets"]
+malicious_count = 4
+malicious_per_round = 2
+[attack.badnets]
+per_batch = 4
+[eval]
+every = 2
+batch = 128
+[run]
+checkpoint_every = 2
+)" + extra_attack;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class FlRun : public TempDirTest {
+ protected:
+  std::vector<RunSummary> run(const std::string& toml, const std::string& out, int threads,
+                              const std::vector<std::string>& overrides = {}, bool resume = false,
+                              int64_t stop_after = 0) {
+    const ExperimentConfig config = parse_config(toml, "tiny.toml", overrides);
+    RunOptions options;
+    options.out_dir = (dir_ / out).string();
+    options.threads = threads;
+    options.resume = resume;
+    options.stop_after_round = stop_after;
+    return run_experiment(config, options);
+  }
+  std::string file(const std::string& out, const std::string& name) { return read_text(dir_ / out / name); }
+};
+
+TEST_F(FlRun, WritesEveryResultsFileWithOneRowPerEvaluatedRound) {
+  const std::vector<RunSummary> summaries = run(tiny_config(), "a", 1);
+  ASSERT_EQ(summaries.size(), 1u);
+  for (const char* name : {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg", "checkpoint.safetensors"})
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "a" / name)) << name;
+  const std::vector<RoundRecord> records = parse_rounds_csv(file("a", "rounds.csv"));
+  ASSERT_EQ(records.size(), 3u);  // rounds 2, 4, 6
+  EXPECT_EQ(records[2].round, 6);
+  for (const RoundRecord& r : records) {
+    EXPECT_EQ(r.sampled, 5);
+    EXPECT_EQ(r.malicious, 2);      // forced into every round
+    EXPECT_FALSE(std::isnan(r.asr));  // badnets gives an ASR column
+    EXPECT_GT(r.acc, 0.3);          // the synthetic set is easy: learning happened
+  }
+  // The resolved config parses back to itself.
+  const std::string resolved = file("a", "config.toml");
+  EXPECT_EQ(config_to_toml(parse_config(resolved, "config.toml")), resolved);
+}
+
+TEST_F(FlRun, RoundsCsvIsIdenticalWithOneAndTwoThreads) {
+  // badnets (data) plus a collusion and an upload attack:
+  const std::vector<std::string> overrides = {"attack.names=[\"badnets\", \"lie\", \"scale\"]", "attack.scale.factor=2"};
+  run(tiny_config(), "t1", 1, overrides);
+  run(tiny_config(), "t2", 2, overrides);
+  EXPECT_EQ(file("t1", "rounds.csv"), file("t2", "rounds.csv"));
+  EXPECT_FALSE(file("t1", "rounds.csv").empty());
+}
+
+TEST_F(FlRun, KilledAndResumedRunWritesIdenticalFiles) {
+  run(tiny_config(), "whole", 2);
+  // "Kill" after round 3: the last checkpoint is from round 2, so round 3 is computed again on resume.
+  run(tiny_config(), "resumed", 1, {}, false, /*stop_after=*/3);
+  EXPECT_EQ(parse_rounds_csv(file("resumed", "rounds.csv")).size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "resumed" / "summary.json"));
+  run(tiny_config(), "resumed", 2, {}, /*resume=*/true);
+  EXPECT_EQ(file("whole", "rounds.csv"), file("resumed", "rounds.csv"));
+  EXPECT_EQ(file("whole", "config.toml"), file("resumed", "config.toml"));
+}
+
+TEST_F(FlRun, ResumeMayExtendRoundsButNotChangeTheExperiment) {
+  run(tiny_config(), "r", 1, {"rounds=4"});
+  run(tiny_config(), "r", 1, {"rounds=6"}, /*resume=*/true);
+  run(tiny_config(), "whole", 1);
+  EXPECT_EQ(file("whole", "rounds.csv"), file("r", "rounds.csv"));
+  expect_error([&] { run(tiny_config(), "r", 1, {"clients.sgd.lr=0.1"}, true); },
+               {"cannot resume", "different configuration"});
+}
+
+TEST_F(FlRun, RefusesToOverwriteResults) {
+  run(tiny_config(), "x", 1, {"rounds=2"});
+  expect_error([&] { run(tiny_config(), "x", 1, {"rounds=2"}); }, {"already holds results", "--resume"});
+}
+
+// A learning rate of 100 (the maximum) makes the MLP's weights overflow to Inf/NaN within the first steps.
+TEST_F(FlRun, NonFiniteUploadsAreRejectedAndCounted) {
+  const std::vector<std::string> diverge = {"clients.sgd.lr=100", "clients.sgd.momentum=0", "rounds=2",
+                                            "eval.every=1"};
+  run(tiny_config(), "nan", 1, diverge);
+  const std::vector<RoundRecord> records = parse_rounds_csv(file("nan", "rounds.csv"));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_GT(records[0].rejected + records[1].rejected, 0);
+  for (const RoundRecord& r : records) EXPECT_TRUE(std::isfinite(r.loss)) << "a rejected upload reached the model";
+  expect_error([&] { run(tiny_config(), "fail", 1, {diverge[0], diverge[1], diverge[2], "server.on_invalid=fail"}); },
+               {"NaN or Inf", "on_invalid"});
+}
+
+TEST_F(FlRun, RepeatRunsEverySeedInItsOwnFolder) {
+  const std::vector<RunSummary> summaries = run(tiny_config(), "rep", 1, {"repeat=2", "rounds=2"});
+  ASSERT_EQ(summaries.size(), 2u);
+  EXPECT_EQ(summaries[0].seed, 7u);
+  EXPECT_EQ(summaries[1].seed, 8u);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "rep" / "seed-7" / "rounds.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "rep" / "seed-8" / "rounds.csv"));
+  EXPECT_NE(file("rep/seed-7", "rounds.csv"), file("rep/seed-8", "rounds.csv"));
+}
+
+TEST_F(FlRun, CliPrintsProgressAndTheSummaryLineLast) {
+  testing::write_text(dir_ / "tiny.toml", tiny_config());
+  const testing::RunResult result =
+      testing::run_bastion("run " + (dir_ / "tiny.toml").string() + " --out " + (dir_ / "cli").string() + " --set rounds=2");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("round 2/2"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("curves.svg"), std::string::npos);
+  const std::string last = result.output.substr(result.output.rfind("acc="));
+  EXPECT_EQ(last.find('\n'), last.size() - 1) << "the summary must be the last line: " << last;
+  EXPECT_NE(last.find("asr="), std::string::npos);
+  const testing::RunResult bad = testing::run_bastion("run " + (dir_ / "tiny.toml").string() + " --set clients.sgd.lrr=1");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("clients.sgd.lrr"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace bastion
