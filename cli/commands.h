@@ -12,5 +12,6 @@ using Command = std::function<int()>;
 Command add_train_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
 
 }  // namespace bastion::cli

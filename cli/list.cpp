@@ -1,9 +1,11 @@
-// `bastion list [models|datasets|partitions|triggers]`: every registered name with a one-line description.
+// `bastion list [models|datasets|partitions|triggers|clients|defenses|attacks|config]`: every registered name with a one-line description.
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "data/dataset.h"
 #include "data/triggers.h"
+#include "fl/core/config.h"
+#include "fl/registry.h"
 #include "nn/models.h"
 
 namespace bastion::cli {
@@ -19,13 +21,39 @@ constexpr const char* kPartitionForms[][2] = {
     {"natural", "one client per group id (WISDM users)"},
 };
 
+template <typename Entry>
+void print_units(const char* title, const std::vector<Entry>& table) {
+  std::printf("%s:\n", title);
+  for (const Entry& entry : table) {
+    std::printf("  %-12s %s  [%s]\n", entry.info.name.c_str(), entry.info.description.c_str(), entry.info.paper.c_str());
+    std::printf("%s", describe_params(*entry.info.params, "      ").c_str());
+  }
+}
+
+void print_attacks() {
+  std::printf("attacks (kind: where it acts):\n");
+  for (const AttackEntry& entry : attack_registry()) {
+    std::printf("  %-12s %-9s %s  [%s]\n", entry.info.name.c_str(), attack_kind_name(entry.kind),
+                entry.info.description.c_str(), entry.info.paper.c_str());
+    std::printf("%s", describe_params(*entry.info.params, "      ").c_str());
+  }
+}
+
+void print_config_keys() {
+  std::printf("config keys (docs/config.md; unit tables [clients.<rule>], [server.<rule>], [attack.<name>] above):\n");
+  for (const auto& [section, specs] : config_sections()) {
+    std::printf("  [%s]\n", section.empty() ? "top level" : section.c_str());
+    std::printf("%s", describe_params(specs, "      ").c_str());
+  }
+}
+
 }  // namespace
 
 Command add_list_command(CLI::App& app) {
   auto* sub = app.add_subcommand("list", "List models, datasets, partitions and triggers");
   auto what = std::make_shared<std::string>("all");
-  sub->add_option("what", *what, "models | datasets | partitions | triggers | all")
-      ->check(CLI::IsMember({"models", "datasets", "partitions", "triggers", "all"}));
+  sub->add_option("what", *what, "models | datasets | partitions | triggers | clients | defenses | attacks | config | all")
+      ->check(CLI::IsMember({"models", "datasets", "partitions", "triggers", "clients", "defenses", "attacks", "config", "all"}));
   return [what]() {
     const bool all = *what == "all";
     if (all || *what == "models") {
@@ -45,6 +73,10 @@ Command add_list_command(CLI::App& app) {
       for (const std::string& t : trigger_names()) std::printf(" %s", t.c_str());
       std::printf("\n");
     }
+    if (all || *what == "clients") print_units("client rules", client_rule_registry());
+    if (all || *what == "defenses") print_units("server rules (defenses)", server_rule_registry());
+    if (all || *what == "attacks") print_attacks();
+    if (all || *what == "config") print_config_keys();
     return 0;
   };
 }
