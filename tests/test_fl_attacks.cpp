@@ -19,6 +19,7 @@
 #include "kernels/cpu/vector.h"
 #include "nn/models.h"
 #include "nn/optim.h"
+#include "tests/fl_test_support.h"
 #include "tests/test_support.h"
 
 using namespace bastion;
@@ -26,28 +27,9 @@ using namespace bastion::testing;
 
 namespace {
 
-std::unique_ptr<Attack> build_attack(const std::string& name, const std::map<std::string, ParamValue>& given = {}) {
-  const AttackEntry& entry = find_attack(name);
-  return entry.make(Params("attack." + name, *entry.info.params, given));
-}
 
-// n image samples of C×H×W, pixels a fixed function of (sample, position) that never reaches 255 (so a
-// raw trigger value of 1.0 always changes the pixel), labels i % classes, mean 0 / std 1 (normalised
-// value = pixel / 255).
 Dataset image_set(int64_t n, int64_t channels, int64_t height, int64_t width, int64_t classes = 10) {
-  Dataset d;
-  d.name = "test-images";
-  d.channels = channels;
-  d.height = height;
-  d.width = width;
-  d.num_classes = classes;
-  for (int64_t i = 0; i < n; ++i) {
-    d.labels.push_back(static_cast<int32_t>(i % classes));
-    for (int64_t k = 0; k < d.sample_numel(); ++k) d.pixels.push_back(static_cast<uint8_t>((i * 131 + k * 37 + 11) % 250));
-  }
-  d.mean.assign(static_cast<size_t>(channels), 0.0f);
-  d.std.assign(static_cast<size_t>(channels), 1.0f);
-  return d;
+  return pattern_images(n, channels, height, width, classes, /*modulus=*/250);
 }
 
 std::vector<float> clean_image(const Dataset& d, int64_t index) {

@@ -13,6 +13,7 @@
 #include "fl/attacks/attack.h"
 #include "fl/attacks/attack_support.h"
 #include "fl/registry.h"
+#include "tests/fl_test_support.h"
 #include "tests/test_support.h"
 
 using namespace bastion;
@@ -20,10 +21,6 @@ using namespace bastion::testing;
 
 namespace {
 
-std::unique_ptr<Attack> build_attack(const std::string& name, const std::map<std::string, ParamValue>& given = {}) {
-  const AttackEntry& entry = find_attack(name);
-  return entry.make(Params("attack." + name, *entry.info.params, given));
-}
 
 std::vector<float> collude(const Attack& attack, const std::vector<float>& benign, int64_t n, int64_t participants,
                            int64_t malicious) {

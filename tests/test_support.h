@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "data/dataset.h"
 #include "tensor/error.h"
 
 namespace bastion::testing {
@@ -34,6 +35,27 @@ inline void put_le32(Bytes& out, uint32_t v) {
 }
 
 inline void append(Bytes& out, const Bytes& more) { out.insert(out.end(), more.begin(), more.end()); }
+
+// n images of C×H×W whose pixels are a fixed function of (sample, position) modulo `modulus` (250 keeps
+// every pixel below 255, so a raw trigger value of 1.0 always changes it), labels i % classes, mean 0
+// and std 1 per channel (normalised value = pixel / 255).
+inline Dataset pattern_images(int64_t n, int64_t channels, int64_t height, int64_t width, int64_t classes = 10,
+                              int64_t modulus = 256) {
+  Dataset d;
+  d.name = "test-images";
+  d.channels = channels;
+  d.height = height;
+  d.width = width;
+  d.num_classes = classes;
+  for (int64_t i = 0; i < n; ++i) {
+    d.labels.push_back(static_cast<int32_t>(i % classes));
+    for (int64_t k = 0; k < d.sample_numel(); ++k)
+      d.pixels.push_back(static_cast<uint8_t>((i * 131 + k * 37 + 11) % modulus));
+  }
+  d.mean.assign(static_cast<size_t>(channels), 0.0f);
+  d.std.assign(static_cast<size_t>(channels), 1.0f);
+  return d;
+}
 
 // Runs fn, which must throw bastion::Error whose message contains every one of `parts`.
 inline void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {

@@ -25,16 +25,7 @@ namespace {
 // labels i % classes; mean/std as given (one per channel).
 Dataset image_set(int64_t n, int64_t channels, int64_t height, int64_t width, std::vector<float> mean,
                   std::vector<float> std, int64_t classes = 10) {
-  Dataset d;
-  d.name = "test-images";
-  d.channels = channels;
-  d.height = height;
-  d.width = width;
-  d.num_classes = classes;
-  for (int64_t i = 0; i < n; ++i) {
-    d.labels.push_back(static_cast<int32_t>(i % classes));
-    for (int64_t k = 0; k < d.sample_numel(); ++k) d.pixels.push_back(static_cast<uint8_t>((i * 131 + k * 37 + 11) % 256));
-  }
+  Dataset d = pattern_images(n, channels, height, width, classes);
   d.mean = std::move(mean);
   d.std = std::move(std);
   return d;
