@@ -12,7 +12,6 @@
 namespace bastion {
 
 namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class IpmAttack final : public Attack {
  public:

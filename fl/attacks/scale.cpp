@@ -14,7 +14,6 @@
 namespace bastion {
 
 namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class ScaleAttack final : public Attack {
  public:

@@ -11,7 +11,6 @@
 namespace bastion {
 
 namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class SignFlipAttack final : public Attack {
  public:

@@ -151,7 +151,9 @@ std::string real_to_toml(double v) {
 
 Params::Params(std::string scope, const std::vector<ParamSpec>& specs, const std::map<std::string, ParamValue>& given)
     : scope_(std::move(scope)) {
-  for (const auto& [name, value] : given) {
+  for (const auto& [given_name, value] : given) {
+    // A named copy: clang 14 cannot capture a structured binding in a lambda.
+    const std::string& name = given_name;
     const std::string key = full_key(scope_, name);
     const auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == name; });
     BASTION_CHECK(spec != specs.end(), "unknown key '", key, "'; valid keys", scope_.empty() ? "" : " in [" + scope_ + "]",
