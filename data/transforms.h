@@ -53,6 +53,12 @@ struct TransformSpec {
 // `resize`/`replicate` stay 0 (SPMC's digit pipeline sets them explicitly).
 TransformSpec default_train_transform(const std::string& dataset_name);
 
+// True when `spec` changes nothing (no resize, crop, flip or replication): the loader's plain
+// normalisation path is then equivalent and faster.
+inline bool is_identity_transform(const TransformSpec& spec) {
+  return spec.resize == 0 && spec.crop_padding == 0 && !spec.horizontal_flip && spec.replicate_channels == 0;
+}
+
 // Output shape of the pipeline for `d` under `spec`: {C', H', W'}.
 struct SampleShape {
   int64_t channels, height, width;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/vector.h"
+
 namespace bastion {
 
 Sgd::Sgd(Model& model, SgdOptions options) : model_(model), options_(options) {
@@ -90,6 +92,14 @@ float Sam::step(const std::function<float()>& loss_and_backward) {
 float StepDecay::lr_at(int64_t epoch) const {
   if (step_size <= 0) return lr0;
   return lr0 * std::pow(gamma, static_cast<float>(epoch / step_size));
+}
+
+void clip_gradient_norm(Model& model, double max_norm) {
+  if (max_norm <= 0.0) return;
+  const std::span<float> grad = model.flat_gradients();
+  const int64_t D = static_cast<int64_t>(grad.size());
+  const double norm = vector_norm_cpu(grad.data(), D);
+  if (norm > max_norm) vector_scale_cpu(grad.data(), static_cast<float>(max_norm / norm), D);
 }
 
 }  // namespace bastion

@@ -72,6 +72,10 @@ class Sam {
   std::vector<float> perturbation_, saved_weights_;
 };
 
+// Rescales the whole gradient buffer to global L2 norm max_norm when it is larger (norm in double);
+// max_norm <= 0 does nothing. PyTorch: torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).
+void clip_gradient_norm(Model& model, double max_norm);
+
 struct StepDecay {
   float lr0 = 0.01f;
   int64_t step_size = 0;  // 0 = constant learning rate

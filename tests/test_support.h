@@ -37,10 +37,10 @@ inline void put_le32(Bytes& out, uint32_t v) {
 inline void append(Bytes& out, const Bytes& more) { out.insert(out.end(), more.begin(), more.end()); }
 
 // n images of C×H×W whose pixels are a fixed function of (sample, position) modulo `modulus` (250 keeps
-// every pixel below 255, so a raw trigger value of 1.0 always changes it), labels i % classes, mean 0
-// and std 1 per channel (normalised value = pixel / 255).
+// every pixel below 255, so a raw trigger value of 1.0 always changes it), labels i % classes; mean and
+// std per channel as given, or 0 and 1 when empty (normalised value = pixel / 255).
 inline Dataset pattern_images(int64_t n, int64_t channels, int64_t height, int64_t width, int64_t classes = 10,
-                              int64_t modulus = 256) {
+                              int64_t modulus = 256, std::vector<float> mean = {}, std::vector<float> std = {}) {
   Dataset d;
   d.name = "test-images";
   d.channels = channels;
@@ -52,8 +52,8 @@ inline Dataset pattern_images(int64_t n, int64_t channels, int64_t height, int64
     for (int64_t k = 0; k < d.sample_numel(); ++k)
       d.pixels.push_back(static_cast<uint8_t>((i * 131 + k * 37 + 11) % modulus));
   }
-  d.mean.assign(static_cast<size_t>(channels), 0.0f);
-  d.std.assign(static_cast<size_t>(channels), 1.0f);
+  d.mean = mean.empty() ? std::vector<float>(static_cast<size_t>(channels), 0.0f) : std::move(mean);
+  d.std = std.empty() ? std::vector<float>(static_cast<size_t>(channels), 1.0f) : std::move(std);
   return d;
 }
 

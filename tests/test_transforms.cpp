@@ -21,14 +21,10 @@ using namespace bastion::testing;
 
 namespace {
 
-// n image samples of C×H×W whose pixels are a fixed pseudo-random function of (sample, position);
-// labels i % classes; mean/std as given (one per channel).
+// Pattern images (tests/test_support.h) with the given per-channel mean/std.
 Dataset image_set(int64_t n, int64_t channels, int64_t height, int64_t width, std::vector<float> mean,
                   std::vector<float> std, int64_t classes = 10) {
-  Dataset d = pattern_images(n, channels, height, width, classes);
-  d.mean = std::move(mean);
-  d.std = std::move(std);
-  return d;
+  return pattern_images(n, channels, height, width, classes, 256, std::move(mean), std::move(std));
 }
 
 // One float sample (C×H×W) holding `values` exactly, mean 0, std 1.

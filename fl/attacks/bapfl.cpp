@@ -27,14 +27,6 @@ namespace bastion {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-void clip_gradient_norm(Model& model, double max_norm) {
-  if (max_norm <= 0.0) return;
-  const std::span<float> grad = model.flat_gradients();
-  const int64_t D = static_cast<int64_t>(grad.size());
-  const double norm = vector_norm_cpu(grad.data(), D);
-  if (norm > max_norm) vector_scale_cpu(grad.data(), static_cast<float>(max_norm / norm), D);
-}
-
 LabelTensor label_rows(const LabelTensor& y, int64_t begin, int64_t end) {
   return LabelTensor::from_vector(std::vector<int32_t>(y.data() + begin, y.data() + end));
 }

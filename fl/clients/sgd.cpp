@@ -19,7 +19,6 @@
 #include "data/loader.h"
 #include "fl/attacks/attack.h"
 #include "fl/clients/client_rule.h"
-#include "kernels/cpu/vector.h"
 #include "nn/optim.h"
 #include "tensor/error.h"
 
@@ -27,16 +26,6 @@ namespace bastion {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-bool is_identity(const TransformSpec& t) {
-  return t.resize == 0 && t.crop_padding == 0 && !t.horizontal_flip && t.replicate_channels == 0;
-}
-
-void clip_gradient_norm(Model& model, double max_norm) {
-  const std::span<float> grad = model.flat_gradients();
-  const double norm = vector_norm_cpu(grad.data(), static_cast<int64_t>(grad.size()));
-  if (norm > max_norm) vector_scale_cpu(grad.data(), static_cast<float>(max_norm / norm), static_cast<int64_t>(grad.size()));
-}
 
 class SgdClient final : public ClientRule {
  public:
@@ -53,7 +42,7 @@ class SgdClient final : public ClientRule {
 
   ClientResult train(ClientTask& task) const override {
     BatchLoader loader(task.data, batch_, /*shuffle=*/true, task.seed, task.indices, drop_last_);
-    if (!is_identity(task.transform)) loader.set_transform(task.transform);
+    if (!is_identity_transform(task.transform)) loader.set_transform(task.transform);
     Generator attack_rng = Generator(task.seed).fork(kAttackStream);
     if (task.attack) {
       DataAttackContext context{task.data,         task.indices,  task.attacker_index,
@@ -125,7 +114,7 @@ class SgdClient final : public ClientRule {
       task.model.zero_grad();
       Tensor loss = cross_entropy(task.model.forward(x), y);
       loss.backward();
-      if (grad_clip_ > 0.0) clip_gradient_norm(task.model, grad_clip_);
+      clip_gradient_norm(task.model, grad_clip_);
       return loss.item();
     };
     if (sam) return sam->step(loss_and_backward);

@@ -51,7 +51,11 @@ ExperimentConfig load_config(const std::string& path, const std::vector<std::str
 // in a fixed order, so parse_config(config_to_toml(c)) == c and two equal configs give equal text.
 std::string config_to_toml(const ExperimentConfig& config);
 
-// The section tables, for `bastion list config` and docs: ("data", specs), ("model", specs), ...;
+// The number of malicious clients: attack.malicious_count, or round(malicious_fraction * data.clients)
+// when the count is -1 (halves round up).
+int64_t resolved_malicious_count(const ExperimentConfig& config);
+
+// The section tables (config_sections.cpp), for `bastion list config` and docs: ("data", specs), ("model", specs), ...;
 // the top-level keys under the name "".
 const std::vector<std::pair<std::string, std::vector<ParamSpec>>>& config_sections();
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <numeric>
 
 #include "data/partition.h"
 #include "fl/core/checkpoint.h"
@@ -60,16 +61,6 @@ PartitionSpec partition_spec(const Params& data) {
   return spec;
 }
 
-int64_t malicious_count(const ExperimentConfig& c) {
-  const int64_t given = c.attack.integer("malicious_count");
-  if (given >= 0) return given;
-  return std::llround(c.attack.real("malicious_fraction") * static_cast<double>(c.data.integer("clients")));
-}
-
-bool is_identity(const TransformSpec& t) {
-  return t.resize == 0 && t.crop_padding == 0 && !t.horizontal_flip && t.replicate_channels == 0;
-}
-
 // The attacks of a run, sorted by where they act (fl/attacks/attack.h).
 struct AttackSet {
   std::vector<std::unique_ptr<Attack>> owned;
@@ -105,7 +96,7 @@ class SeedRun {
       : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(threads) {
     partition_ = make_partition(shared.train, partition_spec(c_.data), c_.data.integer("clients"),
                                 root_.fork(kPartition).next_u64());
-    malicious_ = choose_malicious(c_.data.integer("clients"), malicious_count(c_), c_.attack.text("selection"),
+    malicious_ = choose_malicious(c_.data.integer("clients"), resolved_malicious_count(c_), c_.attack.text("selection"),
                                   root_.fork(kMalicious));
     is_malicious_.assign(static_cast<size_t>(c_.data.integer("clients")), 0);
     for (size_t j = 0; j < malicious_.size(); ++j) {
@@ -124,6 +115,8 @@ class SeedRun {
     D_ = static_cast<int64_t>(global_.size());
     client_states_.resize(static_cast<size_t>(c_.data.integer("clients")));
     loaded_version_.assign(static_cast<size_t>(threads), -1);
+    test_indices_.resize(static_cast<size_t>(shared.test.size()));
+    std::iota(test_indices_.begin(), test_indices_.end(), int64_t{0});
     prepare_backdoor_test();
   }
 
@@ -154,6 +147,7 @@ class SeedRun {
   std::vector<int64_t> loaded_version_;
   std::vector<ClientState> client_states_;
   std::optional<BackdoorTest> backdoor_;
+  std::vector<int64_t> test_indices_;        // 0..test size - 1, the clean evaluation's list
   std::vector<int64_t> backdoor_indices_;
   std::vector<RoundRecord> records_;
   std::vector<RoundTiming> timings_;
@@ -240,10 +234,9 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 }
 
 void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads) {
-  // Validation: a NaN or Inf upload never reaches the rule (server.on_invalid).
+  // Validation: a NaN or Inf upload never reaches the rule (server.on_invalid). Accepted rows are moved
+  // up in place over rejected ones, so a round without rejections copies nothing.
   std::vector<int64_t> accepted_clients, samples;
-  std::vector<float> accepted;
-  accepted.reserve(uploads.size());
   for (size_t i = 0; i < sampled.size(); ++i) {
     const float* row = uploads.data() + i * D_;
     const bool finite = std::all_of(row, row + D_, [](float v) { return std::isfinite(v); });
@@ -253,12 +246,13 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
       ++pending_.rejected;
       continue;
     }
-    accepted.insert(accepted.end(), row, row + D_);
+    float* slot = uploads.data() + static_cast<int64_t>(accepted_clients.size()) * D_;
+    if (slot != row) std::copy(row, row + D_, slot);
     accepted_clients.push_back(sampled[i]);
     samples.push_back(static_cast<int64_t>(partition_.train[sampled[i]].size()));
   }
   if (accepted_clients.empty()) return;  // every upload rejected: the global model stays
-  const AggregationInput input{accepted.data(), static_cast<int64_t>(accepted_clients.size()), D_, P_, samples,
+  const AggregationInput input{uploads.data(), static_cast<int64_t>(accepted_clients.size()), D_, P_, samples,
                                accepted_clients, round, root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64()};
   const AggregationOutput output = server_rule_->aggregate(input);
   BASTION_CHECK(static_cast<int64_t>(output.update.size()) == D_, "server rule '", c_.server.text("rule"),
@@ -286,7 +280,7 @@ EvalResult SeedRun::evaluate_global(const std::vector<int64_t>& indices, const P
   const int64_t chunk = c_.eval.integer("batch");
   const int64_t chunks = (static_cast<int64_t>(indices.size()) + chunk - 1) / chunk;
   std::vector<EvalResult> parts(static_cast<size_t>(chunks));
-  const TransformSpec* transform = is_identity(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
+  const TransformSpec* transform = is_identity_transform(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
   pool_.run(chunks, [&](int64_t k, int worker) {
     load_global(worker);
     Model& model = *replicas_[worker];
@@ -312,7 +306,7 @@ EvalResult SeedRun::evaluate_global(const std::vector<int64_t>& indices, const P
 double SeedRun::evaluate_local() {
   const int64_t clients = c_.data.integer("clients");
   std::vector<double> accuracy(static_cast<size_t>(clients), kNoValue);
-  const TransformSpec* transform = is_identity(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
+  const TransformSpec* transform = is_identity_transform(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
   pool_.run(clients, [&](int64_t client, int worker) {
     if (is_malicious_[client] || partition_.test[client].empty()) return;
     load_global(worker);
@@ -325,9 +319,7 @@ double SeedRun::evaluate_local() {
 void SeedRun::evaluate_round(int64_t round) {
   RoundRecord record = pending_;
   record.round = round;
-  std::vector<int64_t> all(static_cast<size_t>(shared_.test.size()));
-  for (int64_t i = 0; i < shared_.test.size(); ++i) all[i] = i;
-  const EvalResult clean = evaluate_global(all, nullptr);
+  const EvalResult clean = evaluate_global(test_indices_, nullptr);
   record.acc = clean.accuracy;
   record.loss = clean.loss;
   if (backdoor_) {

@@ -1,0 +1,131 @@
+// The ParamSpec tables of the experiment file's sections (docs/config.md is the same table in prose).
+// Unit tables ([clients.<rule>], [server.<rule>], [attack.<name>]) live with their units.
+#include <limits>
+
+#include "fl/core/config.h"
+
+namespace bastion {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+using Specs = std::vector<ParamSpec>;
+
+// Builders for the tables below: each row reads "name, default, [range or choices], doc".
+ParamSpec integer_param(std::string name, int64_t value, double min, double max, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::Integer, value, std::move(doc), min, max, {}};
+}
+ParamSpec real_param(std::string name, double value, double min, double max, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::Real, value, std::move(doc), min, max, {}};
+}
+ParamSpec bool_param(std::string name, bool value, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::Boolean, value, std::move(doc), -kInf, kInf, {}};
+}
+ParamSpec text_param(std::string name, std::string value, std::vector<std::string> choices, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::Text, std::move(value), std::move(doc), -kInf, kInf, std::move(choices)};
+}
+ParamSpec list_param(std::string name, std::string doc) {
+  return ParamSpec{std::move(name), ParamType::TextList, std::vector<std::string>{}, std::move(doc), -kInf, kInf, {}};
+}
+
+const Specs& experiment_specs() {
+  static const Specs specs = {
+      text_param("name", "experiment", {}, "experiment name; results go to results/<name>/ unless --out is given"),
+      text_param("description", "", {}, "free text, copied into the results"),
+      integer_param("seed", 1, 0, 9007199254740992.0, "fixes partition, malicious set, sampling, init, training and attacks"),
+      integer_param("rounds", 50, 1, 1e6, "federated rounds"),
+      integer_param("repeat", 1, 1, 100, "run seeds seed .. seed+repeat-1 and report mean and std"),
+  };
+  return specs;
+}
+
+const Specs& data_specs() {
+  static const Specs specs = {
+      text_param("dataset", "fmnist", {}, "dataset name (bastion list datasets)"),
+      text_param("data_dir", "", {}, "dataset folder; empty = $BASTION_DATA, ./data, /usr/share/datasets"),
+      text_param("partition", "dirichlet:0.5", {}, "iid | dirichlet:BETA | pathological:S | emnist-groups | natural (docs/partitions.md)"),
+      integer_param("clients", 100, 1, 1e6, "number of clients"),
+      integer_param("min_size", 10, 0, 1e9, "dirichlet: redraw until every client has at least this many samples"),
+      bool_param("dirichlet_cap", true, "dirichlet: NIID-Bench capping rule (clients above total/N get no more)"),
+      bool_param("client_prior", false, "dirichlet: FedFSA's per-client class prior variant"),
+      integer_param("max_per_client", 0, 0, 1e12, "cap on each client's samples (seeded subset); 0 = no cap"),
+      real_param("client_test_fraction", 0, 0, 0.9, "share of each client's samples moved to its local test split"),
+      real_param("server_fraction", 0, 0, 0.9, "share of the training set held out as the server's own data (the last samples)"),
+      text_param("normalization", "dataset", {"dataset", "mnist", "imagenet", "half", "none"},
+                 "input normalisation: the dataset's own statistics, or a fixed preset"),
+      text_param("augment", "default", {"default", "none"}, "training augmentation: the dataset's default, or none"),
+  };
+  return specs;
+}
+
+const Specs& model_specs() {
+  static const Specs specs = {
+      text_param("name", "lenet", {}, "architecture (bastion list models)"),
+  };
+  return specs;
+}
+
+const Specs& clients_specs() {
+  static const Specs specs = {
+      text_param("rule", "sgd", {}, "client rule (bastion list); its parameters go in [clients.<rule>]"),
+      integer_param("per_round", 10, 1, 1e6, "clients sampled each round"),
+  };
+  return specs;
+}
+
+const Specs& server_specs() {
+  static const Specs specs = {
+      text_param("rule", "fedavg", {}, "server rule (bastion list); its parameters go in [server.<rule>]"),
+      text_param("on_invalid", "reject", {"reject", "fail"},
+                 "NaN/Inf/wrong-length uploads: reject = drop and count them, fail = stop with an error"),
+  };
+  return specs;
+}
+
+const Specs& attack_specs() {
+  static const Specs specs = {
+      list_param("names", "attacks (bastion list); each one's parameters go in [attack.<name>]"),
+      real_param("malicious_fraction", 0, 0, 1, "share of the clients that are malicious (used when malicious_count = -1)"),
+      integer_param("malicious_count", -1, -1, 1e6, "malicious clients; -1 = round(malicious_fraction * data.clients)"),
+      integer_param("malicious_per_round", 0, 0, 1e6, "force this many attackers into every round; 0 = uniform sampling"),
+      text_param("selection", "random", {"random", "last"},
+                 "which clients are malicious: a seeded random set, or the highest client ids (SPMC's code)"),
+      integer_param("start_round", 1, 1, 1e6, "first round in which attackers attack"),
+      integer_param("end_round", 0, 0, 1e6, "last round in which attackers attack; 0 = until the end"),
+      text_param("omniscient_view", "benign", {"benign", "all"},
+                 "what collusion attacks see: benign uploads only, or all incl. attackers' honest updates (FedCAP)"),
+  };
+  return specs;
+}
+
+const Specs& eval_specs() {
+  static const Specs specs = {
+      integer_param("every", 1, 1, 1e6, "evaluate every this many rounds"),
+      integer_param("batch", 1000, 1, 1e6, "evaluation batch size"),
+      text_param("report", "last", {}, "reported accuracy: last | best | last:K (mean of the last K evaluations)"),
+      bool_param("asr_include_target", false, "count test samples whose true label is the backdoor target in the attack success rate"),
+      real_param("target_acc", 0, 0, 1, "report the first round reaching this accuracy; 0 = off"),
+      bool_param("local", false, "also evaluate on each client's local test split (needs data.client_test_fraction > 0)"),
+  };
+  return specs;
+}
+
+const Specs& run_specs() {
+  static const Specs specs = {
+      integer_param("threads", 1, 1, 256, "worker threads for client training"),
+      integer_param("checkpoint_every", 0, 0, 1e6, "write a checkpoint every this many rounds; 0 = none"),
+  };
+  return specs;
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::vector<ParamSpec>>>& config_sections() {
+  static const std::vector<std::pair<std::string, std::vector<ParamSpec>>> sections = {
+      {"", experiment_specs()},   {"data", data_specs()}, {"model", model_specs()}, {"clients", clients_specs()},
+      {"server", server_specs()}, {"attack", attack_specs()}, {"eval", eval_specs()}, {"run", run_specs()},
+  };
+  return sections;
+}
+
+}  // namespace bastion
