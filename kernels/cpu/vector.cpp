@@ -74,7 +74,13 @@ int64_t vector_pairwise_workspace_floats(int64_t n, int64_t D) {
 }
 
 void vector_pairwise_squared_distances_cpu(float* out, float* workspace, const float* X, int64_t n, int64_t D) {
+  vector_pairwise_squared_distances_strided_cpu(out, workspace, X, n, D, D);
+}
+
+void vector_pairwise_squared_distances_strided_cpu(float* out, float* workspace, const float* X, int64_t n,
+                                                   int64_t D, int64_t ld) {
   BASTION_CHECK(n >= 0 && D >= 0, "vector_pairwise_squared_distances: n ", n, " and D ", D, " must be >= 0");
+  BASTION_CHECK(ld >= D, "vector_pairwise_squared_distances: row stride ", ld, " < D = ", D);
   if (n == 0) return;
   if (D == 0) {
     std::fill_n(out, n * n, 0.0f);
@@ -86,9 +92,9 @@ void vector_pairwise_squared_distances_cpu(float* out, float* workspace, const f
     const int64_t width = std::min(kPairwiseBlockColumns, D - d0);
     float* centred = workspace;           // (n, width)
     float* mean = workspace + n * width;  // (width)
-    mean_rows(mean, X + d0, n, D, width);
+    mean_rows(mean, X + d0, n, ld, width);
     for (int64_t i = 0; i < n; ++i) {
-      const float* row = X + i * D + d0;
+      const float* row = X + i * ld + d0;
       float* dst = centred + i * width;
       for (int64_t d = 0; d < width; ++d) dst[d] = row[d] - mean[d];
     }

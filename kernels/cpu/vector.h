@@ -24,6 +24,8 @@
 //   Cost: O(n^2 D) in GEMM plus one pass over X, instead of n^2/2 passes over 2D floats.
 //   workspace: vector_pairwise_workspace_floats(n, D) floats (n + 1 rows of one column block).
 //   PyTorch equivalent: torch.cdist(X, X) ** 2
+//   _strided variant: the same over the first D columns of rows that lie ld >= D floats apart (the
+//   parameter columns of an (n, ld) upload matrix, without copying them out); identical results.
 //   PRECISION CAVEAT: the formula cancels. Each G entry carries a float32 rounding error of about
 //   sqrt(D) * 6e-8 * |C_i| |C_j| (worst case D * 6e-8 * ...), and that ABSOLUTE error stays in the result
 //   however small the true distance is. Without centring, rows that sit close together far from the origin
@@ -53,6 +55,8 @@ double vector_squared_distance_cpu(const float* a, const float* b, int64_t D);
 constexpr int64_t kPairwiseBlockColumns = 2048;
 int64_t vector_pairwise_workspace_floats(int64_t n, int64_t D);
 void vector_pairwise_squared_distances_cpu(float* out, float* workspace, const float* X, int64_t n, int64_t D);
+void vector_pairwise_squared_distances_strided_cpu(float* out, float* workspace, const float* X, int64_t n,
+                                                   int64_t D, int64_t ld);
 void vector_mean_rows_cpu(float* out, const float* X, int64_t n, int64_t D);
 
 }  // namespace bastion
