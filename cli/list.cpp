@@ -25,7 +25,16 @@ template <typename Entry>
 void print_units(const char* title, const std::vector<Entry>& table) {
   std::printf("%s:\n", title);
   for (const Entry& entry : table) {
-    std::printf("  %-12s %s  [%s]\n", entry.info.name.c_str(), entry.info.description.c_str(), entry.info.paper.c_str());
+    std::printf("  %-14s %s  [%s]\n", entry.info.name.c_str(), entry.info.description.c_str(), entry.info.paper.c_str());
+    std::printf("%s", describe_params(*entry.info.params, "      ").c_str());
+  }
+}
+
+void print_server_rules() {
+  std::printf("server rules (defenses; fl/README.md has the table with preconditions and costs):\n");
+  for (const ServerRuleEntry& entry : server_rule_registry()) {
+    const char* note = entry.wrap ? "  (wraps server.inner)" : entry.needs_server_data ? "  (needs data.server_fraction)" : "";
+    std::printf("  %-14s %s  [%s]%s\n", entry.info.name.c_str(), entry.info.description.c_str(), entry.info.paper.c_str(), note);
     std::printf("%s", describe_params(*entry.info.params, "      ").c_str());
   }
 }
@@ -33,7 +42,7 @@ void print_units(const char* title, const std::vector<Entry>& table) {
 void print_attacks() {
   std::printf("attacks (kind: where it acts):\n");
   for (const AttackEntry& entry : attack_registry()) {
-    std::printf("  %-12s %-9s %s  [%s]\n", entry.info.name.c_str(), attack_kind_name(entry.kind),
+    std::printf("  %-14s %-9s %s  [%s]\n", entry.info.name.c_str(), attack_kind_name(entry.kind),
                 entry.info.description.c_str(), entry.info.paper.c_str());
     std::printf("%s", describe_params(*entry.info.params, "      ").c_str());
   }
@@ -74,7 +83,7 @@ Command add_list_command(CLI::App& app) {
       std::printf("\n");
     }
     if (all || *what == "clients") print_units("client rules", client_rule_registry());
-    if (all || *what == "defenses") print_units("server rules (defenses)", server_rule_registry());
+    if (all || *what == "defenses") print_server_rules();
     if (all || *what == "attacks") print_attacks();
     if (all || *what == "config") print_config_keys();
     return 0;

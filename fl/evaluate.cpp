@@ -1,5 +1,8 @@
 #include "fl/evaluate.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "autograd/ops.h"
 #include "data/loader.h"
 
@@ -17,6 +20,26 @@ std::vector<int32_t> argmax_rows(const Tensor& logits) {
     out[n] = best;
   }
   return out;
+}
+
+double softmax_entropy_sum(const Tensor& logits) {
+  check_rank(logits, 2, "softmax_entropy_sum", "logits");
+  const int64_t N = logits.size(0), C = logits.size(1);
+  const float* p = logits.data();
+  double total = 0.0;
+  for (int64_t n = 0; n < N; ++n) {
+    const float* row = p + n * C;
+    const double top = *std::max_element(row, row + C);
+    // With z_c = x_c - max: ln Z = ln sum e^z, p_c = e^z_c / Z, H = ln Z - sum p_c z_c.
+    double sum = 0.0, weighted = 0.0;
+    for (int64_t c = 0; c < C; ++c) {
+      const double z = row[c] - top, e = std::exp(z);
+      sum += e;
+      weighted += e * z;
+    }
+    total += std::log(sum) - weighted / sum;
+  }
+  return total;
 }
 
 EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const std::vector<int64_t>& indices,
@@ -37,6 +60,7 @@ EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const
     const Tensor logits = model.forward(x);
     const int64_t n = x.size(0);
     loss_sum += static_cast<double>(cross_entropy(logits, y).item()) * n;
+    result.entropy_sum += softmax_entropy_sum(logits);
     const std::vector<int32_t> predicted = argmax_rows(logits);
     for (int64_t i = 0; i < n; ++i) correct += predicted[i] == y[i];
     result.samples += n;
@@ -47,6 +71,7 @@ EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const
   if (result.samples > 0) {
     result.loss = loss_sum / result.samples;
     result.accuracy = static_cast<double>(correct) / result.samples;
+    result.entropy = result.entropy_sum / result.samples;
   }
   return result;
 }

@@ -15,6 +15,8 @@ struct EvalResult {
   double accuracy = 0.0;   // correct / samples
   int64_t samples = 0, correct = 0;
   double loss_sum = 0.0;   // sum of per-sample losses, to combine chunks exactly
+  double entropy = 0.0;    // mean entropy (nats) of the softmax prediction (SageFlow's filter)
+  double entropy_sum = 0.0;
 };
 
 // `indices` empty = the whole dataset. Restores the model's train/eval mode afterwards.
@@ -24,6 +26,9 @@ struct EvalResult {
 EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size = 1000,
                     const std::vector<int64_t>& indices = {}, const TransformSpec* transform = nullptr,
                     const PoisonSpec* poison = nullptr);
+
+// Sum over the rows of an (N, C) logit tensor of the softmax entropy -sum_c p_c ln p_c (in double).
+double softmax_entropy_sum(const Tensor& logits);
 
 // Index of the largest logit of each row of an (N, C) tensor (first one on ties).
 std::vector<int32_t> argmax_rows(const Tensor& logits);

@@ -16,9 +16,50 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
 
 const std::vector<ServerRuleEntry>& server_rule_registry() {
   static const std::vector<ServerRuleEntry> table = {
-      {{"fedavg", "sample-weighted (or uniform) mean of the updates, times a server learning rate",
-        "McMahan et al. 2017", &fedavg_params()},
-       make_fedavg},
+      {{"fedavg", "sample-weighted (or uniform) mean of the updates, times a server learning rate", "McMahan et al. 2017", &fedavg_params()},
+       make_fedavg, nullptr, false},
+      {{"krum", "the upload with the smallest sum of squared distances to its n - f - 2 nearest", "Blanchard et al. 2017", &krum_params()},
+       make_krum, nullptr, false},
+      {{"multi-krum", "mean of the m = n - f uploads with the best Krum scores", "El Mhamdi et al. 2018; Blanchard et al. 2017", &multi_krum_params()},
+       make_multi_krum, nullptr, false},
+      {{"bulyan", "n - 2f uploads picked by Krum, then per coordinate the mean of the values closest to the median", "El Mhamdi et al. 2018", &bulyan_params()},
+       make_bulyan, nullptr, false},
+      {{"median", "coordinate-wise median", "Yin et al. 2018", &median_params()},
+       make_median, nullptr, false},
+      {{"trimmed-mean", "coordinate-wise mean without the b largest and b smallest values", "Yin et al. 2018", &trimmed_mean_params()},
+       make_trimmed_mean, nullptr, false},
+      {{"norm-clip", "clip each update's norm to c, then average (NC)", "Sun et al. 2019", &norm_clip_params()},
+       make_norm_clip, nullptr, false},
+      {{"add-noise", "average, then add Gaussian noise to the aggregate (AD, weak DP)", "Sun et al. 2019", &add_noise_params()},
+       make_add_noise, nullptr, false},
+      {{"norm-bound", "drop the uploads whose norm is too large, average the rest", "Sun et al. 2019; FedCPA", &norm_bound_params()},
+       make_norm_bound, nullptr, false},
+      {{"crfl", "average, clip the global model's norm, add Gaussian smoothing noise", "Xie et al. 2021 (CRFL)", &crfl_params()},
+       make_crfl, nullptr, false},
+      {{"rlr", "robust learning rate: negate the step where too few signs agree", "Ozdayi et al. 2021", &rlr_params()},
+       make_rlr, nullptr, false},
+      {{"rsa", "l1-penalised aggregation: step by the signs of the model differences", "Li et al. 2019 (RSA)", &rsa_params()},
+       make_rsa, nullptr, false},
+      {{"foolsgold", "down-weight clients whose update histories are too similar (sybils)", "Fung et al. 2020", &foolsgold_params()},
+       make_foolsgold, nullptr, false},
+      {{"dnc", "divide and conquer: drop the largest projections on the top singular vector", "Shejwalkar & Houmansadr 2021", &dnc_params()},
+       make_dnc, nullptr, false},
+      {{"clustered", "two clusters by cosine distance (complete linkage); keep the larger", "Sattler et al. 2020; FedCAP", &clustered_params()},
+       make_clustered, nullptr, false},
+      {{"rfa", "geometric median by smoothed Weiszfeld", "Pillutla et al. 2022 (RFA)", &rfa_params()},
+       make_rfa, nullptr, false},
+      {{"residual-base", "residual-based reweighting with repeated-median regression per coordinate", "Fu et al. 2019; FedCPA", &residual_base_params()},
+       make_residual_base, nullptr, false},
+      {{"fltrust", "trust = ReLU(cos) with the server's update on its root set; updates rescaled to its norm", "Cao et al. 2021 (FLTrust)", &fltrust_params()},
+       make_fltrust, nullptr, true},
+      {{"sageflow", "entropy filter and loss-weighted average on the server's public set", "Park et al. 2021 (Sageflow)", &sageflow_params()},
+       make_sageflow, nullptr, true},
+      {{"finetune", "average, then fine-tune the global model on the server's validation split", "SPMC baseline", &finetune_params()},
+       make_finetune, nullptr, true},
+      {{"bucketing", "average random buckets of s uploads, then apply the inner rule", "Karimireddy et al. 2022", &bucketing_params()},
+       nullptr, make_bucketing, false},
+      {{"gas", "score clients by an inner rule on p coordinate groups; average the n - f best", "Liu et al. 2023 (GAS)", &gas_params()},
+       nullptr, make_gas, false},
   };
   return table;
 }
@@ -66,5 +107,19 @@ const Entry& find_entry(const std::vector<Entry>& table, const std::string& name
 const ClientRuleEntry& find_client_rule(const std::string& name) { return find_entry(client_rule_registry(), name, "client rule"); }
 const ServerRuleEntry& find_server_rule(const std::string& name) { return find_entry(server_rule_registry(), name, "server rule"); }
 const AttackEntry& find_attack(const std::string& name) { return find_entry(attack_registry(), name, "attack"); }
+
+std::unique_ptr<ServerRule> make_server_rule(const std::string& name, const Params& params,
+                                             const std::string& inner_name, const Params& inner_params) {
+  const ServerRuleEntry& entry = find_server_rule(name);
+  if (!entry.wrap) {
+    BASTION_CHECK(inner_name.empty(), "server.inner = '", inner_name, "' is given but server rule '", name,
+                  "' does not wrap another rule (wrappers: bucketing, gas)");
+    return entry.make(params);
+  }
+  BASTION_CHECK(!inner_name.empty(), "server rule '", name, "' wraps another rule: set server.inner (e.g. \"median\")");
+  const ServerRuleEntry& inner = find_server_rule(inner_name);
+  BASTION_CHECK(!inner.wrap, "server.inner = '", inner_name, "': a wrapper cannot wrap another wrapper");
+  return entry.wrap(params, inner.make(inner_params));
+}
 
 }  // namespace bastion

@@ -30,7 +30,10 @@ struct ClientRuleEntry {
 
 struct ServerRuleEntry {
   UnitInfo info;
-  std::function<std::unique_ptr<ServerRule>(const Params&)> make;
+  std::function<std::unique_ptr<ServerRule>(const Params&)> make;  // null for wrappers
+  // Wrappers only (bucketing, gas): build around an inner rule.
+  std::function<std::unique_ptr<ServerRule>(const Params&, std::unique_ptr<ServerRule>)> wrap = nullptr;
+  bool needs_server_data = false;  // fltrust, sageflow, finetune: data.server_fraction > 0 required
 };
 
 struct AttackEntry {
@@ -47,5 +50,10 @@ const std::vector<AttackEntry>& attack_registry();
 const ClientRuleEntry& find_client_rule(const std::string& name);
 const ServerRuleEntry& find_server_rule(const std::string& name);
 const AttackEntry& find_attack(const std::string& name);
+
+// A server rule from its parameters; a wrapper gets its inner rule built from `inner_name` and
+// `inner_params` (a wrapper cannot wrap a wrapper).
+std::unique_ptr<ServerRule> make_server_rule(const std::string& name, const Params& params,
+                                             const std::string& inner_name = "", const Params& inner_params = {});
 
 }  // namespace bastion

@@ -84,7 +84,13 @@ AggregationOutput fedavg(const std::vector<float>& rows, int64_t D, std::vector<
   const std::vector<ParamSpec>& specs = fedavg_params();
   const Params params("server.fedavg", specs, {{"weighting", weighting}, {"lr", lr}});
   std::vector<int64_t> clients(samples.size());
-  const AggregationInput input{rows.data(), static_cast<int64_t>(samples.size()), D, D, samples, clients, 1, 0};
+  AggregationInput input;
+  input.updates = rows.data();
+  input.n = static_cast<int64_t>(samples.size());
+  input.D = input.num_parameters = D;
+  input.num_samples = samples;
+  input.clients = clients;
+  input.round = 1;
   return make_fedavg(params)->aggregate(input);
 }
 
@@ -99,7 +105,13 @@ TEST(FlFedAvg, SampleWeightedUniformAndServerLearningRate) {
 
 TEST(FlRegistry, EveryUnitHasAParameterTableAndUnknownNamesListTheValidOnes) {
   for (const ClientRuleEntry& e : client_rule_registry()) EXPECT_NE(e.make(Params("c", *e.info.params)), nullptr);
-  for (const ServerRuleEntry& e : server_rule_registry()) EXPECT_NE(e.make(Params("s", *e.info.params)), nullptr);
+  for (const ServerRuleEntry& e : server_rule_registry()) {
+    const Params params("s", *e.info.params);
+    const std::string inner = e.wrap ? "fedavg" : "";
+    EXPECT_NE(make_server_rule(e.info.name, params, inner, Params("i", fedavg_params())), nullptr) << e.info.name;
+    EXPECT_NE(static_cast<bool>(e.make), static_cast<bool>(e.wrap)) << e.info.name << ": make xor wrap";
+  }
+  EXPECT_EQ(server_rule_registry().size(), 22u);  // fedavg + the 21 classical defenses of issue 5
   expect_error([] { find_server_rule("krumm"); }, {"unknown server rule 'krumm'", "fedavg"});
   expect_error([] { find_client_rule("sgdd"); }, {"unknown client rule", "sgd"});
   expect_error([] { find_attack("badnet"); }, {"unknown attack 'badnet'", "badnets", "min-max"});

@@ -236,6 +236,16 @@ void check_names(const ExperimentConfig& c) {
                 "'; valid: ", join(models));
   with_key("clients.rule", [&] { find_client_rule(c.clients.text("rule")); });
   with_key("server.rule", [&] { find_server_rule(c.server.text("rule")); });
+  const bool wrapper = static_cast<bool>(find_server_rule(c.server.text("rule")).wrap);
+  const std::string& inner = c.server.text("inner");
+  BASTION_CHECK(wrapper || inner.empty(), "server.inner = '", inner, "' but server.rule = '", c.server.text("rule"),
+                "' does not wrap another rule (wrappers: bucketing, gas)");
+  BASTION_CHECK(!wrapper || !inner.empty(), "server.rule = '", c.server.text("rule"),
+                "' wraps another rule: set server.inner (e.g. \"median\")");
+  if (wrapper) {
+    with_key("server.inner", [&] { find_server_rule(inner); });
+    BASTION_CHECK(!find_server_rule(inner).wrap, "server.inner = '", inner, "': a wrapper cannot wrap another wrapper");
+  }
   const std::vector<std::string>& names = c.attack.list("names");
   for (size_t i = 0; i < names.size(); ++i) {
     with_key("attack.names", [&] { find_attack(names[i]); });
@@ -267,12 +277,19 @@ void build_units(ExperimentConfig& c, std::map<std::string, RawSection>& tree) {
   const std::string& client_rule = c.clients.text("rule");
   const std::string& server_rule = c.server.text("rule");
   check_units_selected(tree["clients"], "clients", "rule", {client_rule});
-  check_units_selected(tree["server"], "server", "rule", {server_rule});
+  const std::string& server_inner = c.server.text("inner");
+  std::vector<std::string> server_units = {server_rule};
+  if (!server_inner.empty()) server_units.push_back(server_inner);
+  check_units_selected(tree["server"], "server", "rule", server_units);
   check_units_selected(tree["attack"], "attack", "names", c.attack.list("names"));
   c.client_rule = Params("clients." + client_rule, specs_or_none(find_client_rule(client_rule).info.params),
                          tree["clients"].units[client_rule]);
   c.server_rule = Params("server." + server_rule, specs_or_none(find_server_rule(server_rule).info.params),
                          tree["server"].units[server_rule]);
+  if (!server_inner.empty()) {
+    c.server_inner_rule = Params("server." + server_inner, specs_or_none(find_server_rule(server_inner).info.params),
+                                 tree["server"].units[server_inner]);
+  }
   for (const std::string& name : c.attack.list("names")) {
     c.attacks.emplace_back(name, Params("attack." + name, specs_or_none(find_attack(name).info.params),
                                         tree["attack"].units[name]));
@@ -316,6 +333,10 @@ void cross_check(const ExperimentConfig& c) {
   check_attack_composition(c);
   BASTION_CHECK(!c.eval.boolean("local") || c.data.real("client_test_fraction") > 0,
                 "eval.local = true needs data.client_test_fraction > 0");
+  for (const std::string& rule : {c.server.text("rule"), c.server.text("inner")}) {
+    BASTION_CHECK(rule.empty() || !find_server_rule(rule).needs_server_data || c.data.real("server_fraction") > 0,
+                  "server rule '", rule, "' needs the server's own data: set data.server_fraction (SPMC holds out 0.1)");
+  }
   const int64_t start = c.attack.integer("start_round"), end = c.attack.integer("end_round");
   BASTION_CHECK(end == 0 || end >= start, "attack.end_round = ", end, " is before attack.start_round = ", start);
 }
@@ -386,6 +407,11 @@ std::string config_to_toml(const ExperimentConfig& c) {
   const std::string& server_rule = c.server.text("rule");
   write_table(out, "server." + toml_key(server_rule), specs_or_none(find_server_rule(server_rule).info.params),
               c.server_rule);
+  const std::string& server_inner = c.server.text("inner");
+  if (!server_inner.empty()) {
+    write_table(out, "server." + toml_key(server_inner), specs_or_none(find_server_rule(server_inner).info.params),
+                c.server_inner_rule);
+  }
   write_table(out, "attack", section_specs("attack"), c.attack);
   for (const auto& [name, params] : c.attacks) {
     write_table(out, "attack." + toml_key(name), specs_or_none(find_attack(name).info.params), params);

@@ -7,7 +7,8 @@
 //   [data]     dataset, data_dir, partition, clients, min_size, ...
 //   [model]    name
 //   [clients]  rule, per_round           [clients.<rule>]   the client rule's parameters
-//   [server]   rule, on_invalid          [server.<rule>]    the server rule's parameters
+//   [server]   rule, inner, expected_malicious, apply_to, rest, on_invalid
+//              [server.<rule>] the rule's parameters; [server.<inner>] a wrapper's inner rule
 //   [attack]   names, malicious_fraction, malicious_per_round, ...   [attack.<name>] per attack
 //   [eval]     every, batch, report, asr_include_target, target_acc, ...
 //   [run]      threads, checkpoint_every
@@ -38,6 +39,7 @@ struct ExperimentConfig {
   Params data, model, clients, server, attack, eval, run;
   Params client_rule;              // [clients.<clients.rule>]
   Params server_rule;              // [server.<server.rule>]
+  Params server_inner_rule;        // [server.<server.inner>] for a wrapper rule (bucketing, gas)
   std::vector<std::pair<std::string, Params>> attacks;  // [attack.<name>] for each of attack.names, in order
 };
 

@@ -78,6 +78,14 @@ const Specs& server_specs() {
       text_param("rule", "fedavg", {}, "server rule (bastion list); its parameters go in [server.<rule>]"),
       text_param("on_invalid", "reject", {"reject", "fail"},
                  "NaN/Inf/wrong-length uploads: reject = drop and count them, fail = stop with an error"),
+      text_param("inner", "", {}, "inner rule of a wrapper rule (bucketing, gas); its parameters go in [server.<inner>]"),
+      real_param("expected_malicious", -1, -1, 1,
+                 "share f/n of attackers the robust rules assume among a round's uploads; -1 = from [attack] "
+                 "(malicious_per_round when forced, else the malicious share of the clients)"),
+      list_param("apply_to", "parameters the rule aggregates: [] = all, or any of \"body\", \"head\" and "
+                             "parameter-name prefixes (\"conv1.\"); BatchNorm buffers follow their layer"),
+      text_param("rest", "mean", {"mean", "keep"},
+                 "columns outside apply_to: mean = sample-weighted FedAvg, keep = unchanged (personalised)"),
   };
   return specs;
 }

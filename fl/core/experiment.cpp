@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 #include "data/partition.h"
 #include "fl/core/checkpoint.h"
 #include "fl/core/sampling.h"
+#include "fl/core/server_side.h"
 #include "fl/core/thread_pool.h"
 #include "fl/evaluate.h"
 #include "fl/registry.h"
@@ -104,7 +106,6 @@ class SeedRun {
       attacker_index_[malicious_[j]] = static_cast<int64_t>(j);
     }
     client_rule_ = find_client_rule(c_.clients.text("rule")).make(c_.client_rule);
-    server_rule_ = find_server_rule(c_.server.text("rule")).make(c_.server_rule);
     attacks_ = make_attacks(c_);
     const uint64_t init_seed = root_.fork(kInit).next_u64();
     for (int w = 0; w < threads; ++w)
@@ -112,6 +113,10 @@ class SeedRun {
     const std::span<const float> state = replicas_[0]->flat_state();
     global_.assign(state.begin(), state.end());
     P_ = replicas_[0]->num_parameters();
+    server_rule_ = build_server_rule(c_, *replicas_[0]);
+    if (!partition_.server.empty())
+      server_data_.emplace(*replicas_[0], shared.train, partition_.server, shared.train_transform,
+                           shared.eval_transform, c_.eval.integer("batch"));
     D_ = static_cast<int64_t>(global_.size());
     client_states_.resize(static_cast<size_t>(c_.data.integer("clients")));
     loaded_version_.assign(static_cast<size_t>(threads), -1);
@@ -139,6 +144,7 @@ class SeedRun {
   std::map<int64_t, int64_t> attacker_index_;
   std::unique_ptr<ClientRule> client_rule_;
   std::unique_ptr<ServerRule> server_rule_;
+  std::optional<ModelServerData> server_data_;  // over replica 0, when data.server_fraction > 0
   AttackSet attacks_;
   std::vector<std::unique_ptr<Model>> replicas_;
   std::vector<float> global_;
@@ -234,26 +240,27 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 }
 
 void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads) {
-  // Validation: a NaN or Inf upload never reaches the rule (server.on_invalid). Accepted rows are moved
-  // up in place over rejected ones, so a round without rejections copies nothing.
-  std::vector<int64_t> accepted_clients, samples;
-  for (size_t i = 0; i < sampled.size(); ++i) {
-    const float* row = uploads.data() + i * D_;
-    const bool finite = std::all_of(row, row + D_, [](float v) { return std::isfinite(v); });
-    if (!finite) {
-      BASTION_CHECK(c_.server.text("on_invalid") == "reject", "round ", round, ": client ", sampled[i],
-                    " uploaded NaN or Inf (server.on_invalid = fail)");
-      ++pending_.rejected;
-      continue;
-    }
-    float* slot = uploads.data() + static_cast<int64_t>(accepted_clients.size()) * D_;
-    if (slot != row) std::copy(row, row + D_, slot);
-    accepted_clients.push_back(sampled[i]);
-    samples.push_back(static_cast<int64_t>(partition_.train[sampled[i]].size()));
-  }
+  const std::vector<int64_t> accepted_clients = compact_finite_uploads(uploads.data(), D_, sampled, round,
+                                                                       c_.server.text("on_invalid") == "fail");
+  pending_.rejected += static_cast<int64_t>(sampled.size() - accepted_clients.size());
+  std::vector<int64_t> samples;
+  for (int64_t client : accepted_clients) samples.push_back(static_cast<int64_t>(partition_.train[client].size()));
   if (accepted_clients.empty()) return;  // every upload rejected: the global model stays
-  const AggregationInput input{uploads.data(), static_cast<int64_t>(accepted_clients.size()), D_, P_, samples,
-                               accepted_clients, round, root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64()};
+  const int64_t n = static_cast<int64_t>(accepted_clients.size());
+  AggregationInput input;
+  input.updates = uploads.data();
+  input.n = n;
+  input.D = D_;
+  input.num_parameters = P_;
+  input.num_samples = samples;
+  input.clients = accepted_clients;
+  input.round = round;
+  input.seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64();
+  input.global = global_;
+  input.expected_malicious = expected_malicious_count(c_, n);
+  input.server_data = server_data_ ? &*server_data_ : nullptr;
+  input.pool = &pool_;
+  loaded_version_[0] = -1;  // server data (if any) trains and evaluates on replica 0
   const AggregationOutput output = server_rule_->aggregate(input);
   BASTION_CHECK(static_cast<int64_t>(output.update.size()) == D_, "server rule '", c_.server.text("rule"),
                 "' returned ", output.update.size(), " values for a model of ", D_);

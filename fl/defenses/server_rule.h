@@ -20,6 +20,36 @@
 
 namespace bastion {
 
+class ThreadPool;
+
+// What a rule may ask of the server's own data: the held-out server split of the training set
+// (data.server_fraction; SPMC holds out 10 %). FLTrust trains on it (root set), SageFlow scores models on
+// it (public set), finetune trains the aggregate on it (validation set). The run loop implements it over a
+// Model replica; unit tests use a small fake. States are full model states (D values, parameters then
+// BatchNorm buffers), the same layout as the uploads.
+struct ServerTrainSpec {
+  int64_t epochs = 1;
+  int64_t batch = 64;
+  double lr = 0.01, momentum = 0.9, weight_decay = 1e-5;
+  double rho = 0.0;      // > 0: SAM steps with radius rho (FTSAM)
+  uint64_t seed = 0;     // shuffling
+};
+
+struct ServerEval {
+  double loss = 0.0;     // mean cross-entropy over the split
+  double entropy = 0.0;  // mean entropy (nats) of the predicted distribution
+  int64_t samples = 0;
+};
+
+class ServerData {
+ public:
+  virtual ~ServerData() = default;
+  virtual int64_t size() const = 0;  // samples in the server split; 0 = none configured
+  // Trains a copy of `state` on the split and returns the trained state (D values).
+  virtual std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) = 0;
+  virtual ServerEval evaluate(std::span<const float> state) = 0;
+};
+
 struct AggregationInput {
   const float* updates = nullptr;         // (n, D) row-major
   int64_t n = 0, D = 0;
@@ -28,6 +58,12 @@ struct AggregationInput {
   std::span<const int64_t> clients;       // n: client ids
   int64_t round = 0;
   uint64_t seed = 0;                      // (seed, round)-derived, for randomised rules
+  std::span<const float> global;          // D: the global state the updates are relative to
+  int64_t expected_malicious = 0;         // f: attackers the server assumes among these n uploads
+                                          // (server.expected_malicious); rules' own `f = -1` means this
+  ServerData* server_data = nullptr;      // null: no server split (rules that need one refuse)
+  ThreadPool* pool = nullptr;             // threads a rule may use across coordinates; null = serial.
+                                          // Results must not depend on the thread count.
 };
 
 struct AggregationOutput {
@@ -45,8 +81,57 @@ class ServerRule {
   virtual void load_state(std::span<const float> state) {}
 };
 
-// fl/defenses/fedavg.cpp
+// One pair per rule, defined in fl/defenses/<name>.cpp and listed in fl/registry.cpp. Wrappers
+// (bucketing, gas) apply an inner rule, which the registry builds from [server.<inner>].
 const std::vector<ParamSpec>& fedavg_params();
 std::unique_ptr<ServerRule> make_fedavg(const Params& params);
+// distance-based: krum.cpp, multi_krum.cpp, bulyan.cpp
+const std::vector<ParamSpec>& krum_params();
+std::unique_ptr<ServerRule> make_krum(const Params& params);
+const std::vector<ParamSpec>& multi_krum_params();
+std::unique_ptr<ServerRule> make_multi_krum(const Params& params);
+const std::vector<ParamSpec>& bulyan_params();
+std::unique_ptr<ServerRule> make_bulyan(const Params& params);
+// coordinate-wise: median.cpp, trimmed_mean.cpp
+const std::vector<ParamSpec>& median_params();
+std::unique_ptr<ServerRule> make_median(const Params& params);
+const std::vector<ParamSpec>& trimmed_mean_params();
+std::unique_ptr<ServerRule> make_trimmed_mean(const Params& params);
+// norms, signs, noise: norm_clip.cpp, add_noise.cpp, norm_bound.cpp, crfl.cpp, rlr.cpp, rsa.cpp
+const std::vector<ParamSpec>& norm_clip_params();
+std::unique_ptr<ServerRule> make_norm_clip(const Params& params);
+const std::vector<ParamSpec>& add_noise_params();
+std::unique_ptr<ServerRule> make_add_noise(const Params& params);
+const std::vector<ParamSpec>& norm_bound_params();
+std::unique_ptr<ServerRule> make_norm_bound(const Params& params);
+const std::vector<ParamSpec>& crfl_params();
+std::unique_ptr<ServerRule> make_crfl(const Params& params);
+const std::vector<ParamSpec>& rlr_params();
+std::unique_ptr<ServerRule> make_rlr(const Params& params);
+const std::vector<ParamSpec>& rsa_params();
+std::unique_ptr<ServerRule> make_rsa(const Params& params);
+// similarity and clustering: foolsgold.cpp, dnc.cpp, clustered.cpp, rfa.cpp, residual_base.cpp
+const std::vector<ParamSpec>& foolsgold_params();
+std::unique_ptr<ServerRule> make_foolsgold(const Params& params);
+const std::vector<ParamSpec>& dnc_params();
+std::unique_ptr<ServerRule> make_dnc(const Params& params);
+const std::vector<ParamSpec>& clustered_params();
+std::unique_ptr<ServerRule> make_clustered(const Params& params);
+const std::vector<ParamSpec>& rfa_params();
+std::unique_ptr<ServerRule> make_rfa(const Params& params);
+const std::vector<ParamSpec>& residual_base_params();
+std::unique_ptr<ServerRule> make_residual_base(const Params& params);
+// server data: fltrust.cpp, sageflow.cpp, finetune.cpp
+const std::vector<ParamSpec>& fltrust_params();
+std::unique_ptr<ServerRule> make_fltrust(const Params& params);
+const std::vector<ParamSpec>& sageflow_params();
+std::unique_ptr<ServerRule> make_sageflow(const Params& params);
+const std::vector<ParamSpec>& finetune_params();
+std::unique_ptr<ServerRule> make_finetune(const Params& params);
+// wrappers: bucketing.cpp, gas.cpp
+const std::vector<ParamSpec>& bucketing_params();
+std::unique_ptr<ServerRule> make_bucketing(const Params& params, std::unique_ptr<ServerRule> inner);
+const std::vector<ParamSpec>& gas_params();
+std::unique_ptr<ServerRule> make_gas(const Params& params, std::unique_ptr<ServerRule> inner);
 
 }  // namespace bastion

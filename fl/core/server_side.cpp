@@ -1,0 +1,114 @@
+#include "fl/core/server_side.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fl/evaluate.h"
+#include "fl/registry.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+int64_t expected_malicious_count(const ExperimentConfig& c, int64_t uploads) {
+  const double share = c.server.real("expected_malicious");
+  if (share >= 0) return static_cast<int64_t>(std::floor(share * static_cast<double>(uploads) + 1e-9));
+  const int64_t forced = c.attack.integer("malicious_per_round");
+  if (forced > 0) return std::min(forced, uploads);
+  const double ratio = static_cast<double>(resolved_malicious_count(c)) / static_cast<double>(c.data.integer("clients"));
+  return static_cast<int64_t>(std::floor(ratio * static_cast<double>(uploads) + 1e-9));
+}
+
+std::vector<int64_t> compact_finite_uploads(float* uploads, int64_t D, const std::vector<int64_t>& sampled,
+                                            int64_t round, bool fail) {
+  std::vector<int64_t> accepted;
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    const float* row = uploads + static_cast<int64_t>(i) * D;
+    const bool finite = std::all_of(row, row + D, [](float v) { return std::isfinite(v); });
+    BASTION_CHECK(finite || !fail, "round ", round, ": client ", sampled[i], " uploaded NaN or Inf (server.on_invalid = fail)");
+    if (!finite) continue;
+    float* slot = uploads + static_cast<int64_t>(accepted.size()) * D;
+    if (slot != row) std::copy(row, row + D, slot);
+    accepted.push_back(sampled[i]);
+  }
+  return accepted;
+}
+
+namespace {
+
+bool selects(const std::string& entry, const ParameterView& view, bool is_buffer) {
+  if (entry == "all") return true;
+  if (entry == "body") return is_buffer || !view.is_head;
+  if (entry == "head") return !is_buffer && view.is_head;
+  return view.name.rfind(entry, 0) == 0;
+}
+
+}  // namespace
+
+std::vector<ColumnRange> apply_to_columns(const Model& model, const std::vector<std::string>& apply_to) {
+  std::vector<ColumnRange> ranges;
+  if (apply_to.empty()) return ranges;
+  std::vector<uint8_t> used(apply_to.size(), 0);
+  auto visit = [&](const std::vector<ParameterView>& views, bool is_buffer) {
+    for (const ParameterView& view : views) {
+      bool take = false;
+      for (size_t k = 0; k < apply_to.size(); ++k) {
+        if (!selects(apply_to[k], view, is_buffer)) continue;
+        take = true;
+        used[k] = 1;
+      }
+      if (!take) continue;
+      if (!ranges.empty() && ranges.back().end == view.begin) ranges.back().end = view.end;
+      else ranges.push_back({view.begin, view.end});
+    }
+  };
+  visit(model.parameters(), false);
+  visit(model.buffers(), true);
+  for (size_t k = 0; k < apply_to.size(); ++k) {
+    if (used[k]) continue;
+    std::string names;
+    for (const ParameterView& view : model.parameters()) names += (names.empty() ? "" : ", ") + view.name;
+    BASTION_FAIL("server.apply_to: '", apply_to[k], "' selects nothing in model ", model.name(),
+                 " (use all, body, head or a prefix of: ", names, ")");
+  }
+  return ranges;
+}
+
+std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& c, const Model& model) {
+  std::unique_ptr<ServerRule> rule =
+      make_server_rule(c.server.text("rule"), c.server_rule, c.server.text("inner"), c.server_inner_rule);
+  std::vector<ColumnRange> ranges = apply_to_columns(model, c.server.list("apply_to"));
+  const bool everything = ranges.size() == 1 && ranges[0].begin == 0 && ranges[0].end == static_cast<int64_t>(model.flat_state().size());
+  if (ranges.empty() || everything) return rule;
+  return make_column_subset(std::move(rule), std::move(ranges), c.server.text("rest") == "mean");
+}
+
+ModelServerData::ModelServerData(Model& model, const Dataset& data, const std::vector<int64_t>& indices,
+                                 const TransformSpec& train_transform, const TransformSpec& eval_transform,
+                                 int64_t eval_batch)
+    : model_(model), data_(data), indices_(indices), train_transform_(train_transform),
+      eval_transform_(eval_transform), eval_batch_(eval_batch) {}
+
+std::vector<float> ModelServerData::train(std::span<const float> state, const ServerTrainSpec& spec) {
+  BASTION_CHECK(!indices_.empty(), "the server has no data of its own: set data.server_fraction");
+  BASTION_CHECK(static_cast<int64_t>(state.size()) == static_cast<int64_t>(model_.flat_state().size()),
+                "server training: state of ", state.size(), " values for a model of ", model_.flat_state().size());
+  std::copy(state.begin(), state.end(), model_.flat_state().begin());
+  const Params params("server.training", sgd_client_params(),
+                      {{"epochs", spec.epochs}, {"batch", spec.batch}, {"lr", spec.lr}, {"momentum", spec.momentum},
+                       {"weight_decay", spec.weight_decay}, {"rho", spec.rho}});
+  ClientState scratch;
+  ClientTask task{model_, data_, indices_, train_transform_, scratch, -1, 0, spec.seed, spec.seed};
+  make_sgd_client(params)->train(task);
+  const std::span<const float> trained = model_.flat_state();
+  return {trained.begin(), trained.end()};
+}
+
+ServerEval ModelServerData::evaluate(std::span<const float> state) {
+  BASTION_CHECK(!indices_.empty(), "the server has no data of its own: set data.server_fraction");
+  std::copy(state.begin(), state.end(), model_.flat_state().begin());
+  const TransformSpec* transform = is_identity_transform(eval_transform_) ? nullptr : &eval_transform_;
+  const EvalResult result = bastion::evaluate(model_, data_, eval_batch_, indices_, transform);
+  return {result.loss, result.entropy, result.samples};
+}
+
+}  // namespace bastion

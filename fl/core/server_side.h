@@ -1,0 +1,60 @@
+// The server's side of a round around the rule itself: the rule built from the config (inner rule of a
+// wrapper, restriction to server.apply_to), the number f of attackers the robust rules assume, and the
+// server's own data (data.server_fraction) through a Model replica for FLTrust, SageFlow and finetune.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/transforms.h"
+#include "fl/clients/client_rule.h"
+#include "fl/core/config.h"
+#include "fl/defenses/column_subset.h"
+#include "fl/defenses/server_rule.h"
+#include "nn/model.h"
+
+namespace bastion {
+
+// f among `uploads` uploads: floor(server.expected_malicious * uploads) when that is >= 0; else
+// min(attack.malicious_per_round, uploads) when attackers are forced into every round; else
+// floor(uploads * malicious clients / clients) (FedCAP's f = floor(n * attack_ratio)).
+int64_t expected_malicious_count(const ExperimentConfig& config, int64_t uploads);
+
+// Upload validation before the server rule: a row with NaN or Inf never reaches it. Accepted rows are
+// moved up in place over rejected ones (a round without rejections copies nothing); returns the
+// accepted clients in order. fail = true (server.on_invalid = fail) throws on the first invalid row.
+std::vector<int64_t> compact_finite_uploads(float* uploads, int64_t D, const std::vector<int64_t>& sampled,
+                                            int64_t round, bool fail);
+
+// The column ranges of server.apply_to on `model` ([] = every column: returns empty). Entries: "all",
+// "body" (every parameter outside the head, and every buffer), "head", or a parameter-name prefix (also
+// matched against buffer names, so "bn1." selects bn1's running statistics). An entry that selects
+// nothing is an error listing the model's parameter names.
+std::vector<ColumnRange> apply_to_columns(const Model& model, const std::vector<std::string>& apply_to);
+
+// server.rule (with server.inner for wrappers), restricted to server.apply_to when given.
+std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& config, const Model& model);
+
+// ServerData over the run's server split: training runs the sgd client rule on a Model replica (so the
+// server trains exactly like a client: same loader, augmentation, SAM when rho > 0), evaluation uses
+// the deterministic eval transform. The replica is the caller's scratch: its state is overwritten.
+class ModelServerData final : public ServerData {
+ public:
+  ModelServerData(Model& model, const Dataset& data, const std::vector<int64_t>& indices,
+                  const TransformSpec& train_transform, const TransformSpec& eval_transform, int64_t eval_batch);
+  int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
+  std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) override;
+  ServerEval evaluate(std::span<const float> state) override;
+
+ private:
+  Model& model_;
+  const Dataset& data_;
+  const std::vector<int64_t>& indices_;
+  const TransformSpec& train_transform_;
+  const TransformSpec& eval_transform_;
+  int64_t eval_batch_;
+};
+
+}  // namespace bastion

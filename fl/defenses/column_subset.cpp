@@ -1,0 +1,115 @@
+#include "fl/defenses/column_subset.h"
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+
+#include "fl/defenses/defense_support.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+
+std::vector<float> gather(std::span<const float> full, const std::vector<ColumnRange>& ranges, int64_t width) {
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(width));
+  for (const ColumnRange& r : ranges) out.insert(out.end(), full.begin() + r.begin, full.begin() + r.end);
+  return out;
+}
+
+void scatter(std::span<float> full, std::span<const float> sub, const std::vector<ColumnRange>& ranges) {
+  size_t k = 0;
+  for (const ColumnRange& r : ranges) {
+    std::copy_n(sub.begin() + k, r.end - r.begin, full.begin() + r.begin);
+    k += static_cast<size_t>(r.end - r.begin);
+  }
+}
+
+// Server data seen through the subset: a sub-state is completed with the global state's other columns.
+class SubsetServerData final : public ServerData {
+ public:
+  SubsetServerData(ServerData& full, std::span<const float> global, const std::vector<ColumnRange>& ranges, int64_t width)
+      : full_(full), global_(global), ranges_(ranges), width_(width) {}
+  int64_t size() const override { return full_.size(); }
+  std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) override {
+    return gather(full_.train(complete(state), spec), ranges_, width_);
+  }
+  ServerEval evaluate(std::span<const float> state) override { return full_.evaluate(complete(state)); }
+
+ private:
+  ServerData& full_;
+  std::span<const float> global_;
+  const std::vector<ColumnRange>& ranges_;
+  int64_t width_;
+  std::vector<float> complete(std::span<const float> sub) const {
+    std::vector<float> state(global_.begin(), global_.end());
+    scatter(state, sub, ranges_);
+    return state;
+  }
+};
+
+class ColumnSubset final : public ServerRule {
+ public:
+  ColumnSubset(std::unique_ptr<ServerRule> inner, std::vector<ColumnRange> ranges, bool rest_mean)
+      : inner_(std::move(inner)), ranges_(std::move(ranges)), rest_mean_(rest_mean) {
+    BASTION_CHECK(!ranges_.empty(), "server.apply_to selects no parameter");
+    for (const ColumnRange& r : ranges_) width_ += r.end - r.begin;
+  }
+
+  AggregationOutput aggregate(const AggregationInput& in) override {
+    BASTION_CHECK(ranges_.back().end <= in.D, "server.apply_to: column ", ranges_.back().end, " beyond the model's ", in.D);
+    std::vector<float> sub(static_cast<size_t>(in.n * width_));
+    for (int64_t i = 0; i < in.n; ++i) {
+      const std::vector<float> row = gather({in.updates + i * in.D, static_cast<size_t>(in.D)}, ranges_, width_);
+      std::copy(row.begin(), row.end(), sub.begin() + i * width_);
+    }
+    const std::vector<float> sub_global = gather(in.global, ranges_, width_);
+    std::optional<SubsetServerData> sub_data;
+    if (in.server_data != nullptr) sub_data.emplace(*in.server_data, in.global, ranges_, width_);
+    AggregationInput inner_in = in;
+    inner_in.updates = sub.data();
+    inner_in.D = width_;
+    inner_in.num_parameters = sub_parameters(in.num_parameters);
+    inner_in.global = sub_global;
+    inner_in.server_data = sub_data ? &*sub_data : nullptr;
+    AggregationOutput inner_out = inner_->aggregate(inner_in);
+    BASTION_CHECK(static_cast<int64_t>(inner_out.update.size()) == width_, "server rule returned ",
+                  inner_out.update.size(), " values for a subset of ", width_);
+    AggregationOutput out;
+    if (rest_mean_) {
+      std::vector<int64_t> all(static_cast<size_t>(in.n));
+      std::iota(all.begin(), all.end(), int64_t{0});
+      out.update = mean_of_rows(in, all, /*sample_weighted=*/true);
+    } else {
+      out.update.assign(static_cast<size_t>(in.D), 0.0f);
+    }
+    scatter(out.update, inner_out.update, ranges_);
+    out.flagged = std::move(inner_out.flagged);
+    return out;
+  }
+  std::vector<float> save_state() const override { return inner_->save_state(); }
+  void load_state(std::span<const float> state) override { inner_->load_state(state); }
+
+ private:
+  std::unique_ptr<ServerRule> inner_;
+  std::vector<ColumnRange> ranges_;
+  bool rest_mean_;
+  int64_t width_ = 0;
+
+  int64_t sub_parameters(int64_t num_parameters) const {
+    int64_t count = 0;
+    for (const ColumnRange& r : ranges_)
+      if (r.end <= num_parameters) count += r.end - r.begin;
+    return count;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ServerRule> make_column_subset(std::unique_ptr<ServerRule> inner, std::vector<ColumnRange> ranges,
+                                               bool rest_mean) {
+  return std::make_unique<ColumnSubset>(std::move(inner), std::move(ranges), rest_mean);
+}
+
+}  // namespace bastion

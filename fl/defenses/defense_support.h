@@ -1,0 +1,39 @@
+// Pieces every server rule shares: the `f` parameter, means over chosen rows, detection flags, a copy of
+// the parameter columns for distance math, and deterministic column blocks for threading.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "fl/core/params.h"
+#include "fl/defenses/server_rule.h"
+
+namespace bastion {
+
+// The "f" parameter of robust rules: attackers assumed among the n uploads; -1 = the run's
+// server.expected_malicious (AggregationInput::expected_malicious).
+ParamSpec f_param();
+int64_t resolved_f(const Params& params, const AggregationInput& in);
+
+// sum_i w_i * row_i over all D columns, accumulated in double in the given row order (weights are used
+// as given, not normalised). rows.size() == weights.size().
+std::vector<float> weighted_sum_of_rows(const AggregationInput& in, std::span<const int64_t> rows,
+                                        std::span<const double> weights);
+// Mean of the chosen rows: weights |D_i| / sum |D_j| (sample_weighted) or 1/|rows|. rows non-empty.
+std::vector<float> mean_of_rows(const AggregationInput& in, std::span<const int64_t> rows, bool sample_weighted);
+// n flags: 1 for every row not in `kept`.
+std::vector<uint8_t> flags_except(int64_t n, std::span<const int64_t> kept);
+// Contiguous (n, num_parameters) copy of the parameter columns (distances and similarities ignore
+// BatchNorm buffers, SPEC notation).
+std::vector<float> parameter_rows(const AggregationInput& in);
+// Runs body(begin, end) over [0, D) in fixed blocks of `block` columns on in.pool (serial when null).
+// The blocks do not depend on the thread count, so a rule that writes only its own columns is
+// deterministic.
+void for_column_blocks(const AggregationInput& in, int64_t D, int64_t block,
+                       const std::function<void(int64_t begin, int64_t end)>& body);
+// The "weighting" choice shared by averaging rules: "samples" or "uniform".
+ParamSpec weighting_param(const char* default_value);
+
+}  // namespace bastion

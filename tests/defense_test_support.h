@@ -1,0 +1,82 @@
+// Helpers for the server-rule tests: an upload matrix that owns its storage and hands out an
+// AggregationInput, and rules built from their parameter tables (no registry needed).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "fl/defenses/server_rule.h"
+#include "tensor/random.h"
+
+namespace bastion::testing {
+
+struct Uploads {
+  std::vector<float> data;            // (n, D)
+  int64_t n = 0, D = 0, P = 0;        // P = num_parameters (defaults to D)
+  std::vector<int64_t> samples, clients;
+  std::vector<float> global;          // D, zeros unless set
+  int64_t f = 0;                      // expected_malicious
+  int64_t round = 1;
+  uint64_t seed = 7;
+  ServerData* server_data = nullptr;
+  ThreadPool* pool = nullptr;
+
+  Uploads(std::vector<std::vector<float>> rows) {
+    n = static_cast<int64_t>(rows.size());
+    D = P = rows.empty() ? 0 : static_cast<int64_t>(rows[0].size());
+    for (const auto& row : rows) data.insert(data.end(), row.begin(), row.end());
+    samples.assign(static_cast<size_t>(n), 100);
+    clients.resize(static_cast<size_t>(n));
+    std::iota(clients.begin(), clients.end(), int64_t{0});
+    global.assign(static_cast<size_t>(D), 0.0f);
+  }
+
+  // n rows of D values N(mean, std) from `seed`.
+  static Uploads gaussian(int64_t n, int64_t D, uint64_t seed, float mean = 0.0f, float std = 1.0f) {
+    Generator g(seed);
+    std::vector<std::vector<float>> rows(static_cast<size_t>(n), std::vector<float>(static_cast<size_t>(D)));
+    for (auto& row : rows)
+      for (float& v : row) v = mean + std * static_cast<float>(g.normal());
+    return Uploads(std::move(rows));
+  }
+
+  float* row(int64_t i) { return data.data() + i * D; }
+
+  AggregationInput input() const {
+    AggregationInput in;
+    in.updates = data.data();
+    in.n = n;
+    in.D = D;
+    in.num_parameters = P;
+    in.num_samples = samples;
+    in.clients = clients;
+    in.round = round;
+    in.seed = seed;
+    in.global = global;
+    in.expected_malicious = f;
+    in.server_data = server_data;
+    in.pool = pool;
+    return in;
+  }
+
+  // The same uploads with rows reordered: row k of the result is row order[k] of this one.
+  Uploads permuted(const std::vector<int64_t>& order) const {
+    Uploads out = *this;
+    for (size_t k = 0; k < order.size(); ++k) {
+      std::copy_n(data.data() + order[k] * D, D, out.data.data() + static_cast<int64_t>(k) * D);
+      out.samples[k] = samples[order[k]];
+      out.clients[k] = clients[order[k]];
+    }
+    return out;
+  }
+};
+
+inline Params rule_params(const std::string& name, const std::vector<ParamSpec>& specs,
+                          const std::map<std::string, ParamValue>& given = {}) {
+  return Params("server." + name, specs, given);
+}
+
+}  // namespace bastion::testing
