@@ -2,6 +2,8 @@
 // AggregationInput, and rules built from their parameter tables (no registry needed).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <memory>
 #include <numeric>
@@ -77,6 +79,19 @@ struct Uploads {
 inline Params rule_params(const std::string& name, const std::vector<ParamSpec>& specs,
                           const std::map<std::string, ParamValue>& given = {}) {
   return Params("server." + name, specs, given);
+}
+
+using MakeRule = std::unique_ptr<ServerRule> (*)(const Params&);
+
+// The rule `make` with parameters `given` (validated against `specs`) applied to `u`.
+inline AggregationOutput run_rule(MakeRule make, const std::string& name, const std::vector<ParamSpec>& specs,
+                                  const Uploads& u, const std::map<std::string, ParamValue>& given = {}) {
+  return make(rule_params(name, specs, given))->aggregate(u.input());
+}
+
+inline void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, float tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t d = 0; d < got.size(); ++d) EXPECT_NEAR(got[d], want[d], tolerance) << "column " << d;
 }
 
 }  // namespace bastion::testing

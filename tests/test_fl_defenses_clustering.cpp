@@ -25,17 +25,9 @@ constexpr float kSumOrderTolerance = 1e-5f;
 // Hand-computed values pass through double sums and one float rounding: a few float ulps.
 constexpr float kHandTolerance = 1e-6f;
 
-using MakeRule = std::unique_ptr<ServerRule> (*)(const Params&);
-
-AggregationOutput run_rule(MakeRule make, const std::string& name, const std::vector<ParamSpec>& specs,
-                           const Uploads& u, const std::map<std::string, ParamValue>& given = {}) {
-  return make(rule_params(name, specs, given))->aggregate(u.input());
-}
-
-void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, float tolerance) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t d = 0; d < got.size(); ++d) EXPECT_NEAR(got[d], want[d], tolerance) << "column " << d;
-}
+using testing::MakeRule;
+using testing::expect_near_all;
+using testing::run_rule;
 
 // Uniform mean of the chosen rows, in double.
 std::vector<float> mean_rows(const Uploads& u, const std::vector<int64_t>& rows) {

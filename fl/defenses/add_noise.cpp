@@ -32,16 +32,8 @@ class AddNoise final : public ServerRule {
       : sigma_(p.real("sigma")), clip_(p.real("clip")), sample_weighted_(p.text("weighting") == "samples") {}
 
   AggregationOutput aggregate(const AggregationInput& in) override {
-    BASTION_CHECK(in.n >= 1, "add-noise: no upload to aggregate");
-    std::vector<int64_t> rows(static_cast<size_t>(in.n));
-    for (int64_t i = 0; i < in.n; ++i) rows[i] = i;
-    std::vector<double> a(static_cast<size_t>(in.n), 1.0 / static_cast<double>(in.n));
-    if (sample_weighted_) {
-      double total = 0.0;
-      for (int64_t i = 0; i < in.n; ++i) total += static_cast<double>(in.num_samples[i]);
-      BASTION_CHECK(total > 0, "add-noise: sample weighting with zero samples in total");
-      for (int64_t i = 0; i < in.n; ++i) a[i] = static_cast<double>(in.num_samples[i]) / total;
-    }
+    const std::vector<int64_t> rows = all_rows(in.n);
+    const std::vector<double> a = row_weights(in, rows, sample_weighted_, "add-noise");  // FedAvg weights
     std::vector<double> clipped(a);
     if (clip_ > 0) {
       for (int64_t i = 0; i < in.n; ++i) {

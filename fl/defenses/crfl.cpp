@@ -35,9 +35,7 @@ class Crfl final : public ServerRule {
     BASTION_CHECK(in.n >= 1, "crfl: no upload to aggregate");
     BASTION_CHECK(static_cast<int64_t>(in.global.size()) == in.D, "crfl: global state has ", in.global.size(),
                   " values, uploads have D = ", in.D);
-    std::vector<int64_t> rows(static_cast<size_t>(in.n));
-    for (int64_t i = 0; i < in.n; ++i) rows[i] = i;
-    const std::vector<float> mean = mean_of_rows(in, rows, sample_weighted_);
+    const std::vector<float> mean = mean_of_rows(in, all_rows(in.n), sample_weighted_);
     const int64_t P = in.num_parameters;
     std::vector<double> w(static_cast<size_t>(P));
     double squared = 0.0;

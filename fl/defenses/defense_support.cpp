@@ -34,16 +34,26 @@ std::vector<float> weighted_sum_of_rows(const AggregationInput& in, std::span<co
   return out;
 }
 
-std::vector<float> mean_of_rows(const AggregationInput& in, std::span<const int64_t> rows, bool sample_weighted) {
-  BASTION_CHECK(!rows.empty(), "mean of no uploads");
+std::vector<int64_t> all_rows(int64_t n) {
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[i] = i;
+  return rows;
+}
+
+std::vector<double> row_weights(const AggregationInput& in, std::span<const int64_t> rows, bool sample_weighted,
+                                const char* rule) {
+  BASTION_CHECK(!rows.empty(), rule, ": no upload to aggregate");
   std::vector<double> weights(rows.size(), 1.0 / static_cast<double>(rows.size()));
-  if (sample_weighted) {
-    double total = 0.0;
-    for (int64_t r : rows) total += static_cast<double>(in.num_samples[r]);
-    BASTION_CHECK(total > 0, "sample weighting with zero samples in total");
-    for (size_t k = 0; k < rows.size(); ++k) weights[k] = static_cast<double>(in.num_samples[rows[k]]) / total;
-  }
-  return weighted_sum_of_rows(in, rows, weights);
+  if (!sample_weighted) return weights;
+  double total = 0.0;
+  for (int64_t r : rows) total += static_cast<double>(in.num_samples[r]);
+  BASTION_CHECK(total > 0, rule, ": sample weighting with zero samples in total");
+  for (size_t k = 0; k < rows.size(); ++k) weights[k] = static_cast<double>(in.num_samples[rows[k]]) / total;
+  return weights;
+}
+
+std::vector<float> mean_of_rows(const AggregationInput& in, std::span<const int64_t> rows, bool sample_weighted) {
+  return weighted_sum_of_rows(in, rows, row_weights(in, rows, sample_weighted, "mean"));
 }
 
 std::vector<uint8_t> flags_except(int64_t n, std::span<const int64_t> kept) {

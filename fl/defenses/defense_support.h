@@ -21,6 +21,12 @@ int64_t resolved_f(const Params& params, const AggregationInput& in);
 // as given, not normalised). rows.size() == weights.size().
 std::vector<float> weighted_sum_of_rows(const AggregationInput& in, std::span<const int64_t> rows,
                                         std::span<const double> weights);
+// 0, 1, ..., n - 1.
+std::vector<int64_t> all_rows(int64_t n);
+// FedAvg weights of the chosen rows: |D_i| / sum_j |D_j| (sample_weighted) or 1 / |rows|; `rule` names the
+// rule in the error for a zero sample total.
+std::vector<double> row_weights(const AggregationInput& in, std::span<const int64_t> rows, bool sample_weighted,
+                                const char* rule);
 // Mean of the chosen rows: weights |D_i| / sum |D_j| (sample_weighted) or 1/|rows|. rows non-empty.
 std::vector<float> mean_of_rows(const AggregationInput& in, std::span<const int64_t> rows, bool sample_weighted);
 // n flags: 1 for every row not in `kept`.

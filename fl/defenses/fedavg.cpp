@@ -7,7 +7,7 @@
 // Cost: O(n D), one pass over the matrix.
 #include <limits>
 
-#include "fl/defenses/server_rule.h"
+#include "fl/defenses/defense_support.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -18,33 +18,17 @@ class FedAvg final : public ServerRule {
   explicit FedAvg(const Params& p) : sample_weighted_(p.text("weighting") == "samples"), lr_(p.real("lr")) {}
 
   AggregationOutput aggregate(const AggregationInput& in) override {
-    BASTION_CHECK(in.n >= 1, "fedavg: no upload to aggregate");
-    const std::vector<double> weights = row_weights(in);
-    std::vector<double> sum(static_cast<size_t>(in.D), 0.0);
-    for (int64_t i = 0; i < in.n; ++i) {
-      const float* row = in.updates + i * in.D;
-      const double w = weights[i];
-      for (int64_t d = 0; d < in.D; ++d) sum[d] += w * row[d];
-    }
+    const std::vector<int64_t> rows = all_rows(in.n);
+    std::vector<double> weights = row_weights(in, rows, sample_weighted_, "fedavg");
+    for (double& w : weights) w *= lr_;  // exact for the default lr = 1
     AggregationOutput out;
-    out.update.resize(static_cast<size_t>(in.D));
-    for (int64_t d = 0; d < in.D; ++d) out.update[d] = static_cast<float>(lr_ * sum[d]);
+    out.update = weighted_sum_of_rows(in, rows, weights);
     return out;
   }
 
  private:
   bool sample_weighted_;
   double lr_;
-
-  std::vector<double> row_weights(const AggregationInput& in) const {
-    std::vector<double> weights(static_cast<size_t>(in.n), 1.0 / static_cast<double>(in.n));
-    if (!sample_weighted_) return weights;
-    double total = 0.0;
-    for (int64_t i = 0; i < in.n; ++i) total += static_cast<double>(in.num_samples[i]);
-    BASTION_CHECK(total > 0, "fedavg: sample weighting with zero samples in total");
-    for (int64_t i = 0; i < in.n; ++i) weights[i] = static_cast<double>(in.num_samples[i]) / total;
-    return weights;
-  }
 };
 }  // namespace
 

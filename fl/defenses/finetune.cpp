@@ -23,10 +23,8 @@ class Finetune final : public ServerRule {
   AggregationOutput aggregate(const AggregationInput& in) override {
     ServerData& data = require_server_data(in, "finetune");
     BASTION_CHECK(in.n >= 1, "finetune: no upload to aggregate");
-    std::vector<int64_t> rows(static_cast<size_t>(in.n));
-    std::iota(rows.begin(), rows.end(), int64_t{0});
     AggregationOutput out;
-    out.update = mean_of_rows(in, rows, sample_weighted_);
+    out.update = mean_of_rows(in, all_rows(in.n), sample_weighted_);
     std::vector<float> start(in.global.begin(), in.global.end());
     for (int64_t d = 0; d < in.D; ++d) start[d] += out.update[d];
     ServerTrainSpec spec = server_train_spec(params_, in.seed);

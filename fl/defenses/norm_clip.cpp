@@ -26,17 +26,8 @@ class NormClip final : public ServerRule {
   }
 
   AggregationOutput aggregate(const AggregationInput& in) override {
-    BASTION_CHECK(in.n >= 1, "norm-clip: no upload to aggregate");
-    std::vector<int64_t> rows(static_cast<size_t>(in.n));
-    for (int64_t i = 0; i < in.n; ++i) rows[i] = i;
-    // a_i: the FedAvg weights; parameter columns use a_i * s_i.
-    std::vector<double> a(static_cast<size_t>(in.n), 1.0 / static_cast<double>(in.n));
-    if (sample_weighted_) {
-      double total = 0.0;
-      for (int64_t i = 0; i < in.n; ++i) total += static_cast<double>(in.num_samples[i]);
-      BASTION_CHECK(total > 0, "norm-clip: sample weighting with zero samples in total");
-      for (int64_t i = 0; i < in.n; ++i) a[i] = static_cast<double>(in.num_samples[i]) / total;
-    }
+    const std::vector<int64_t> rows = all_rows(in.n);
+    const std::vector<double> a = row_weights(in, rows, sample_weighted_, "norm-clip");  // FedAvg weights
     std::vector<double> clipped(a);
     for (int64_t i = 0; i < in.n; ++i) {
       const double norm = vector_norm_cpu(in.updates + i * in.D, in.num_parameters);

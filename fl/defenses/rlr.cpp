@@ -31,13 +31,7 @@ class Rlr final : public ServerRule {
     BASTION_CHECK(in.n >= 1, "rlr: no upload to aggregate");
     BASTION_CHECK(threshold_ <= static_cast<double>(in.n), "rlr: threshold ", threshold_, " exceeds the ", in.n,
                   " uploads: every coordinate would be negated");
-    std::vector<double> a(static_cast<size_t>(in.n), 1.0 / static_cast<double>(in.n));
-    if (sample_weighted_) {
-      double total = 0.0;
-      for (int64_t i = 0; i < in.n; ++i) total += static_cast<double>(in.num_samples[i]);
-      BASTION_CHECK(total > 0, "rlr: sample weighting with zero samples in total");
-      for (int64_t i = 0; i < in.n; ++i) a[i] = static_cast<double>(in.num_samples[i]) / total;
-    }
+    const std::vector<double> a = row_weights(in, all_rows(in.n), sample_weighted_, "rlr");
     AggregationOutput out;
     out.update.resize(static_cast<size_t>(in.D));
     const int64_t P = in.num_parameters;
