@@ -7,8 +7,8 @@
 //   sgemm_gram/<model>/n:<n>      rung 0 for the distance-based rules: the Gram matrix X X^T of the
 //                                 (n, P) parameter rows by gemm_cpu, the GEMM Krum's distances are made of
 //
-// <model>: lenet (D = 61,706: Fashion-MNIST LeNet), cnn-fedcap (D = 1,663,370... as built here) and
-// resnet18 (D = 11.2M, CIFAR-10 ResNet18 incl. BatchNorm buffers); D and P are taken from the models.
+// <model>: lenet (Fashion-MNIST LeNet, D = 44,426), cnn-fedcap (3x32x32, D = 156,810) and resnet18
+// (CIFAR-10 ResNet18, D = 11,183,562 incl. 9,600 BatchNorm buffer values); D and P come from the models.
 // Counters: GBps = n * D * 4 bytes (the upload matrix, read at least once) per second; GFLOPS = 2 n^2 P
 // (the Gram matrix) per second, for the rules built on pairwise distances (krum, multi-krum, bulyan) and
 // for sgemm_gram. The rules that need server data get a stub that returns its input (train) or fixed
