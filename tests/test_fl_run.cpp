@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 
+#include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
 #include "test_support.h"
@@ -48,10 +48,6 @@ checkpoint_every = 2
 )" + extra_attack;
 }
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class FlRun : public TempDirTest {
  protected:
@@ -66,7 +62,7 @@ class FlRun : public TempDirTest {
     options.stop_after_round = stop_after;
     return run_experiment(config, options);
   }
-  std::string file(const std::string& out, const std::string& name) { return read_text(dir_ / out / name); }
+  std::string file(const std::string& out, const std::string& name) { return read_text_file((dir_ / out / name).string()); }
 };
 
 TEST_F(FlRun, WritesEveryResultsFileWithOneRowPerEvaluatedRound) {

@@ -5,8 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
+#include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
 #include "test_support.h"
@@ -48,10 +48,6 @@ checkpoint_every = 2
 )" + server;
 }
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class FlRunDefenses : public TempDirTest {
  protected:
@@ -64,7 +60,7 @@ class FlRunDefenses : public TempDirTest {
     options.stop_after_round = stop_after;
     return run_experiment(parse_config(toml, "tiny.toml"), options);
   }
-  std::string rounds(const std::string& out) { return read_text(dir_ / out / "rounds.csv"); }
+  std::string rounds(const std::string& out) { return read_text_file((dir_ / out / "rounds.csv").string()); }
 };
 
 int64_t detections(const std::vector<RoundRecord>& records) {
