@@ -7,12 +7,12 @@
 #include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
+#include "fl_test_support.h"
 #include "test_support.h"
 
 namespace bastion {
 namespace {
 
-using testing::TempDirTest;
 using testing::expect_error;
 
 // 20 clients on the 2000-sample 8x8 synthetic set, 5 per round, 2 attackers forced into every round.
@@ -49,21 +49,7 @@ checkpoint_every = 2
 }
 
 
-class FlRun : public TempDirTest {
- protected:
-  std::vector<RunSummary> run(const std::string& toml, const std::string& out, int threads,
-                              const std::vector<std::string>& overrides = {}, bool resume = false,
-                              int64_t stop_after = 0) {
-    const ExperimentConfig config = parse_config(toml, "tiny.toml", overrides);
-    RunOptions options;
-    options.out_dir = (dir_ / out).string();
-    options.threads = threads;
-    options.resume = resume;
-    options.stop_after_round = stop_after;
-    return run_experiment(config, options);
-  }
-  std::string file(const std::string& out, const std::string& name) { return read_text_file((dir_ / out / name).string()); }
-};
+using FlRun = testing::FlRunTest;
 
 TEST_F(FlRun, WritesEveryResultsFileWithOneRowPerEvaluatedRound) {
   const std::vector<RunSummary> summaries = run(tiny_config(), "a", 1);

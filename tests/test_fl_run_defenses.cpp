@@ -9,12 +9,12 @@
 #include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
+#include "fl_test_support.h"
 #include "test_support.h"
 
 namespace bastion {
 namespace {
 
-using testing::TempDirTest;
 
 // 20 clients, 5 per round, 2 sign-flip attackers forced into every round; the server holds out 10 %.
 std::string tiny_defense_config(const std::string& server) {
@@ -49,18 +49,9 @@ checkpoint_every = 2
 }
 
 
-class FlRunDefenses : public TempDirTest {
+class FlRunDefenses : public testing::FlRunTest {
  protected:
-  std::vector<RunSummary> run(const std::string& toml, const std::string& out, int threads, bool resume = false,
-                              int64_t stop_after = 0) {
-    RunOptions options;
-    options.out_dir = (dir_ / out).string();
-    options.threads = threads;
-    options.resume = resume;
-    options.stop_after_round = stop_after;
-    return run_experiment(parse_config(toml, "tiny.toml"), options);
-  }
-  std::string rounds(const std::string& out) { return read_text_file((dir_ / out / "rounds.csv").string()); }
+  std::string rounds(const std::string& out) { return file(out, "rounds.csv"); }
 };
 
 int64_t detections(const std::vector<RoundRecord>& records) {
@@ -101,8 +92,8 @@ TEST_F(FlRunDefenses, MultiKrumOnTheBodyOnlyKeepsTheHeadsWhenAsked) {
 TEST_F(FlRunDefenses, FoolsGoldHistoryIsCheckpointedSoAResumedRunMatches) {
   const std::string toml = tiny_defense_config("[server]\nrule = \"foolsgold\"\n");
   run(toml, "whole", 1);
-  run(toml, "resumed", 1, false, /*stop_after=*/3);
-  run(toml, "resumed", 2, /*resume=*/true);
+  run(toml, "resumed", 1, {}, false, /*stop_after=*/3);
+  run(toml, "resumed", 2, {}, /*resume=*/true);
   EXPECT_EQ(rounds("whole"), rounds("resumed"));
 }
 

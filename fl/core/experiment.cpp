@@ -247,19 +247,11 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
   for (int64_t client : accepted_clients) samples.push_back(static_cast<int64_t>(partition_.train[client].size()));
   if (accepted_clients.empty()) return;  // every upload rejected: the global model stays
   const int64_t n = static_cast<int64_t>(accepted_clients.size());
-  AggregationInput input;
-  input.updates = uploads.data();
-  input.n = n;
-  input.D = D_;
-  input.num_parameters = P_;
-  input.num_samples = samples;
-  input.clients = accepted_clients;
-  input.round = round;
-  input.seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64();
-  input.global = global_;
-  input.expected_malicious = expected_malicious_count(c_, n);
-  input.server_data = server_data_ ? &*server_data_ : nullptr;
-  input.pool = &pool_;
+  const AggregationInput input{.updates = uploads.data(), .n = n, .D = D_, .num_parameters = P_, .num_samples = samples,
+                               .clients = accepted_clients, .round = round,
+                               .seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64(),
+                               .global = global_, .expected_malicious = expected_malicious_count(c_, n),
+                               .server_data = server_data_ ? &*server_data_ : nullptr, .pool = &pool_};
   loaded_version_[0] = -1;  // server data (if any) trains and evaluates on replica 0
   const AggregationOutput output = server_rule_->aggregate(input);
   BASTION_CHECK(static_cast<int64_t>(output.update.size()) == D_, "server rule '", c_.server.text("rule"),

@@ -16,7 +16,6 @@
 
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/server_rule.h"
-#include "kernels/cpu/vector.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
 
@@ -32,21 +31,8 @@ class AddNoise final : public ServerRule {
       : sigma_(p.real("sigma")), clip_(p.real("clip")), sample_weighted_(p.text("weighting") == "samples") {}
 
   AggregationOutput aggregate(const AggregationInput& in) override {
-    const std::vector<int64_t> rows = all_rows(in.n);
-    const std::vector<double> a = row_weights(in, rows, sample_weighted_, "add-noise");  // FedAvg weights
-    std::vector<double> clipped(a);
-    if (clip_ > 0) {
-      for (int64_t i = 0; i < in.n; ++i) {
-        const double norm = vector_norm_cpu(in.updates + i * in.D, in.num_parameters);
-        if (norm > clip_) clipped[i] *= clip_ / norm;
-      }
-    }
     AggregationOutput out;
-    out.update = weighted_sum_of_rows(in, rows, clipped);
-    if (clip_ > 0 && in.num_parameters < in.D) {  // buffers: the unclipped weighted mean
-      const std::vector<float> plain = weighted_sum_of_rows(in, rows, a);
-      std::copy(plain.begin() + in.num_parameters, plain.end(), out.update.begin() + in.num_parameters);
-    }
+    out.update = norm_clipped_mean(in, sample_weighted_, clip_, "add-noise");
     if (sigma_ > 0) {
       const Generator base = Generator(in.seed).fork(kNoiseStream);
       float* update = out.update.data();

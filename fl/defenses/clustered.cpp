@@ -73,11 +73,7 @@ class Clustered final : public ServerRule {
       keep = s0 != s1 ? (s0 > s1 ? 0 : 1) : (min_id(clusters[0]) < min_id(clusters[1]) ? 0 : 1);
     }
     std::vector<int64_t> kept = clusters[keep];
-    std::sort(kept.begin(), kept.end());  // sum in row order
-    AggregationOutput out;
-    out.update = mean_of_rows(in, kept, sample_weighted_);
-    out.flagged = flags_except(n, kept);
-    return out;
+    return mean_of_kept(in, std::move(kept), sample_weighted_);
   }
 
  private:

@@ -1,7 +1,6 @@
 #include "fl/defenses/column_subset.h"
 
 #include <algorithm>
-#include <numeric>
 #include <optional>
 
 #include "fl/defenses/defense_support.h"
@@ -11,10 +10,14 @@ namespace bastion {
 
 namespace {
 
+// Copies the selected columns of `full` into `out` (width values), in range order.
+void gather_into(float* out, const float* full, const std::vector<ColumnRange>& ranges) {
+  for (const ColumnRange& r : ranges) out = std::copy(full + r.begin, full + r.end, out);
+}
+
 std::vector<float> gather(std::span<const float> full, const std::vector<ColumnRange>& ranges, int64_t width) {
-  std::vector<float> out;
-  out.reserve(static_cast<size_t>(width));
-  for (const ColumnRange& r : ranges) out.insert(out.end(), full.begin() + r.begin, full.begin() + r.end);
+  std::vector<float> out(static_cast<size_t>(width));
+  gather_into(out.data(), full.data(), ranges);
   return out;
 }
 
@@ -60,10 +63,7 @@ class ColumnSubset final : public ServerRule {
   AggregationOutput aggregate(const AggregationInput& in) override {
     BASTION_CHECK(ranges_.back().end <= in.D, "server.apply_to: column ", ranges_.back().end, " beyond the model's ", in.D);
     std::vector<float> sub(static_cast<size_t>(in.n * width_));
-    for (int64_t i = 0; i < in.n; ++i) {
-      const std::vector<float> row = gather({in.updates + i * in.D, static_cast<size_t>(in.D)}, ranges_, width_);
-      std::copy(row.begin(), row.end(), sub.begin() + i * width_);
-    }
+    for (int64_t i = 0; i < in.n; ++i) gather_into(sub.data() + i * width_, in.updates + i * in.D, ranges_);
     const std::vector<float> sub_global = gather(in.global, ranges_, width_);
     std::optional<SubsetServerData> sub_data;
     if (in.server_data != nullptr) sub_data.emplace(*in.server_data, in.global, ranges_, width_);
@@ -78,9 +78,7 @@ class ColumnSubset final : public ServerRule {
                   inner_out.update.size(), " values for a subset of ", width_);
     AggregationOutput out;
     if (rest_mean_) {
-      std::vector<int64_t> all(static_cast<size_t>(in.n));
-      std::iota(all.begin(), all.end(), int64_t{0});
-      out.update = mean_of_rows(in, all, /*sample_weighted=*/true);
+      out.update = mean_of_rows(in, all_rows(in.n), /*sample_weighted=*/true);
     } else {
       out.update.assign(static_cast<size_t>(in.D), 0.0f);
     }

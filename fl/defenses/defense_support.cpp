@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fl/core/thread_pool.h"
+#include "kernels/cpu/vector.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -54,6 +55,32 @@ std::vector<double> row_weights(const AggregationInput& in, std::span<const int6
 
 std::vector<float> mean_of_rows(const AggregationInput& in, std::span<const int64_t> rows, bool sample_weighted) {
   return weighted_sum_of_rows(in, rows, row_weights(in, rows, sample_weighted, "mean"));
+}
+
+std::vector<float> norm_clipped_mean(const AggregationInput& in, bool sample_weighted, double c, const char* rule) {
+  const std::vector<int64_t> rows = all_rows(in.n);
+  const std::vector<double> a = row_weights(in, rows, sample_weighted, rule);
+  if (c <= 0) return weighted_sum_of_rows(in, rows, a);
+  std::vector<double> clipped(a);
+  for (int64_t i = 0; i < in.n; ++i) {
+    const double norm = vector_norm_cpu(in.updates + i * in.D, in.num_parameters);
+    if (norm > c) clipped[i] *= c / norm;
+  }
+  std::vector<float> out = weighted_sum_of_rows(in, rows, clipped);
+  for (int64_t d = in.num_parameters; d < in.D; ++d) {  // buffers: only the few BatchNorm columns, unclipped
+    double sum = 0.0;
+    for (int64_t i = 0; i < in.n; ++i) sum += a[i] * in.updates[i * in.D + d];
+    out[d] = static_cast<float>(sum);
+  }
+  return out;
+}
+
+AggregationOutput mean_of_kept(const AggregationInput& in, std::vector<int64_t> kept, bool sample_weighted) {
+  std::sort(kept.begin(), kept.end());
+  AggregationOutput out;
+  out.update = mean_of_rows(in, kept, sample_weighted);
+  out.flagged = flags_except(in.n, kept);
+  return out;
 }
 
 std::vector<uint8_t> flags_except(int64_t n, std::span<const int64_t> kept) {

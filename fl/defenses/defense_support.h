@@ -29,6 +29,13 @@ std::vector<double> row_weights(const AggregationInput& in, std::span<const int6
                                 const char* rule);
 // Mean of the chosen rows: weights |D_i| / sum |D_j| (sample_weighted) or 1/|rows|. rows non-empty.
 std::vector<float> mean_of_rows(const AggregationInput& in, std::span<const int64_t> rows, bool sample_weighted);
+// FedAvg weights a_i with each upload's parameter part clipped to L2 norm c first: parameter column d
+// gets sum_i a_i min(1, c / |Delta_i[0, P)|) Delta_i[d]; BatchNorm buffer columns the unclipped
+// sum_i a_i Delta_i[d]. c <= 0: no clipping (plain FedAvg). Shared by norm-clip and add-noise.
+std::vector<float> norm_clipped_mean(const AggregationInput& in, bool sample_weighted, double c, const char* rule);
+// The selection rules' output: the mean of the kept rows (summed in row order, so `kept` is sorted first)
+// and a flag on every other row. kept non-empty.
+AggregationOutput mean_of_kept(const AggregationInput& in, std::vector<int64_t> kept, bool sample_weighted);
 // n flags: 1 for every row not in `kept`.
 std::vector<uint8_t> flags_except(int64_t n, std::span<const int64_t> kept);
 // Contiguous (n, num_parameters) copy of the parameter columns (distances and similarities ignore

@@ -79,10 +79,7 @@ class Dnc final : public ServerRule {
       if (good[i]) kept.push_back(i);
     BASTION_CHECK(!kept.empty(), "dnc: no upload survives all ", iterations_, " iterations (removing ", removed,
                   " of ", n, " each)");
-    AggregationOutput out;
-    out.update = mean_of_rows(in, kept, sample_weighted_);
-    out.flagged = flags_except(n, kept);
-    return out;
+    return mean_of_kept(in, std::move(kept), sample_weighted_);
   }
 
  private:

@@ -7,7 +7,6 @@
 // what a few clean epochs repair. Flags nobody.
 // Cost: O(n D) + one training run over the server split.
 // Defaults: 1 epoch, batch 64, SGD lr 0.01, momentum 0.9, wd 1e-5 (SPMC); rho 0.05 for FTSAM.
-#include <numeric>
 
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/server_training.h"

@@ -86,11 +86,7 @@ class Gas final : public ServerRule {
       return in.clients.empty() ? a < b : in.clients[a] < in.clients[b];
     });
     std::vector<int64_t> kept(order.begin(), order.begin() + (n - f));
-    std::sort(kept.begin(), kept.end());  // sum in upload order
-    AggregationOutput out;
-    out.update = mean_of_rows(in, kept, sample_weighted_);
-    out.flagged = flags_except(n, kept);
-    return out;
+    return mean_of_kept(in, std::move(kept), sample_weighted_);
   }
 
   std::vector<float> save_state() const override { return inner_->save_state(); }

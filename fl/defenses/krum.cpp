@@ -46,11 +46,7 @@ class Krum final : public ServerRule {
     for (int64_t i = 1; i < n; ++i)
       if (scores[i] < scores[best]) best = i;
     std::vector<int64_t> kept = neighbourhood_ ? nearest_rows(dist, n, best, k + 1) : std::vector<int64_t>{best};
-    std::sort(kept.begin(), kept.end());  // the mean sums rows in index order
-    AggregationOutput out;
-    out.update = mean_of_rows(in, kept, false);
-    out.flagged = flags_except(n, kept);
-    return out;
+    return mean_of_kept(in, std::move(kept), false);
   }
 
  private:

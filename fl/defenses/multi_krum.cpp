@@ -35,11 +35,7 @@ class MultiKrum final : public ServerRule {
     BASTION_CHECK(m >= 1 && m <= n, "multi-krum: m must lie in [1, n], got m = ", m, ", n = ", n);
     const std::vector<float> dist = pairwise_parameter_distances(in);
     std::vector<int64_t> kept = krum_select(dist, n, f, m, selection_);
-    std::sort(kept.begin(), kept.end());  // the mean sums rows in index order
-    AggregationOutput out;
-    out.update = mean_of_rows(in, kept, sample_weighted_);
-    out.flagged = flags_except(n, kept);
-    return out;
+    return mean_of_kept(in, std::move(kept), sample_weighted_);
   }
 
  private:

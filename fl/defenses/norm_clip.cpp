@@ -8,12 +8,10 @@
 // Preconditions: n >= 1, c > 0; inputs are finite (the run loop rejects NaN/Inf before any rule).
 // Flags nobody: clipping bounds every upload's influence but judges none.
 // Cost: O(n D), two passes over the matrix (norms, then the weighted sum).
-#include <algorithm>
 #include <limits>
 
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/server_rule.h"
-#include "kernels/cpu/vector.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -26,19 +24,8 @@ class NormClip final : public ServerRule {
   }
 
   AggregationOutput aggregate(const AggregationInput& in) override {
-    const std::vector<int64_t> rows = all_rows(in.n);
-    const std::vector<double> a = row_weights(in, rows, sample_weighted_, "norm-clip");  // FedAvg weights
-    std::vector<double> clipped(a);
-    for (int64_t i = 0; i < in.n; ++i) {
-      const double norm = vector_norm_cpu(in.updates + i * in.D, in.num_parameters);
-      if (norm > c_) clipped[i] *= c_ / norm;
-    }
     AggregationOutput out;
-    out.update = weighted_sum_of_rows(in, rows, clipped);
-    if (in.num_parameters < in.D) {  // buffers: the unclipped weighted mean
-      const std::vector<float> plain = weighted_sum_of_rows(in, rows, a);
-      std::copy(plain.begin() + in.num_parameters, plain.end(), out.update.begin() + in.num_parameters);
-    }
+    out.update = norm_clipped_mean(in, sample_weighted_, c_, "norm-clip");
     return out;
   }
 
