@@ -20,14 +20,15 @@ std::shared_ptr<TensorImpl> make_impl(std::shared_ptr<Storage> storage, int64_t 
 
 void copy_floats(float* dst, Device dst_device, const float* src, Device src_device, int64_t numel) {
   if (numel == 0) return;
+  const size_t bytes = static_cast<size_t>(numel) * sizeof(float);
   if (dst_device == Device::CPU && src_device == Device::CPU) {
-    std::memcpy(dst, src, numel * sizeof(float));
+    std::memcpy(dst, src, bytes);
   } else if (dst_device == Device::CUDA && src_device == Device::CPU) {
-    cuda_copy_host_to_device(dst, src, numel);
+    cuda_copy_to_device(dst, src, bytes, cuda_stream());
   } else if (dst_device == Device::CPU && src_device == Device::CUDA) {
-    cuda_copy_device_to_host(dst, src, numel);
+    cuda_copy_to_host(dst, src, bytes, cuda_stream());
   } else {
-    cuda_copy_device_to_device(dst, src, numel);
+    cuda_copy_on_device(dst, src, bytes, cuda_stream());
   }
 }
 }  // namespace
@@ -130,7 +131,7 @@ void Tensor::fill(float value) const {
   if (device() == Device::CPU) {
     std::fill_n(data(), numel(), value);
   } else {
-    cuda_fill(data(), value, numel());
+    cuda_fill(data(), value, numel(), cuda_stream());
   }
 }
 

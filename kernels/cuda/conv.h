@@ -1,0 +1,41 @@
+// conv2d on the GPU: the contract of kernels/cpu/conv.h (shapes, layout, ASSIGNS, null outputs skipped)
+// on device pointers plus a stream. Geometry from conv2d_geometry() (kernels/cpu/conv.h).
+//
+// Plan: im2col over a chunk of samples, then gemm_cuda per chunk (as on the CPU), with the output
+// scatter and the bias fused into one kernel; backward: gather dY, dW = dY @ cols^T accumulated over
+// chunks, dcols = W^T @ dY, col2im. The caller provides conv2d_cuda_workspace_floats(g) floats.
+//
+// Forward variants (bench/cuda/bench_conv.cu; rung 0 there is cuDNN):
+//   1 im2col+gemm   the plan above (conv2d_forward_cuda)
+//   2 implicit-gemm the im2col gather done while loading GEMM tiles into shared memory (no workspace)
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/conv.h"
+#include "kernels/cuda/cuda.h"
+
+namespace bastion {
+
+int64_t conv2d_cuda_chunk_samples(const Conv2dGeometry& g);
+int64_t conv2d_cuda_workspace_floats(const Conv2dGeometry& g);
+
+void conv2d_forward_cuda(float* out, const float* in, const float* weight, const float* bias, const Conv2dGeometry& g,
+                         float* workspace, CudaStream stream);
+void conv2d_backward_cuda(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
+                          const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
+                          CudaStream stream);
+
+// Building blocks (same layouts as im2col_cpu / col2im_add_cpu; col2im ACCUMULATES into in_grad).
+void im2col_cuda(float* cols, const float* in, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count,
+                 CudaStream stream);
+void col2im_add_cuda(float* in_grad, const float* cols, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count,
+                     CudaStream stream);
+
+int conv2d_forward_cuda_variant_count();
+const char* conv2d_forward_cuda_variant_name(int variant);
+// workspace: conv2d_cuda_workspace_floats(g) floats (variant 2 ignores it).
+void conv2d_forward_cuda_variant(int variant, float* out, const float* in, const float* weight, const float* bias,
+                                 const Conv2dGeometry& g, float* workspace, CudaStream stream);
+
+}  // namespace bastion

@@ -1,0 +1,43 @@
+// Included by kernels/cuda/*.cu only: CUDA_CHECK, and cuda_launch, the single place where a kernel is
+// launched, so that every launch is checked (and synchronised in debug mode) and the emulated build
+// can run it on CPU threads.
+#pragma once
+
+#include <utility>
+
+#include "kernels/cuda/compat.h"
+#include "kernels/cuda/cuda.h"
+#include "tensor/error.h"
+
+// Every CUDA runtime call goes through this (STYLE.md §6); the message names the call.
+#define CUDA_CHECK(expr)                                                                                  \
+  do {                                                                                                    \
+    const cudaError_t cuda_status_ = (expr);                                                              \
+    BASTION_CHECK(cuda_status_ == cudaSuccess, "CUDA error '", cudaGetErrorString(cuda_status_), "' in ", \
+                  #expr);                                                                                 \
+  } while (0)
+
+namespace bastion {
+
+// After a launch: the launch error, and in debug mode the kernel's own error (synchronises).
+void cuda_check_launch(const char* kernel, CudaStream stream);
+
+// Blocks for a grid-stride loop over `n` items with `threads` per block: enough to fill the GPU, capped
+// so that a huge `n` loops instead of launching millions of blocks (4 blocks when emulated, which
+// still exercises the stride).
+unsigned cuda_grid_stride_blocks(int64_t n, int threads);
+
+inline unsigned cuda_ceil_div(int64_t n, int64_t d) { return static_cast<unsigned>((n + d - 1) / d); }
+
+template <typename... Params, typename... Args>
+void cuda_launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, CudaStream stream,
+                 Args&&... args) {
+#if defined(BASTION_CUDA_EMULATION)
+  bastion_emulated_launch(kernel, grid, block, name, std::forward<Args>(args)...);
+#else
+  kernel<<<grid, block, 0, stream>>>(std::forward<Args>(args)...);
+#endif
+  cuda_check_launch(name, stream);
+}
+
+}  // namespace bastion
