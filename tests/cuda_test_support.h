@@ -82,7 +82,7 @@ inline void expect_agree(const std::vector<float>& got, const std::vector<float>
   }
   EXPECT_EQ(failures, 0) << what << ": " << failures << " of " << got.size() << " elements disagree (tolerance "
                          << tolerance << ")";
-  RecordProperty(std::string(what) + "_max_relative_error", std::to_string(worst));
+  ::testing::Test::RecordProperty(std::string(what) + "_max_relative_error", std::to_string(worst));
 }
 
 }  // namespace bastion::testing

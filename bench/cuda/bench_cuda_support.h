@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/check.h"
 
 namespace bastion::bench {
 

@@ -5,17 +5,8 @@
 
 #include <utility>
 
-#include "kernels/cuda/compat.h"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda.h"
-#include "tensor/error.h"
-
-// Every CUDA runtime call goes through this (STYLE.md §6); the message names the call.
-#define CUDA_CHECK(expr)                                                                                  \
-  do {                                                                                                    \
-    const cudaError_t cuda_status_ = (expr);                                                              \
-    BASTION_CHECK(cuda_status_ == cudaSuccess, "CUDA error '", cudaGetErrorString(cuda_status_), "' in ", \
-                  #expr);                                                                                 \
-  } while (0)
 
 namespace bastion {
 
