@@ -2,7 +2,7 @@
 
 #include <unordered_set>
 
-#include "kernels/cpu/elementwise.h"
+#include "autograd/ops.h"
 
 namespace bastion {
 
@@ -34,8 +34,7 @@ Tensor record(Tensor output, const char* name, std::initializer_list<Tensor> inp
 
 void accumulate_into(const Tensor& dst, const Tensor& src) {
   BASTION_CHECK(dst.numel() == src.numel(), "gradient of shape ", src.shape(), " for tensor of shape ", dst.shape());
-  BASTION_CHECK(dst.device() == Device::CPU, "gradient accumulation on CUDA is not built yet");
-  add_inplace_cpu(dst.data(), src.data(), dst.numel());
+  add_inplace(dst, src);
 }
 
 namespace {
@@ -70,9 +69,7 @@ void deliver(const Tensor& input, Tensor grad) {
     } else {
       // Sum into a fresh buffer: both gradients may alias other nodes' gradients (add passes its
       // upstream gradient to both inputs), so neither may be written in place.
-      Tensor total = Tensor::empty(grad.shape());
-      add_cpu(total.data(), producer->grad_output.data(), grad.data(), total.numel());
-      producer->grad_output = total;
+      producer->grad_output = add_values(producer->grad_output, grad);
     }
     return;
   }
@@ -118,6 +115,6 @@ void run_backward(const Tensor& root, const Tensor& seed_grad) {
 namespace bastion {
 void Tensor::backward() const {
   BASTION_CHECK(numel() == 1, "backward(): needs a one-element loss, got shape ", shape());
-  run_backward(*this, Tensor::full(shape(), 1.0f));
+  run_backward(*this, Tensor::full(shape(), 1.0f).to(device()));
 }
 }  // namespace bastion

@@ -1,7 +1,8 @@
 // Differentiable ops: each checks shapes and devices, allocates its output, calls the kernel for the
 // tensors' device, and records a backward node (autograd/engine.h) when an input requires grad.
-// One file per op family in autograd/ops/, sharing its base name with kernels/cpu/<family>.cpp.
-// CUDA kernels arrive with the CUDA backend; until then a CUDA tensor gets a clear error here.
+// One file per op family in autograd/ops/, sharing its base name with kernels/cpu/<family>.cpp and
+// kernels/cuda/<family>.cu; each op picks the kernel with one visible `switch (device)`. Outputs and
+// gradients live on the inputs' device; CUDA kernels run on the engine stream (cuda_stream()).
 #pragma once
 
 #include <cstdint>
@@ -50,7 +51,13 @@ Tensor log_softmax(const Tensor& x);                               // (N, C)
 Tensor cross_entropy(const Tensor& logits, const LabelTensor& y);  // mean over N -> (1)
 Tensor kl_div(const Tensor& student_logits, const Tensor& teacher_logits, float temperature);  // -> (1)
 
-// Throws a clear error when `t` is not on the CPU (ops without a CUDA kernel yet).
+// Throws a clear error when `t` is not on the CPU (for code paths that have no CUDA kernel).
 void require_cpu(const Tensor& t, const char* op);
+
+// ---- untracked helpers on either device (no autograd) ----
+void add_inplace(const Tensor& dst, const Tensor& src);  // dst += src, same numel and device
+Tensor add_values(const Tensor& a, const Tensor& b);     // a + b into a fresh tensor
+// The kernels' convention for optional outputs and inputs: null when the tensor is undefined.
+inline float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
 }  // namespace bastion

@@ -11,6 +11,8 @@
 #include "data/loader.h"
 #include "fl/evaluate.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/gemm.h"
 #include "nn/models.h"
 #include "nn/optim.h"
 #include "tensor/safetensors.h"
@@ -20,7 +22,9 @@ namespace bastion::cli {
 namespace {
 
 struct TrainArgs {
-  std::string dataset = "fmnist", model = "lenet", data_dir, save_path, optimizer = "sgd";
+  std::string dataset = "fmnist", model = "lenet", data_dir, save_path, optimizer = "sgd", device = "cpu";
+  std::string gemm_precision = "fp32";
+  bool cuda_sync = false;
   int64_t epochs = 3, batch = 64, threads = 1, limit_train = 0, lr_step = 0;
   uint64_t seed = 1;
   float lr = 0.01f, momentum = 0.9f, weight_decay = 0.0f, lr_gamma = 0.1f, rho = 0.05f;
@@ -61,15 +65,17 @@ struct EpochStats {
 };
 
 // One pass over the loader: forward, cross-entropy, backward, optimizer step, per batch.
+// Batches come from the host loader and are copied to the model's device (a no-op on the CPU).
 EpochStats train_epoch(Model& model, BatchLoader& loader, Sgd& sgd, Sam* sam) {
   EpochStats stats;
   Tensor x;
   LabelTensor y;
   while (loader.next(x, y)) {
     Tensor logits;
+    const Tensor x_device = x.to(model.device());
     auto loss_and_backward = [&]() {
       model.zero_grad();
-      logits = model.forward(x);
+      logits = model.forward(x_device);
       Tensor loss = cross_entropy(logits, y);
       loss.backward();
       return loss.item();
@@ -82,7 +88,7 @@ EpochStats train_epoch(Model& model, BatchLoader& loader, Sgd& sgd, Sam* sam) {
       sgd.step();
     }
     // With SAM the logits are from the perturbed pass; train accuracy is indicative only.
-    const std::vector<int32_t> predicted = argmax_rows(logits.detach());
+    const std::vector<int32_t> predicted = argmax_rows(logits.detach().to(Device::CPU));
     for (int64_t i = 0; i < x.size(0); ++i) stats.correct += predicted[i] == y[i];
     stats.loss += static_cast<double>(loss) * x.size(0);
     stats.samples += x.size(0);
@@ -90,14 +96,28 @@ EpochStats train_epoch(Model& model, BatchLoader& loader, Sgd& sgd, Sam* sam) {
   return stats;
 }
 
+// --device cuda: checks that a device is there and that the options are supported on it.
+Device select_device(const TrainArgs& args) {
+  if (args.device == "cpu") return Device::CPU;
+  BASTION_CHECK(cuda_available(), "--device cuda: ", cuda_device_description());
+  BASTION_CHECK(args.optimizer != "sam", "--optimizer sam runs on the CPU only (its perturbation is not ported to CUDA)");
+  cuda_set_debug_sync(args.cuda_sync || cuda_debug_sync());
+  gemm_cuda_set_precision(args.gemm_precision == "tf32" ? GemmPrecision::TF32 : GemmPrecision::FP32);
+  std::printf("device: %s%s, GEMM %s\n", cuda_device_description(), cuda_debug_sync() ? ", debug sync" : "",
+              args.gemm_precision.c_str());
+  return Device::CUDA;
+}
+
 int run_train(const TrainArgs& args) {
   set_num_threads(static_cast<int>(args.threads));
+  const Device device = select_device(args);
   const auto start = std::chrono::steady_clock::now();
   const DatasetSplit split = load_dataset(args.dataset, args.data_dir);
   const Generator root(args.seed);
   std::unique_ptr<Model> model = make_model(
       args.model, {split.train.channels, split.train.height, split.train.width}, split.train.num_classes,
       root.fork(1).next_u64());
+  model->to(device);  // before the optimizer, whose momentum buffer follows the model's device
   std::vector<int64_t> indices;
   if (args.limit_train > 0)
     for (int64_t i = 0; i < std::min(args.limit_train, split.train.size()); ++i) indices.push_back(i);
@@ -126,6 +146,7 @@ int run_train(const TrainArgs& args) {
                 stats.samples / std::max(train_seconds, 1e-9), elapsed);
     std::fflush(stdout);
   }
+  model->to(Device::CPU);  // the checkpoint and the checksum read the weights on the host
   if (!args.save_path.empty()) {
     save_model(*model, split.train, args.save_path);
     std::printf("saved %s\n", args.save_path.c_str());
@@ -153,6 +174,13 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--lr-gamma", args->lr_gamma, "Step decay factor")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   sub->add_option("--optimizer", args->optimizer, "sgd or sam")->check(CLI::IsMember({"sgd", "sam"}))->capture_default_str();
   sub->add_option("--rho", args->rho, "SAM radius")->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  sub->add_option("--device", args->device, "cpu or cuda (the CUDA backend; see docs/cuda.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  sub->add_option("--gemm-precision", args->gemm_precision, "CUDA GEMM: fp32 (exact) or tf32 (tensor cores)")
+      ->check(CLI::IsMember({"fp32", "tf32"}))
+      ->capture_default_str();
+  sub->add_flag("--cuda-sync", args->cuda_sync, "Synchronise after every CUDA kernel (debugging; also BASTION_CUDA_SYNC=1)");
   sub->add_option("--threads", args->threads, "Threads for kernels and BLAS")->check(CLI::Range(1, 256))->capture_default_str();
   sub->add_option("--seed", args->seed, "Seed for initialisation and shuffling")->capture_default_str();
   sub->add_option("--limit-train", args->limit_train, "Use only the first N training samples (0 = all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

@@ -57,7 +57,9 @@ EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const
   double loss_sum = 0.0;
   int64_t correct = 0;
   while (loader.next(x, y)) {
-    const Tensor logits = model.forward(x);
+    // Batches come from the host loader; a CUDA model gets a device copy and returns its logits to the
+    // host, where the loss, entropy and argmax are computed the same way for both devices.
+    const Tensor logits = model.forward(x.to(model.device())).to(Device::CPU);
     const int64_t n = x.size(0);
     loss_sum += static_cast<double>(cross_entropy(logits, y).item()) * n;
     result.entropy_sum += softmax_entropy_sum(logits);

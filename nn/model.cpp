@@ -58,6 +58,33 @@ std::vector<std::pair<std::string, int64_t*>> Model::counters() const {
 
 void Model::zero_grad() const { grads_.fill(0.0f); }
 
+const Tensor& Model::host_state() const {
+  BASTION_CHECK(state_.device() == Device::CPU, "model ", name_, ": its state is on ", device_name(state_.device()),
+                "; move it with to(Device::CPU) before reading it on the host");
+  return state_;
+}
+
+std::span<float> Model::flat_gradients() const {
+  host_state();
+  return grads_.span();
+}
+
+void Model::to(Device device) {
+  if (device == state_.device()) return;
+  const Tensor state = state_.to(device), grads = grads_.to(device);
+  // Rebinding each view's impl (not its handle) moves every Module member that holds it.
+  auto rebind = [](const Tensor& view, const Tensor& buffer) {
+    view.impl_ptr()->storage = buffer.storage();
+  };
+  for (ParameterView& p : parameters_) {
+    rebind(p.value, state);
+    rebind(p.grad, grads);
+  }
+  for (ParameterView& b : buffers_) rebind(b.value, state);
+  state_ = state;
+  grads_ = grads;
+}
+
 void Model::set_trainable(bool head, bool trainable) {
   for (ParameterView& p : parameters_)
     if (p.is_head == head) p.value.set_requires_grad(trainable);

@@ -50,9 +50,18 @@ class Model {
   std::vector<std::pair<std::string, int64_t*>> counters() const;  // num_batches_tracked
 
   int64_t num_parameters() const { return num_parameters_; }
-  std::span<float> flat_parameters() const { return {state_.data(), static_cast<size_t>(num_parameters_)}; }
-  std::span<float> flat_state() const { return state_.span(); }  // parameters then buffers
-  std::span<float> flat_gradients() const { return grads_.span(); }
+  // Host spans of the flat buffers: CPU models only (the FL layer, checkpoints); a CUDA model throws.
+  std::span<float> flat_parameters() const { return {host_state().data(), static_cast<size_t>(num_parameters_)}; }
+  std::span<float> flat_state() const { return host_state().span(); }  // parameters then buffers
+  std::span<float> flat_gradients() const;
+  // The flat buffers as tensors, on the model's device.
+  const Tensor& state_tensor() const { return state_; }
+  const Tensor& gradient_tensor() const { return grads_; }
+
+  // Moves the flat buffers (and so every parameter, gradient and buffer view) to `device`. The views
+  // keep their identity: modules, optimizers and ParameterViews need no update.
+  void to(Device device);
+  Device device() const { return state_.device(); }
 
   void zero_grad() const;
   void reseed_dropout(uint64_t seed) { root_->reseed_dropout(seed); }
@@ -66,6 +75,7 @@ class Model {
   void load_state(const std::map<std::string, Tensor>& values);
 
  private:
+  const Tensor& host_state() const;
   std::string name_;
   std::shared_ptr<Module> root_;
   std::string head_prefix_;

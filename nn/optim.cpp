@@ -2,7 +2,10 @@
 
 #include <cmath>
 
+#include "autograd/ops.h"
+#include "kernels/cpu/optim.h"
 #include "kernels/cpu/vector.h"
+#include "kernels/cuda/optim.h"
 
 namespace bastion {
 
@@ -12,37 +15,59 @@ Sgd::Sgd(Model& model, SgdOptions options) : model_(model), options_(options) {
                 " must be in [0, 1)");
   BASTION_CHECK(options.weight_decay >= 0.0f, "sgd: weight decay ", options.weight_decay, " must be >= 0");
   BASTION_CHECK(!options.nesterov || options.momentum > 0.0f, "sgd: nesterov needs momentum > 0");
-  if (options.momentum > 0.0f) velocity_.assign(model.num_parameters(), 0.0f);
+  if (options.momentum > 0.0f) velocity_ = Tensor::zeros({model.num_parameters()}, model.device());
+}
+
+std::span<float> Sgd::momentum_buffer() {
+  if (!velocity_.defined()) return {};
+  BASTION_CHECK(velocity_.device() == Device::CPU, "sgd: the momentum buffer is on ", device_name(velocity_.device()));
+  return velocity_.span();
 }
 
 void Sgd::reset_momentum() {
-  std::fill(velocity_.begin(), velocity_.end(), 0.0f);
+  if (velocity_.defined()) velocity_.fill(0.0f);
   first_step_ = true;
 }
 
 void Sgd::load_momentum(std::span<const float> velocity) {
-  BASTION_CHECK(velocity.size() == velocity_.size(), "sgd: momentum buffer of ", velocity.size(),
-                " floats for ", velocity_.size(), " (momentum ", options_.momentum, ")");
-  std::copy(velocity.begin(), velocity.end(), velocity_.begin());
+  const size_t expected = velocity_.defined() ? static_cast<size_t>(velocity_.numel()) : 0;
+  BASTION_CHECK(velocity.size() == expected, "sgd: momentum buffer of ", velocity.size(), " floats for ", expected,
+                " (momentum ", options_.momentum, ")");
+  if (expected > 0) velocity_.copy_from(Tensor::from_vector({velocity_.numel()}, velocity));
   first_step_ = false;
 }
 
-void Sgd::step() {
-  float* w = model_.flat_parameters().data();
-  const float* grad = model_.flat_gradients().data();
-  const float lr = options_.lr, mu = options_.momentum, wd = options_.weight_decay;
-  for (const ParameterView& p : model_.parameters()) {
+namespace {
+// Calls `update(begin, end)` for each maximal run of consecutive trainable parameters.
+template <typename Update>
+void for_each_trainable_range(const Model& model, Update update) {
+  int64_t begin = -1, end = -1;
+  for (const ParameterView& p : model.parameters()) {
     if (!p.value.requires_grad()) continue;
-    for (int64_t i = p.begin; i < p.end; ++i) {
-      float g = grad[i] + wd * w[i];
-      if (mu > 0.0f) {
-        float& v = velocity_[i];
-        v = first_step_ ? g : mu * v + g;
-        g = options_.nesterov ? g + mu * v : v;
-      }
-      w[i] -= lr * g;
+    if (p.begin != end) {
+      if (begin >= 0) update(begin, end);
+      begin = p.begin;
     }
+    end = p.end;
   }
+  if (begin >= 0) update(begin, end);
+}
+}  // namespace
+
+void Sgd::step() {
+  const Device device = model_.device();
+  if (velocity_.defined() && velocity_.device() != device) velocity_ = velocity_.to(device);
+  const SgdStepOptions step{options_.lr, options_.momentum, options_.weight_decay, options_.nesterov, first_step_};
+  float* w = model_.state_tensor().data();
+  const float* grad = model_.gradient_tensor().data();
+  float* v = data_or_null(velocity_);
+  for_each_trainable_range(model_, [&](int64_t begin, int64_t end) {
+    float* range_v = v ? v + begin : nullptr;
+    switch (device) {
+      case Device::CPU: sgd_step_cpu(w + begin, range_v, grad + begin, end - begin, step); break;
+      case Device::CUDA: sgd_step_cuda(w + begin, range_v, grad + begin, end - begin, step, cuda_stream()); break;
+    }
+  });
   first_step_ = false;
 }
 

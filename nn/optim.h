@@ -7,6 +7,9 @@
 //   w -= lr * step
 // Frozen parameters (requires_grad false, see Model::set_trainable) are skipped entirely.
 //
+// The update itself is sgd_step_cpu / sgd_step_cuda (kernels/*/optim), one call per contiguous range
+// of trainable parameters, on the model's device.
+//
 // SAM (Foret et al. 2021), two passes per step, with one radius per parameter group so FedFSA can
 // perturb chosen layers more:
 //   1. gradient g at w (the caller's first forward/backward);
@@ -37,7 +40,7 @@ class Sgd {
   void set_lr(float lr) { options_.lr = lr; }
   float lr() const { return options_.lr; }
   const SgdOptions& options() const { return options_; }
-  std::span<float> momentum_buffer() { return velocity_; }  // for checkpoints
+  std::span<float> momentum_buffer();  // for checkpoints; empty without momentum; CPU models only
   void reset_momentum();
   // Restores a momentum buffer saved from momentum_buffer() (FL clients that keep momentum across
   // rounds); the next step continues with v = momentum * v + g.
@@ -46,7 +49,7 @@ class Sgd {
  private:
   Model& model_;
   SgdOptions options_;
-  std::vector<float> velocity_;
+  Tensor velocity_;  // (D) on the model's device; undefined without momentum
   bool first_step_ = true;
 };
 
@@ -56,6 +59,7 @@ struct SamGroup {
   float rho = 0.05f;
 };
 
+// SAM runs on CPU models only (its perturbation loops read the flat buffers on the host).
 class Sam {
  public:
   // Default: one group with every parameter and radius `rho`.

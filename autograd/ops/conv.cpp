@@ -1,25 +1,16 @@
-// Recorded conv2d. Math, layouts and the im2col+GEMM plan: kernels/cpu/conv.h.
+// Recorded conv2d. Math, layouts and the im2col+GEMM plan: kernels/cpu/conv.h, kernels/cuda/conv.h.
 #include "autograd/ops.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cuda/conv.h"
 
 namespace bastion {
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding) {
-  check_rank(x, 4, "conv2d", "input");
-  check_rank(weight, 4, "conv2d", "weight");
-  check_same_device(x, weight, "conv2d");
-  require_cpu(x, "conv2d");
-  BASTION_CHECK(x.size(1) == weight.size(1), "conv2d: input ", x.shape(), " has ", x.size(1),
-                " channels but weight ", weight.shape(), " expects ", weight.size(1));
-  if (bias.defined()) {
-    check_rank(bias, 1, "conv2d", "bias");
-    BASTION_CHECK(bias.size(0) == weight.size(0), "conv2d: bias ", bias.shape(), " for weight ", weight.shape());
-  }
-  const Conv2dGeometry g = conv2d_geometry(x.size(0), x.size(1), x.size(2), x.size(3), weight.size(0),
-                                           weight.size(2), weight.size(3), stride, padding);
+namespace {
+
+Tensor conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
   Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
   Tensor workspace = Tensor::empty({conv2d_workspace_floats(g)});
-  conv2d_forward_cpu(out.data(), x.data(), weight.data(), bias.defined() ? bias.data() : nullptr, g, workspace.data());
+  conv2d_forward_cpu(out.data(), x.data(), weight.data(), data_or_null(bias), g, workspace.data());
   // When the batch is one chunk the workspace ends the forward holding its columns; keeping it for the
   // backward saves the weight gradient's im2col (~10 % of a LeNet step; memory: one chunk, <= 16 MiB).
   const bool keep_columns = grad_enabled() && weight.requires_grad() && conv2d_chunk_samples(g) >= g.N;
@@ -30,11 +21,50 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
     Tensor db = node.needs_grad[2] ? Tensor::empty({g.K}) : Tensor();
     const bool holds_cols = workspace.defined();
     Tensor scratch = holds_cols ? workspace : Tensor::empty({conv2d_workspace_floats(g)});
-    conv2d_backward_cpu(dx.defined() ? dx.data() : nullptr, dw.defined() ? dw.data() : nullptr,
-                        db.defined() ? db.data() : nullptr, grad.data(), x.data(), weight.data(), g, scratch.data(),
-                        holds_cols && dw.defined());
+    conv2d_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(), weight.data(), g,
+                        scratch.data(), holds_cols && dw.defined());
     return std::vector<Tensor>{dx, dw, db};
   });
+}
+
+// The workspace is taken from the caching allocator per call (no cudaMalloc after the first step).
+Tensor conv2d_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
+  Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW}, Device::CUDA);
+  {
+    Tensor workspace = Tensor::empty({conv2d_cuda_workspace_floats(g)}, Device::CUDA);
+    conv2d_forward_cuda(out.data(), x.data(), weight.data(), data_or_null(bias), g, workspace.data(), cuda_stream());
+  }
+  return record(out, "conv2d", {x, weight, bias}, [x, weight, g](const Tensor& grad, const Node& node) {
+    Tensor dx = node.needs_grad[0] ? Tensor::empty(x.shape(), Device::CUDA) : Tensor();
+    Tensor dw = node.needs_grad[1] ? Tensor::empty(weight.shape(), Device::CUDA) : Tensor();
+    Tensor db = node.needs_grad[2] ? Tensor::empty({g.K}, Device::CUDA) : Tensor();
+    Tensor workspace = Tensor::empty({conv2d_cuda_workspace_floats(g)}, Device::CUDA);
+    conv2d_backward_cuda(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(), weight.data(),
+                         g, workspace.data(), cuda_stream());
+    return std::vector<Tensor>{dx, dw, db};
+  });
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding) {
+  check_rank(x, 4, "conv2d", "input");
+  check_rank(weight, 4, "conv2d", "weight");
+  check_same_device(x, weight, "conv2d");
+  BASTION_CHECK(x.size(1) == weight.size(1), "conv2d: input ", x.shape(), " has ", x.size(1),
+                " channels but weight ", weight.shape(), " expects ", weight.size(1));
+  if (bias.defined()) {
+    check_rank(bias, 1, "conv2d", "bias");
+    check_same_device(x, bias, "conv2d");
+    BASTION_CHECK(bias.size(0) == weight.size(0), "conv2d: bias ", bias.shape(), " for weight ", weight.shape());
+  }
+  const Conv2dGeometry g = conv2d_geometry(x.size(0), x.size(1), x.size(2), x.size(3), weight.size(0),
+                                           weight.size(2), weight.size(3), stride, padding);
+  switch (x.device()) {
+    case Device::CPU: return conv2d_cpu(x, weight, bias, g);
+    case Device::CUDA: return conv2d_cuda(x, weight, bias, g);
+  }
+  BASTION_FAIL("conv2d: unknown device");
 }
 
 }  // namespace bastion

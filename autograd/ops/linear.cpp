@@ -1,41 +1,62 @@
 // linear: y = x @ W^T + b        x (N, in), W (out, in), b (out)       PyTorch: F.linear(x, W, b)
 // backward: dx = dy @ W;  dW = dy^T @ x;  db = sum_n dy   (all assigned into fresh tensors)
-// Kernels: kernels/cpu/gemm.cpp, kernels/cpu/elementwise.cpp.
+// Kernels: kernels/{cpu,cuda}/gemm and elementwise.
 #include "autograd/ops.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
 
 namespace bastion {
+
+namespace {
+// C = op(A) @ op(B) (beta 0) on the tensors' device.
+void gemm(Device device, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float* C, int64_t ldc) {
+  switch (device) {
+    case Device::CPU: gemm_cpu(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc); break;
+    case Device::CUDA: gemm_cuda(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, cuda_stream()); break;
+  }
+}
+}  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_rank(x, 2, "linear", "input");
   check_rank(weight, 2, "linear", "weight");
   check_same_device(x, weight, "linear");
-  require_cpu(x, "linear");
   const int64_t N = x.size(0), in = x.size(1), out_features = weight.size(0);
   BASTION_CHECK(weight.size(1) == in, "linear: input ", x.shape(), " does not match weight ", weight.shape());
   if (bias.defined()) {
     check_rank(bias, 1, "linear", "bias");
+    check_same_device(x, bias, "linear");
     BASTION_CHECK(bias.size(0) == out_features, "linear: bias ", bias.shape(), " for weight ", weight.shape());
   }
-  Tensor y = Tensor::empty({N, out_features});
-  gemm_cpu(false, true, N, out_features, in, 1.0f, x.data(), in, weight.data(), in, 0.0f, y.data(), out_features);
-  if (bias.defined()) add_row_bias_cpu(y.data(), bias.data(), N, out_features);
-  return record(y, "linear", {x, weight, bias}, [x, weight](const Tensor& g, const Node& node) {
+  const Device device = x.device();
+  Tensor y = Tensor::empty({N, out_features}, device);
+  gemm(device, false, true, N, out_features, in, x.data(), in, weight.data(), in, y.data(), out_features);
+  if (bias.defined()) {
+    switch (device) {
+      case Device::CPU: add_row_bias_cpu(y.data(), bias.data(), N, out_features); break;
+      case Device::CUDA: add_row_bias_cuda(y.data(), bias.data(), N, out_features, cuda_stream()); break;
+    }
+  }
+  return record(y, "linear", {x, weight, bias}, [x, weight, device](const Tensor& g, const Node& node) {
     const int64_t N = x.size(0), in = x.size(1), out_features = weight.size(0);
     Tensor dx, dw, db;
     if (node.needs_grad[0]) {
-      dx = Tensor::empty(x.shape());
-      gemm_cpu(false, false, N, in, out_features, 1.0f, g.data(), out_features, weight.data(), in, 0.0f, dx.data(),
-               in);
+      dx = Tensor::empty(x.shape(), device);
+      gemm(device, false, false, N, in, out_features, g.data(), out_features, weight.data(), in, dx.data(), in);
     }
     if (node.needs_grad[1]) {
-      dw = Tensor::empty(weight.shape());
-      gemm_cpu(true, false, out_features, in, N, 1.0f, g.data(), out_features, x.data(), in, 0.0f, dw.data(), in);
+      dw = Tensor::empty(weight.shape(), device);
+      gemm(device, true, false, out_features, in, N, g.data(), out_features, x.data(), in, dw.data(), in);
     }
     if (node.needs_grad[2]) {
-      db = Tensor::empty({out_features});
-      sum_rows_cpu(db.data(), g.data(), N, out_features);
+      db = Tensor::empty({out_features}, device);
+      switch (device) {
+        case Device::CPU: sum_rows_cpu(db.data(), g.data(), N, out_features); break;
+        case Device::CUDA: sum_rows_cuda(db.data(), g.data(), N, out_features, cuda_stream()); break;
+      }
     }
     return std::vector<Tensor>{dx, dw, db};
   });
