@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-thread_local dim3 threadIdx;
-thread_local dim3 blockIdx;
+constinit thread_local dim3 threadIdx;
+constinit thread_local dim3 blockIdx;
 dim3 blockDim;
 dim3 gridDim;
 

@@ -59,8 +59,12 @@ struct alignas(8) float2 {
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline float2 make_float2(float x, float y) { return {x, y}; }
 
-extern thread_local dim3 threadIdx;
-extern thread_local dim3 blockIdx;
+// constinit: no dynamic initialisation, so g++ reads these straight off the thread pointer instead of
+// through a TLS wrapper call plus a null check; GCC 12 miscompiles that check under ASan + UBSan with
+// -fno-omit-frame-pointer (a flag-less `lea` feeding a `je`), reporting "member access within null
+// pointer of type 'struct dim3'" for a valid blockIdx.
+extern thread_local constinit dim3 threadIdx;
+extern thread_local constinit dim3 blockIdx;
 extern dim3 blockDim;
 extern dim3 gridDim;
 constexpr int warpSize = 32;
