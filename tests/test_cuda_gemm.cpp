@@ -97,7 +97,8 @@ void check_call(const GemmCall& c, double relative_error, Generator& gen) {
     for (int64_t j = 0; j < N; ++j) {
       double total = 0.0, mag = 0.0;
       for (int64_t k = 0; k < K; ++k) {
-        const double term = static_cast<double>(op_at(A, off, lda, c.trans_a, i, k)) * op_at(B, off, ldb, c.trans_b, k, j);
+        const double a = op_at(A, off, lda, c.trans_a, i, k), b = op_at(B, off, ldb, c.trans_b, k, j);
+        const double term = a * b;
         total += term;
         mag += std::abs(term);
       }
@@ -253,7 +254,7 @@ TEST(CudaAgreement, GemmCudaIsFp32ByDefaultAndSwitchesToTf32) {
   EXPECT_EQ(gemm_cuda_precision(), GemmPrecision::FP32);
 }
 
-TEST(CudaAgreement, GemmVariantNamesAndEmulation) {
+TEST(CudaAgreement, GemmVariantNamesAndArgumentChecks) {
   BASTION_REQUIRE_CUDA();
   ASSERT_EQ(gemm_cuda_variant_count(), 4);
   EXPECT_STREQ(gemm_cuda_variant_name(1), "naive");
@@ -261,6 +262,14 @@ TEST(CudaAgreement, GemmVariantNamesAndEmulation) {
   EXPECT_TRUE(gemm_cuda_variant_emulated(3));
   EXPECT_FALSE(gemm_cuda_variant_emulated(4));
   EXPECT_THROW(gemm_cuda_variant_name(5), Error);
+  // Preconditions fail before any launch, so null pointers are fine here.
+  EXPECT_THROW(gemm_cuda(false, false, 4, 4, 4, 1.0f, nullptr, 3, nullptr, 4, 0.0f, nullptr, 4, cuda_stream()), Error);
+  EXPECT_THROW(gemm_cuda(true, false, 4, 4, 4, 1.0f, nullptr, 4, nullptr, 4, 0.0f, nullptr, 3, cuda_stream()), Error);
+  EXPECT_THROW(gemm_cuda(false, false, -1, 4, 4, 1.0f, nullptr, 4, nullptr, 4, 0.0f, nullptr, 4, cuda_stream()),
+               Error);
+  EXPECT_THROW(gemm_cuda_variant(0, false, false, 1, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1,
+                                 cuda_stream()),
+               Error);
 }
 
 }  // namespace

@@ -236,15 +236,18 @@ int parse_choice(const char* arg, int last, const char* what) {
   if (std::string(arg) == "all") return -1;
   char* end = nullptr;
   const long value = std::strtol(arg, &end, 10);
-  BASTION_CHECK(end != arg && *end == '\0' && value >= 0 && value <= last, "bench_conv: ", what, " '", arg,
-                "' is not 'all' or 0..", last);
+  BASTION_CHECK(end != arg && *end == '\0' && value >= 0 && value <= last, what, " '", arg, "' is not 'all' or 0..",
+                last);
   return static_cast<int>(value);
 }
 
 int parse_layer(const char* arg) {
-  for (int i = 0; i < kLayerCount; ++i)
+  std::string names;
+  for (int i = 0; i < kLayerCount; ++i) {
     if (std::string(arg) == kLayers[i].name) return i;
-  return parse_choice(arg, kLayerCount - 1, "layer");
+    names += std::string(" ") + kLayers[i].name;
+  }
+  return parse_choice(arg, kLayerCount - 1, ("layer (or one of" + names + ")").c_str());
 }
 
 int run(int argc, char** argv) {

@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(ImplicitGemmShape<BM, BN>::kThreads, 2)
     const bool more = step + 1 < steps;
     if (more) load_tile<BM, BN>(weight_regs, column_regs, loader, d, (step + 1) * kTileK);
     multiply_tile<BM, BN>(acc, tiles.weight[buffer], tiles.column[buffer], ty, tx);
-    // The other buffer was last read in step - 1, which every thread finished before the barrier below.
+    // The other buffer was last read in step - 1, which every thread finished before the barrier ending it.
     if (more)
       store_tile<BM, BN>(tiles.weight[1 - buffer], tiles.column[1 - buffer], weight_regs, column_regs, loader);
     __syncthreads();

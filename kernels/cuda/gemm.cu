@@ -300,6 +300,35 @@ __device__ __forceinline__ void store_wmma_slice(WmmaTiles& t, int buffer, const
   }
 }
 
+using Tf32Accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 8, float>;
+
+// One 16-deep buffer into the warp's 4x2 accumulators, products in TF32.
+__device__ __forceinline__ void multiply_wmma_slice(Tf32Accumulator (&acc)[kFragRows][kFragCols],
+                                                    const float (*a_tile)[kTileStride],
+                                                    const float (*b_tile)[kTileStride], int wm, int wn) {
+  using namespace nvcuda;
+  GEMM_UNROLL
+  for (int kk = 0; kk < kWmmaK; kk += kWmmaStep) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> a[kFragRows];
+    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b[kFragCols];
+    GEMM_UNROLL
+    for (int i = 0; i < kFragRows; ++i) {
+      wmma::load_matrix_sync(a[i], &a_tile[kk][wm + i * kWmmaFrag], kTileStride);
+      for (int e = 0; e < a[i].num_elements; ++e) a[i].x[e] = wmma::__float_to_tf32(a[i].x[e]);
+    }
+    GEMM_UNROLL
+    for (int j = 0; j < kFragCols; ++j) {
+      wmma::load_matrix_sync(b[j], &b_tile[kk][wn + j * kWmmaFrag], kTileStride);
+      for (int e = 0; e < b[j].num_elements; ++e) b[j].x[e] = wmma::__float_to_tf32(b[j].x[e]);
+    }
+    GEMM_UNROLL
+    for (int i = 0; i < kFragRows; ++i) {
+      GEMM_UNROLL
+      for (int j = 0; j < kFragCols; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+  }
+}
+
 template <bool kTransA, bool kTransB, bool kVector>
 __global__ void __launch_bounds__(kTileThreads, 2)
     gemm_tf32_kernel(int M, int N, int K, float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
@@ -309,7 +338,7 @@ __global__ void __launch_bounds__(kTileThreads, 2)
   const int m0 = blockIdx.y * kTileMN, n0 = blockIdx.x * kTileMN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / 4 * kWarpRows, wn = warp % 4 * kWarpCols;
-  wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[kFragRows][kFragCols];
+  Tf32Accumulator acc[kFragRows][kFragCols];
   GEMM_UNROLL
   for (int i = 0; i < kFragRows; ++i) {
     GEMM_UNROLL
@@ -325,26 +354,7 @@ __global__ void __launch_bounds__(kTileThreads, 2)
     const int cur = s & 1;
     const bool more = s + 1 < slices;
     if (more) load_wmma_slice<kTransA, kTransB, kVector>(next, A, lda, B, ldb, M, N, K, m0, n0, (s + 1) * kWmmaK);
-    GEMM_UNROLL
-    for (int kk = 0; kk < kWmmaK; kk += kWmmaStep) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> a[kFragRows];
-      wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b[kFragCols];
-      GEMM_UNROLL
-      for (int i = 0; i < kFragRows; ++i) {
-        wmma::load_matrix_sync(a[i], &tiles.a[cur][kk][wm + i * kWmmaFrag], kTileStride);
-        for (int e = 0; e < a[i].num_elements; ++e) a[i].x[e] = wmma::__float_to_tf32(a[i].x[e]);
-      }
-      GEMM_UNROLL
-      for (int j = 0; j < kFragCols; ++j) {
-        wmma::load_matrix_sync(b[j], &tiles.b[cur][kk][wn + j * kWmmaFrag], kTileStride);
-        for (int e = 0; e < b[j].num_elements; ++e) b[j].x[e] = wmma::__float_to_tf32(b[j].x[e]);
-      }
-      GEMM_UNROLL
-      for (int i = 0; i < kFragRows; ++i) {
-        GEMM_UNROLL
-        for (int j = 0; j < kFragCols; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-      }
-    }
+    multiply_wmma_slice(acc, tiles.a[cur], tiles.b[cur], wm, wn);
     if (more) store_wmma_slice<kTransA, kTransB>(tiles, cur ^ 1, next);
     __syncthreads();
   }

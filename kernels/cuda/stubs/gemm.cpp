@@ -7,8 +7,8 @@ namespace bastion {
 
 void gemm_cuda_set_precision(GemmPrecision) { cuda_unavailable(); }
 GemmPrecision gemm_cuda_precision() { cuda_unavailable(); }
-void gemm_cuda(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
-               int64_t, CudaStream) {
+void gemm_cuda(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
+               float*, int64_t, CudaStream) {
   cuda_unavailable();
 }
 int gemm_cuda_variant_count() { cuda_unavailable(); }
