@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/reduce.h"
 
 namespace bastion {
 
@@ -60,12 +61,11 @@ __global__ void map_vec4_kernel(float* out, const float* a, const float* b, Op o
   if (tail < n) out[tail] = apply_op(op, a, b, tail);
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename Op>
 void launch_map(const char* name, float* out, const float* a, const float* b, Op op, int64_t n, CudaStream stream) {
   if (n == 0) return;
-  if (aligned16(out) && aligned16(a) && (b == nullptr || aligned16(b))) {
+  if (cuda_aligned16(out) && cuda_aligned16(a) && (b == nullptr || cuda_aligned16(b))) {
     cuda_launch(name, map_vec4_kernel<Op>, dim3(cuda_grid_stride_blocks(n / 4, kThreads)), dim3(kThreads), stream, out,
                 a, b, op, n);
   } else {

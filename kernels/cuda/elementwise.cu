@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/reduce.h"
 
 namespace bastion {
 
@@ -21,9 +22,7 @@ namespace {
 constexpr int kThreads = 256;
 // sum_cuda runs in one block: more threads keep more loads in flight on the one SM it occupies.
 constexpr int kSumThreads = 512;
-constexpr unsigned kFullMask = 0xffffffffu;
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Float4 chunks a vectorised loop may take: n/4 when every pointer is 16-byte aligned, else 0 (the
 // scalar tail loop then covers everything).
@@ -71,30 +70,16 @@ template <typename Op>
 void launch_binary(const char* name, float* out, const float* a, const float* b, int64_t n, Op op,
                    CudaStream stream) {
   if (n <= 0) return;
-  const int64_t n4 = vector_chunks(n, aligned16(out) && aligned16(a) && aligned16(b));
+  const int64_t n4 = vector_chunks(n, cuda_aligned16(out) && cuda_aligned16(a) && cuda_aligned16(b));
   cuda_launch(name, binary_kernel<Op>, dim3(blocks_for(n, n4)), dim3(kThreads), stream, out, a, b, n, n4, op);
-}
-
-// Sum of v over the block, in a fixed order (shuffle tree within each warp, then over the warp sums);
-// the result is valid in thread 0. Every thread of the block must call it (it synchronises).
-__device__ double block_sum(double v) {
-  __shared__ double warp_sums[kSumThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < static_cast<int>(blockDim.x / 32) ? warp_sums[lane] : 0.0;
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  }
-  return v;
 }
 
 __global__ void sum_kernel(float* out, const float* in, int64_t n) {
   double partial = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) partial += in[i];
-  const double total = block_sum(partial);
-  if (threadIdx.x == 0) *out = static_cast<float>(total);
+  double total[1] = {partial};
+  cuda_block_sum(total);
+  if (threadIdx.x == 0) *out = static_cast<float>(total[0]);
 }
 
 // out[r, c] += bias[c] over the flattened (rows, cols) matrix.
@@ -173,7 +158,7 @@ void sum_rows_cuda(float* grad_bias, const float* grad, int64_t rows, int64_t co
 void scale_by_device_scalar_cuda(float* out, const float* in, const float* alpha, float factor, int64_t n,
                                  CudaStream stream) {
   if (n <= 0) return;
-  const int64_t n4 = vector_chunks(n, aligned16(out) && aligned16(in));
+  const int64_t n4 = vector_chunks(n, cuda_aligned16(out) && cuda_aligned16(in));
   cuda_launch("scale_by_device_scalar_kernel", scale_by_device_scalar_kernel, dim3(blocks_for(n, n4)),
               dim3(kThreads), stream, out, in, alpha, factor, n, n4);
 }

@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/reduce.h"
 
 #if !defined(BASTION_CUDA_EMULATION)
 #include <mma.h>
@@ -387,12 +388,11 @@ const char* const kVariantNames[kVariantCount] = {"naive", "smem-tiled", "regist
 
 constexpr int64_t kMaxGridY = 65535;
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // float4 access to all three matrices: 16-byte aligned bases and leading dimensions that keep every
 // row 16-byte aligned.
 bool vector_access_ok(const GemmArgs& g) {
-  return aligned16(g.A) && aligned16(g.B) && aligned16(g.C) && g.lda % 4 == 0 && g.ldb % 4 == 0 && g.ldc % 4 == 0;
+  return cuda_aligned16(g.A) && cuda_aligned16(g.B) && cuda_aligned16(g.C) && g.lda % 4 == 0 && g.ldb % 4 == 0 && g.ldc % 4 == 0;
 }
 
 dim3 tile_grid(const GemmArgs& g, int tile_m, int tile_n) {

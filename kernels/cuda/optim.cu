@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/reduce.h"
 #include "kernels/cuda/optim.h"
 
 namespace bastion {
@@ -14,7 +15,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // One parameter: sgd_step_cpu's loop body. `v` is only touched when momentum > 0.
 __device__ __forceinline__ void sgd_update(float& w, float& v, float grad, const SgdStepOptions& o) {
@@ -60,7 +60,7 @@ void sgd_step_cuda(float* w, float* velocity, const float* grad, int64_t D, cons
   BASTION_CHECK(options.momentum <= 0.0f || velocity != nullptr, "sgd_step_cuda: momentum ", options.momentum,
                 " needs a velocity buffer");
   if (D == 0) return;
-  const bool aligned = aligned16(w) && aligned16(grad) && (options.momentum <= 0.0f || aligned16(velocity));
+  const bool aligned = cuda_aligned16(w) && cuda_aligned16(grad) && (options.momentum <= 0.0f || cuda_aligned16(velocity));
   const int64_t D4 = aligned ? D / 4 : 0;
   cuda_launch("sgd_step_kernel", sgd_step_kernel, dim3(cuda_grid_stride_blocks(D4 + (D - 4 * D4), kThreads)),
               dim3(kThreads), stream, w, velocity, grad, D, D4, options);

@@ -19,6 +19,7 @@
 #include "kernels/cpu/vector.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/reduce.h"
 #include "kernels/cuda/vector.h"
 
 namespace bastion {
@@ -29,9 +30,7 @@ constexpr int kThreads = 256;
 // The reductions run in one block (fixed order, no second pass): more threads keep more loads in
 // flight on the one SM they occupy.
 constexpr int kReduceThreads = 512;
-constexpr unsigned kFullMask = 0xffffffffu;
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // ---- axpy, scale ----
 
@@ -71,25 +70,6 @@ __global__ void scale_kernel(float* x, float a, int64_t D, int64_t D4) {
 unsigned blocks_for(int64_t D, int64_t D4) { return cuda_grid_stride_blocks(D4 + (D - 4 * D4), kThreads); }
 
 // ---- one-block reductions in double ----
-
-// Sums each v[k] over the block in a fixed order (shuffle tree within each warp, then over the warp
-// sums); the results are valid in thread 0. Every thread of the block must call it (it synchronises).
-template <int K>
-__device__ void block_sum(double (&v)[K]) {
-  __shared__ double warp_sums[K][kReduceThreads / 32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int k = 0; k < K; ++k) {
-    for (int offset = 16; offset > 0; offset /= 2) v[k] += __shfl_down_sync(kFullMask, v[k], offset);
-    if (lane == 0) warp_sums[k][warp] = v[k];
-  }
-  __syncthreads();
-  if (warp == 0) {
-    for (int k = 0; k < K; ++k) {
-      v[k] = lane < static_cast<int>(blockDim.x / 32) ? warp_sums[k][lane] : 0.0;
-      for (int offset = 16; offset > 0; offset /= 2) v[k] += __shfl_down_sync(kFullMask, v[k], offset);
-    }
-  }
-}
 
 // The terms of each reduction: add() accumulates element i into acc, finish() turns the block's sums
 // into the result, with the CPU twin's definition.
@@ -140,7 +120,7 @@ template <typename Terms>
 __global__ void reduce_kernel(double* out, Terms terms, int64_t D) {
   double acc[Terms::kCount] = {};
   for (int64_t i = threadIdx.x; i < D; i += blockDim.x) terms.add(acc, i);
-  block_sum(acc);
+  cuda_block_sum(acc);
   if (threadIdx.x == 0) *out = terms.finish(acc);
 }
 
@@ -206,13 +186,13 @@ __global__ void zero_diagonal_kernel(float* out, int64_t n) {
 
 void vector_axpy_cuda(float* y, float a, const float* x, int64_t D, CudaStream stream) {
   if (D <= 0) return;
-  const int64_t D4 = aligned16(y) && aligned16(x) ? D / 4 : 0;
+  const int64_t D4 = cuda_aligned16(y) && cuda_aligned16(x) ? D / 4 : 0;
   cuda_launch("vector_axpy_kernel", axpy_kernel, dim3(blocks_for(D, D4)), dim3(kThreads), stream, y, a, x, D, D4);
 }
 
 void vector_scale_cuda(float* x, float a, int64_t D, CudaStream stream) {
   if (D <= 0) return;
-  const int64_t D4 = aligned16(x) ? D / 4 : 0;
+  const int64_t D4 = cuda_aligned16(x) ? D / 4 : 0;
   cuda_launch("vector_scale_kernel", scale_kernel, dim3(blocks_for(D, D4)), dim3(kThreads), stream, x, a, D, D4);
 }
 
