@@ -10,6 +10,16 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
   static const std::vector<ClientRuleEntry> table = {
       {{"sgd", "local SGD for E epochs or K steps (FedAvg's client)", "McMahan et al. 2017", &sgd_client_params()},
        make_sgd_client},
+      {{"local", "local training only: every client trains its own model and never uploads", "PFL-FACTS §3 (FedCAP, PFLlib)", &local_client_params()},
+       make_local_client},
+      {{"fedavg-ft", "FedAvg, judged on a fine-tuned model (after-local | final-head | before-eval)", "PFL-FACTS §4 (FedCAP, FedFSA, Qin et al. 2023)", &fedavg_ft_client_params()},
+       make_fedavg_ft_client},
+      {{"ditto", "a personal model with (lambda/2)||v - w||^2 beside FedAvg's global model", "Li et al. 2021 (Ditto)", &ditto_client_params()},
+       make_ditto_client},
+      {{"fedrep", "head epochs (body frozen), then body epochs (head frozen); only the body is shared", "Collins et al. 2021 (FedRep)", &fedrep_client_params()},
+       make_fedrep_client},
+      {{"st", "FedAvg, then Simple-Tuning: re-initialise the head and retrain it on clean local data", "Qin et al. 2023 (pFedSAM's ST)", &st_client_params()},
+       make_st_client},
   };
   return table;
 }

@@ -321,7 +321,7 @@ TEST_F(FlConfigFile, LoadConfigReadsFileAndNamesItInErrors) {
 
 TEST(FlConfig, SectionTablesAreDocumentedAndValid) {
   const auto& sections = config_sections();
-  ASSERT_EQ(sections.size(), 8u);
+  ASSERT_EQ(sections.size(), 9u);  // top level, data, model, clients, server, attack, eval, post, run
   EXPECT_EQ(sections.front().first, "");
   for (const auto& [name, specs] : sections) {
     EXPECT_FALSE(specs.empty()) << name;

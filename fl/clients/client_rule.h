@@ -1,7 +1,17 @@
 // Client rules: what a sampled client does with the model it receives (DESIGN.md "One method = two
 // small parts"). The run loop hands a rule a ClientTask whose model already holds the round's starting
-// state; the rule trains it in place. The upload is then `model state - start state` over the whole
-// flat state (parameters and BatchNorm buffers), computed by the run loop.
+// state (the global state, or the server rule's start state for this client); the rule trains it in
+// place. The upload is then `model state - start state` over the SHARED columns only, computed by the
+// run loop (parameters and BatchNorm buffers of the shared part, in model order).
+//
+// Personalised FL (DESIGN.md "Personalized FL") adds three optional answers a rule may give:
+//   shared_part()     what is uploaded: every column (FedAvg), the body (FedRep: the head stays), or
+//                     nothing (local training). The server rule sees only these columns.
+//   personal_model()  the client's own model for personalised evaluation (FedRep: global body + own head;
+//                     Ditto: its second model); false = the global model.
+//   post_step()       a step applied to the client's own model before it is evaluated (Simple-Tuning,
+//                     FedAvg-FT's fine-tuning; fl/clients/post_step.h). Empty = none.
+// Personal parts live in ClientState (checkpointed), never in the rule.
 //
 // Threads: the run loop calls train() for different clients concurrently, each on its own Model
 // replica and ClientState, on a thread whose kernels run single-threaded. A rule keeps no mutable
@@ -13,6 +23,9 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <optional>
+#include <span>
 
 #include "data/dataset.h"
 #include "data/transforms.h"
@@ -44,22 +57,58 @@ struct ClientTask {
   // own step.
   const Attack* attack = nullptr;
   int64_t attacker_index = 0;             // position in the malicious set (DBA part), valid with attack
+  // A second replica of the same architecture for rules that train two models at once (Ditto's
+  // personal model); its state is undefined on entry. Null unless the rule asks (uses_second_model).
+  Model* second = nullptr;
 };
 
 struct ClientResult {
   double train_loss = 0.0;                // mean over the steps taken
   int64_t steps = 0;
   int64_t samples = 0;                    // samples processed (epochs × local size, or steps × batch)
+  int64_t head_steps = 0, body_steps = 0; // FedRep's phases (steps with only the head / only the body trainable)
+  int64_t personal_steps = 0;             // Ditto: steps of the personal model
 };
+
+// Which columns of the flat state a client uploads (the rest stays on the client).
+enum class SharedPart { All, Body, None };
+
+struct PostSpec;  // fl/clients/post_step.h
 
 class ClientRule {
  public:
   virtual ~ClientRule() = default;
   virtual ClientResult train(ClientTask& task) const = 0;
+
+  virtual SharedPart shared_part() const { return SharedPart::All; }
+  // Writes the client's own model (D values: parameters then buffers) into `out` from its state and the
+  // current global state; returns false when the client's model is the global model. `model` gives the
+  // layout (head columns). Called concurrently for different clients: read-only.
+  virtual bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
+                              std::span<float> out) const {
+    return false;
+  }
+  // A post-training step the rule always takes (st, fedavg-ft); a [post] section adds one to any rule.
+  virtual std::optional<PostSpec> post_step() const;
+  // Ditto trains a personal model beside the shared one: the run loop then fills ClientTask::second.
+  virtual bool uses_second_model() const { return false; }
+  // Local training in FedCAP's setting: every client trains every round, not only the sampled ones.
+  virtual bool every_client_trains() const { return false; }
 };
 
-// fl/clients/sgd.cpp
+// fl/clients/sgd.cpp (sgd, and fedavg-ft / st, which are sgd with a personal model or a post step)
 const std::vector<ParamSpec>& sgd_client_params();
 std::unique_ptr<ClientRule> make_sgd_client(const Params& params);
+const std::vector<ParamSpec>& fedavg_ft_client_params();
+std::unique_ptr<ClientRule> make_fedavg_ft_client(const Params& params);
+const std::vector<ParamSpec>& st_client_params();
+std::unique_ptr<ClientRule> make_st_client(const Params& params);
+// fl/clients/local.cpp, ditto.cpp, fedrep.cpp
+const std::vector<ParamSpec>& local_client_params();
+std::unique_ptr<ClientRule> make_local_client(const Params& params);
+const std::vector<ParamSpec>& ditto_client_params();
+std::unique_ptr<ClientRule> make_ditto_client(const Params& params);
+const std::vector<ParamSpec>& fedrep_client_params();
+std::unique_ptr<ClientRule> make_fedrep_client(const Params& params);
 
 }  // namespace bastion

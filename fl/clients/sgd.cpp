@@ -1,7 +1,6 @@
-// sgd: FedAvg's client (McMahan et al. 2017). Starting from the round's global model, run plain SGD
-// (PyTorch semantics, nn/optim.h) over the client's local data:
-//   for E epochs (or exactly K steps when steps > 0, cycling through epochs):
-//     for each batch (x, y) of the shuffled local data:  w <- w - lr_t * step(grad CE(f_w(x), y))
+// sgd: FedAvg's client (McMahan et al. 2017). Starting from the round's model, run plain SGD (PyTorch
+// semantics, nn/optim.h) over the client's local data (fl/clients/local_training.h):
+//   for E epochs (or exactly K steps when steps > 0):  w <- w - lr_t * step(grad CE(f_w(x), y))
 //   lr_t = lr * lr_decay^floor((round - 1) / lr_decay_every)     (BapFL: 0.99 every 10 rounds)
 // Momentum starts from zero every round unless keep_momentum, which stores the buffer in the client's
 // state (a client that is not sampled keeps its old buffer). grad_clip > 0 rescales the gradient to that
@@ -11,139 +10,136 @@
 // Attacks: a malicious client's Data/Training attack configures the loader; a Training attack replaces
 // the step (fl/attacks/attack.h).
 // Cost: E * |D_k| forward/backward passes.
-#include <cmath>
+//
+// Two personalised baselines are this rule plus one thing (PFL-FACTS §§4, 6):
+//   fedavg-ft  variant after-local (FedCAP, default): the client's own model is its model right after its
+//              last local training (kept in ClientState, N x D floats; stale until sampled again, the
+//              global model until first sampled); final-head (FedFSA/FedCR): after the last round every
+//              client tunes the head of the global model (post step head-tune); before-eval (Qin et al.
+//              KDD'23): every client fine-tunes the whole global model before every evaluation.
+//   st         Simple-Tuning after FedAvg: re-initialise the head, retrain it on clean local data with the
+//              body frozen, then evaluate (post step st).
 #include <memory>
-#include <limits>
 
-#include "autograd/ops.h"
-#include "data/loader.h"
-#include "fl/attacks/attack.h"
 #include "fl/clients/client_rule.h"
-#include "nn/optim.h"
+#include "fl/clients/local_training.h"
+#include "fl/clients/post_step.h"
 #include "tensor/error.h"
 
 namespace bastion {
 
 namespace {
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr const char* kModelKey = "model";  // fedavg-ft after-local: the model after local training
 
 class SgdClient final : public ClientRule {
  public:
-  explicit SgdClient(const Params& p)
-      : epochs_(p.integer("epochs")), steps_(p.integer("steps")), batch_(p.integer("batch")),
-        options_{static_cast<float>(p.real("lr")), static_cast<float>(p.real("momentum")),
-                 static_cast<float>(p.real("weight_decay")), p.boolean("nesterov")},
-        lr_decay_(p.real("lr_decay")), lr_decay_every_(p.integer("lr_decay_every")),
-        keep_momentum_(p.boolean("keep_momentum")), grad_clip_(p.real("grad_clip")), drop_last_(p.boolean("drop_last")),
-        rho_(static_cast<float>(p.real("rho"))) {
-    BASTION_CHECK(epochs_ > 0 || steps_ > 0, "clients.sgd: set epochs or steps to at least 1");
-    BASTION_CHECK(!options_.nesterov || options_.momentum > 0.0f, "clients.sgd.nesterov needs momentum > 0");
-  }
-
-  ClientResult train(ClientTask& task) const override {
-    BatchLoader loader(task.data, batch_, /*shuffle=*/true, task.seed, task.indices, drop_last_);
-    if (!is_identity_transform(task.transform)) loader.set_transform(task.transform);
-    Generator attack_rng = Generator(task.seed).fork(kAttackStream);
-    if (task.attack) {
-      DataAttackContext context{task.data,         task.indices,  task.attacker_index,
-                                task.client,       task.round,    attack_rng.fork(0),
-                                Generator(task.client_seed), &task.transform};
-      task.attack->poison_loader(loader, context);
-    }
-    SgdOptions options = options_;
-    options.lr = static_cast<float>(options_.lr * std::pow(lr_decay_, (task.round - 1) / lr_decay_every_));
-    Sgd sgd(task.model, options);
-    restore_momentum(task, sgd);
-    task.model.reseed_dropout(Generator(task.seed).fork(kDropoutStream).next_u64());
-    task.model.train(true);
-    std::unique_ptr<Sam> sam = rho_ > 0.0f ? std::make_unique<Sam>(task.model, sgd, rho_) : nullptr;
-    ClientResult result = run_steps(task, loader, sgd, sam.get(), attack_rng);
-    if (keep_momentum_ && options_.momentum > 0.0f) {
-      const std::span<const float> v = sgd.momentum_buffer();
-      task.state.vectors["momentum"].assign(v.begin(), v.end());
-    }
-    return result;
-  }
+  explicit SgdClient(const Params& p) : schedule_(local_schedule(p)) {}
+  ClientResult train(ClientTask& task) const override { return train_with_schedule(task, schedule_); }
 
  private:
-  static constexpr uint64_t kAttackStream = 0x61747461636bULL, kDropoutStream = 0x64726f70ULL;
-  int64_t epochs_, steps_, batch_;
-  SgdOptions options_;
-  double lr_decay_;
-  int64_t lr_decay_every_;
-  bool keep_momentum_;
-  double grad_clip_;
-  bool drop_last_;
-  float rho_;
+  LocalSchedule schedule_;
+};
 
-  void restore_momentum(ClientTask& task, Sgd& sgd) const {
-    if (!keep_momentum_ || options_.momentum <= 0.0f) return;
-    const auto found = task.state.vectors.find("momentum");
-    if (found != task.state.vectors.end()) sgd.load_momentum(found->second);
+// The tuning keys of fedavg-ft and st: 0 means "as in training" for epochs, batch and lr.
+PostSpec tuning_spec(const Params& p, const LocalSchedule& schedule, PostSpec::Kind kind, PostSpec::When when) {
+  PostSpec spec;
+  spec.kind = kind;
+  spec.when = when;
+  spec.epochs = p.integer("tune_epochs") > 0 ? p.integer("tune_epochs") : std::max<int64_t>(schedule.epochs, 1);
+  spec.batch = p.integer("tune_batch") > 0 ? p.integer("tune_batch") : schedule.batch;
+  spec.lr = p.real("tune_lr") > 0 ? p.real("tune_lr") : schedule.sgd.lr;
+  spec.momentum = p.real("tune_momentum");
+  return spec;
+}
+
+class FedAvgFtClient final : public ClientRule {
+ public:
+  explicit FedAvgFtClient(const Params& p) : schedule_(local_schedule(p)), variant_(p.text("variant")) {
+    if (variant_ == "final-head")
+      post_ = tuning_spec(p, schedule_, PostSpec::Kind::HeadTune, PostSpec::When::Final);
+    else if (variant_ == "before-eval")
+      post_ = tuning_spec(p, schedule_, PostSpec::Kind::FineTune, PostSpec::When::EveryEvaluation);
   }
-
-  ClientResult run_steps(ClientTask& task, BatchLoader& loader, Sgd& sgd, Sam* sam, Generator& attack_rng) const {
-    ClientResult result;
-    double loss_sum = 0.0;
-    const int64_t total_steps = steps_ > 0 ? steps_ : std::numeric_limits<int64_t>::max();
-    Tensor x;
-    LabelTensor y;
-    for (int64_t epoch = 0; result.steps < total_steps && (steps_ > 0 || epoch < epochs_); ++epoch) {
-      loader.start_epoch(epoch);
-      int64_t batches = 0;
-      while (result.steps < total_steps && loader.next(x, y)) {
-        loss_sum += one_step(task, sgd, sam, x, y, attack_rng);
-        result.samples += x.size(0);
-        ++result.steps;
-        ++batches;
-      }
-      BASTION_CHECK(batches > 0, "clients.sgd: client ", task.client, " has no batch (", task.indices.size(),
-                    " samples, batch ", batch_, ", drop_last ", drop_last_, ")");
+  ClientResult train(ClientTask& task) const override {
+    ClientResult result = train_with_schedule(task, schedule_);
+    if (variant_ == "after-local") {
+      const std::span<const float> state = task.model.flat_state();
+      task.state.vectors[kModelKey].assign(state.begin(), state.end());
     }
-    result.train_loss = result.steps > 0 ? loss_sum / result.steps : 0.0;
     return result;
   }
-
-  double one_step(ClientTask& task, Sgd& sgd, Sam* sam, const Tensor& x, const LabelTensor& y,
-                  Generator& attack_rng) const {
-    if (task.attack && task.attack->kind() == AttackKind::Training) {
-      TrainingStepContext context{task.model, sgd, x, y, attack_rng};
-      return task.attack->training_step(context);
-    }
-    auto loss_and_backward = [&]() {
-      task.model.zero_grad();
-      Tensor loss = cross_entropy(task.model.forward(x), y);
-      loss.backward();
-      clip_gradient_norm(task.model, grad_clip_);
-      return loss.item();
-    };
-    if (sam) return sam->step(loss_and_backward);
-    const float loss = loss_and_backward();
-    sgd.step();
-    return loss;
+  bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
+                      std::span<float> out) const override {
+    const auto found = state.vectors.find(kModelKey);
+    if (variant_ != "after-local" || found == state.vectors.end()) return false;
+    BASTION_CHECK(found->second.size() == out.size(), "fedavg-ft: stored model of ", found->second.size(),
+                  " values, the model has ", out.size());
+    std::copy(found->second.begin(), found->second.end(), out.begin());
+    return true;
   }
+  std::optional<PostSpec> post_step() const override { return post_; }
+
+ private:
+  LocalSchedule schedule_;
+  std::string variant_;
+  std::optional<PostSpec> post_;
 };
+
+class StClient final : public ClientRule {
+ public:
+  explicit StClient(const Params& p)
+      : schedule_(local_schedule(p)),
+        post_(tuning_spec(p, schedule_, PostSpec::Kind::SimpleTuning, PostSpec::When::Final)) {}
+  ClientResult train(ClientTask& task) const override { return train_with_schedule(task, schedule_); }
+  std::optional<PostSpec> post_step() const override { return post_; }
+
+ private:
+  LocalSchedule schedule_;
+  PostSpec post_;
+};
+
+std::vector<ParamSpec> tuning_params(int64_t epochs, double lr) {
+  return {
+      {"tune_epochs", ParamType::Integer, epochs, "epochs of the tuning step (0 = the training epochs)", 0, 1e6},
+      {"tune_batch", ParamType::Integer, int64_t{0}, "batch of the tuning step (0 = the training batch)", 0, 1e6},
+      {"tune_lr", ParamType::Real, lr, "learning rate of the tuning step (0 = the training lr)", 0, 100},
+      {"tune_momentum", ParamType::Real, 0.0, "momentum of the tuning step", 0, 0.999999},
+  };
+}
+
 }  // namespace
 
 const std::vector<ParamSpec>& sgd_client_params() {
-  static const std::vector<ParamSpec> specs = {
-      {"epochs", ParamType::Integer, int64_t{2}, "local epochs per round (ignored when steps > 0)", 0, 1e6},
-      {"steps", ParamType::Integer, int64_t{0}, "exactly this many local steps per round instead of epochs (0 = use epochs)", 0, 1e9},
-      {"batch", ParamType::Integer, int64_t{64}, "batch size", 1, 1e6},
-      {"lr", ParamType::Real, 0.01, "learning rate", 0, 100},
-      {"momentum", ParamType::Real, 0.9, "SGD momentum (PyTorch semantics)", 0, 0.999999},
-      {"weight_decay", ParamType::Real, 0.0, "L2 weight decay", 0, 1},
-      {"nesterov", ParamType::Boolean, false, "Nesterov momentum"},
-      {"lr_decay", ParamType::Real, 1.0, "multiply lr by this every lr_decay_every rounds", 1e-6, 1},
-      {"lr_decay_every", ParamType::Integer, int64_t{1}, "rounds between lr decays", 1, 1e6},
-      {"keep_momentum", ParamType::Boolean, false, "keep the momentum buffer across rounds (client state)"},
-      {"grad_clip", ParamType::Real, 0.0, "clip the gradient's global L2 norm to this (0 = off)", 0, kInf},
-      {"drop_last", ParamType::Boolean, false, "drop the last partial batch of each epoch"},
-      {"rho", ParamType::Real, 0.0, "SAM radius: > 0 makes every step a SAM step (FedSAM's client); 0 = plain SGD", 0, 10},
-  };
+  static const std::vector<ParamSpec> specs = local_schedule_params();
   return specs;
 }
 
 std::unique_ptr<ClientRule> make_sgd_client(const Params& params) { return std::make_unique<SgdClient>(params); }
+
+const std::vector<ParamSpec>& fedavg_ft_client_params() {
+  static const std::vector<ParamSpec> specs = [] {
+    std::vector<ParamSpec> extra = {
+        {"variant", ParamType::Text, std::string("after-local"),
+         "after-local (FedCAP: the model after local training) | final-head (FedFSA: head tuning after the last "
+         "round) | before-eval (Qin et al.: fine-tune the global model before every evaluation)",
+         -kInf, kInf, {"after-local", "final-head", "before-eval"}}};
+    for (ParamSpec& spec : tuning_params(0, 0.0)) extra.push_back(spec);
+    return with_schedule_params(extra);
+  }();
+  return specs;
+}
+
+std::unique_ptr<ClientRule> make_fedavg_ft_client(const Params& params) {
+  return std::make_unique<FedAvgFtClient>(params);
+}
+
+const std::vector<ParamSpec>& st_client_params() {
+  static const std::vector<ParamSpec> specs = with_schedule_params(tuning_params(5, 0.01));
+  return specs;
+}
+
+std::unique_ptr<ClientRule> make_st_client(const Params& params) { return std::make_unique<StClient>(params); }
 
 }  // namespace bastion

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "data/partition.h"
+#include "fl/clients/post_step.h"
 #include "fl/registry.h"
 #include "nn/models.h"
 #include "tensor/error.h"
@@ -317,6 +318,24 @@ void check_attack_composition(const ExperimentConfig& c) {
   BASTION_CHECK(collusion.size() <= 1, "attack.names: at most one collusion attack, got ", join(collusion));
 }
 
+void check_personalization(const ExperimentConfig& c) {
+  const bool like_train = c.data.text("local_test") == "like-train";
+  const bool has_split = like_train || c.data.real("client_test_fraction") > 0;
+  BASTION_CHECK(!like_train || c.data.real("client_test_fraction") == 0,
+                "data.local_test = like-train deals out the global test set: set data.client_test_fraction = 0");
+  BASTION_CHECK(!c.eval.boolean("personalized") || has_split,
+                "eval.personalized = true needs local test sets: data.local_test = \"like-train\" or "
+                "data.client_test_fraction > 0");
+  const std::string& post = c.post.text("rule");
+  BASTION_CHECK(post == "none" || c.eval.boolean("personalized"), "post.rule = '", post,
+                "' tunes each client's own model before personalised evaluation: set eval.personalized = true");
+  const bool rule_has_post = find_client_rule(c.clients.text("rule")).make(c.client_rule)->post_step().has_value();
+  BASTION_CHECK(post == "none" || !rule_has_post, "clients.rule = '", c.clients.text("rule"),
+                "' already takes a post-training step; remove post.rule = '", post, "'");
+  BASTION_CHECK(!rule_has_post || c.eval.boolean("personalized"), "clients.rule = '", c.clients.text("rule"),
+                "' is judged on tuned client models: set eval.personalized = true");
+}
+
 void cross_check(const ExperimentConfig& c) {
   const int64_t clients = c.data.integer("clients"), per_round = c.clients.integer("per_round");
   BASTION_CHECK(per_round <= clients, "clients.per_round = ", per_round, " exceeds data.clients = ", clients);
@@ -337,6 +356,7 @@ void cross_check(const ExperimentConfig& c) {
     BASTION_CHECK(rule.empty() || !find_server_rule(rule).needs_server_data || c.data.real("server_fraction") > 0,
                   "server rule '", rule, "' needs the server's own data: set data.server_fraction (SPMC holds out 0.1)");
   }
+  check_personalization(c);
   const int64_t start = c.attack.integer("start_round"), end = c.attack.integer("end_round");
   BASTION_CHECK(end == 0 || end >= start, "attack.end_round = ", end, " is before attack.start_round = ", start);
 }
@@ -375,6 +395,7 @@ ExperimentConfig parse_config(std::string_view toml_text, const std::string& sou
   c.server = Params("server", section_specs("server"), tree["server"].values);
   c.attack = Params("attack", section_specs("attack"), tree["attack"].values);
   c.eval = Params("eval", section_specs("eval"), tree["eval"].values);
+  c.post = Params("post", section_specs("post"), tree["post"].values);
   c.run = Params("run", section_specs("run"), tree["run"].values);
   check_names(c);
   build_units(c, tree);
@@ -417,6 +438,7 @@ std::string config_to_toml(const ExperimentConfig& c) {
     write_table(out, "attack." + toml_key(name), specs_or_none(find_attack(name).info.params), params);
   }
   write_table(out, "eval", section_specs("eval"), c.eval);
+  write_table(out, "post", section_specs("post"), c.post);
   write_table(out, "run", section_specs("run"), c.run);
   return out.str();
 }

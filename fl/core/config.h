@@ -10,7 +10,8 @@
 //   [server]   rule, inner, expected_malicious, apply_to, rest, on_invalid
 //              [server.<rule>] the rule's parameters; [server.<inner>] a wrapper's inner rule
 //   [attack]   names, malicious_fraction, malicious_per_round, ...   [attack.<name>] per attack
-//   [eval]     every, batch, report, asr_include_target, target_acc, ...
+//   [eval]     every, batch, report, asr_include_target, target_acc, personalized, ...
+//   [post]     rule (st | head-tune | fine-tune), epochs, batch, lr, momentum, when
 //   [run]      threads, checkpoint_every
 //
 // Every key of every section is declared in a ParamSpec table (config.cpp for the sections, the
@@ -36,7 +37,7 @@ namespace bastion {
 
 struct ExperimentConfig {
   Params experiment;               // top-level keys: name, description, seed, rounds, repeat
-  Params data, model, clients, server, attack, eval, run;
+  Params data, model, clients, server, attack, eval, post, run;
   Params client_rule;              // [clients.<clients.rule>]
   Params server_rule;              // [server.<server.rule>]
   Params server_inner_rule;        // [server.<server.inner>] for a wrapper rule (bucketing, gas)

@@ -2,6 +2,7 @@
 // Unit tables ([clients.<rule>], [server.<rule>], [attack.<name>]) live with their units.
 #include <limits>
 
+#include "fl/clients/post_step.h"
 #include "fl/core/config.h"
 
 namespace bastion {
@@ -50,6 +51,11 @@ const Specs& data_specs() {
       bool_param("client_prior", false, "dirichlet: FedFSA's per-client class prior variant"),
       integer_param("max_per_client", 0, 0, 1e12, "cap on each client's samples (seeded subset); 0 = no cap"),
       real_param("client_test_fraction", 0, 0, 0.9, "share of each client's samples moved to its local test split"),
+      text_param("local_test", "split", {"split", "like-train"},
+                 "clients' local test sets: split = client_test_fraction of their own samples; like-train = the "
+                 "global test set dealt out per class in each client's training proportions (FedRep, BapFL)"),
+      bool_param("pool_train_test", false, "partition the training and test sets pooled (FedFSA); the test set "
+                                           "stays the global test set"),
       real_param("server_fraction", 0, 0, 0.9, "share of the training set held out as the server's own data (the last samples)"),
       text_param("normalization", "dataset", {"dataset", "mnist", "imagenet", "half", "none"},
                  "input normalisation: the dataset's own statistics, or a fixed preset"),
@@ -114,6 +120,13 @@ const Specs& eval_specs() {
       bool_param("asr_include_target", false, "count test samples whose true label is the backdoor target in the attack success rate"),
       real_param("target_acc", 0, 0, 1, "report the first round reaching this accuracy; 0 = off"),
       bool_param("local", false, "also evaluate on each client's local test split (needs data.client_test_fraction > 0)"),
+      bool_param("personalized", false, "evaluate each benign client's own model on its local test split "
+                                        "(p_* columns: plain and weighted mean, min, median, max)"),
+      integer_param("personal_clients", 0, 0, 1e6, "personalized: evaluate a seeded subset of this many benign "
+                                                   "clients per evaluation (0 = all)"),
+      bool_param("personal_global", true, "personalized: also evaluate each client's model on the global test set"),
+      text_param("personal_asr", "local", {"local", "global"},
+                 "personalized: ASR of each client's model on its triggered local test split or the global one"),
   };
   return specs;
 }
@@ -131,7 +144,8 @@ const Specs& run_specs() {
 const std::vector<std::pair<std::string, std::vector<ParamSpec>>>& config_sections() {
   static const std::vector<std::pair<std::string, std::vector<ParamSpec>>> sections = {
       {"", experiment_specs()},   {"data", data_specs()}, {"model", model_specs()}, {"clients", clients_specs()},
-      {"server", server_specs()}, {"attack", attack_specs()}, {"eval", eval_specs()}, {"run", run_specs()},
+      {"server", server_specs()}, {"attack", attack_specs()}, {"eval", eval_specs()}, {"post", post_section_params()},
+      {"run", run_specs()},
   };
   return sections;
 }

@@ -9,7 +9,10 @@
 #include <optional>
 
 #include "data/partition.h"
+#include "fl/clients/post_step.h"
 #include "fl/core/checkpoint.h"
+#include "fl/core/client_models.h"
+#include "fl/core/personal_eval.h"
 #include "fl/core/sampling.h"
 #include "fl/core/server_side.h"
 #include "fl/core/thread_pool.h"
@@ -25,7 +28,10 @@ namespace bastion {
 namespace {
 
 // Purposes forked from Generator(seed): each random decision has its own stream.
-enum Stream : uint64_t { kPartition = 1, kMalicious, kInit, kSampling, kClient, kAttack, kServer, kClientFixed };
+enum Stream : uint64_t {
+  kPartition = 1, kMalicious, kInit, kSampling, kClient, kAttack, kServer, kClientFixed,
+  kLocalTest, kPersonalSubset, kPostStep  // personalised evaluation
+};
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -40,6 +46,8 @@ struct SharedData {
 
 SharedData load_shared_data(const ExperimentConfig& c) {
   DatasetSplit split = load_dataset(c.data.text("dataset"), c.data.text("data_dir"));
+  // FedFSA pools the two sets before partitioning; the test set stays the global test set.
+  if (c.data.boolean("pool_train_test")) split.train = concat_datasets(split.train, split.test);
   SharedData shared{std::move(split.train), std::move(split.test), {}, {}, {}};
   apply_normalization_preset(shared.train, c.data.text("normalization"));
   apply_normalization_preset(shared.test, c.data.text("normalization"));
@@ -113,7 +121,13 @@ class SeedRun {
     const std::span<const float> state = replicas_[0]->flat_state();
     global_.assign(state.begin(), state.end());
     P_ = replicas_[0]->num_parameters();
-    server_rule_ = build_server_rule(c_, *replicas_[0]);
+    sharing_ = shared_columns(*replicas_[0], client_rule_->shared_part());
+    server_rule_ = build_server_rule(c_, *replicas_[0], sharing_);
+    post_ = client_rule_->post_step();
+    if (!post_) post_ = post_spec_from_section(c_.post);
+    if (client_rule_->uses_second_model())
+      for (int w = 0; w < threads; ++w)
+        second_replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
     if (!partition_.server.empty())
       server_data_.emplace(*replicas_[0], shared.train, partition_.server, shared.train_transform,
                            shared.eval_transform, c_.eval.integer("batch"));
@@ -123,6 +137,9 @@ class SeedRun {
     test_indices_.resize(static_cast<size_t>(shared.test.size()));
     std::iota(test_indices_.begin(), test_indices_.end(), int64_t{0});
     prepare_backdoor_test();
+    if (c_.eval.boolean("personalized"))
+      local_tests_ = make_local_test_sets(c_.data.text("local_test"), shared.train, shared.test, partition_,
+                                          root_.fork(kLocalTest).next_u64());
   }
 
   void run(const RunOptions& options);
@@ -147,8 +164,14 @@ class SeedRun {
   std::optional<ModelServerData> server_data_;  // over replica 0, when data.server_fraction > 0
   AttackSet attacks_;
   std::vector<std::unique_ptr<Model>> replicas_;
+  std::vector<std::unique_ptr<Model>> second_replicas_;  // rules that train two models (Ditto)
   std::vector<float> global_;
   int64_t P_ = 0, D_ = 0;
+  SharedColumns sharing_;                    // what a client uploads (client_models.h)
+  std::vector<float> global_shared_;         // the shared columns of global_ (when not every column is shared)
+  std::vector<float> starts_;                // (m, D) per-client start states, when the server rule sends them
+  std::optional<PostSpec> post_;             // post-training step before personalised evaluation
+  LocalTestSets local_tests_;
   int64_t version_ = 0;                      // bumped when global_ changes; replicas compare before eval
   std::vector<int64_t> loaded_version_;
   std::vector<ClientState> client_states_;
@@ -166,6 +189,9 @@ class SeedRun {
     return !malicious_.empty() && round >= c_.attack.integer("start_round") && (end == 0 || round <= end);
   }
   void prepare_backdoor_test();
+  std::vector<int64_t> round_clients(int64_t round, bool attack_on) const;
+  std::span<const float> global_shared();
+  void prepare_start_states(const std::vector<int64_t>& sampled);
   void train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                      std::vector<ClientResult>& results);
   void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads);
@@ -173,6 +199,7 @@ class SeedRun {
   void load_global(int worker);
   EvalResult evaluate_global(const std::vector<int64_t>& indices, const PoisonSpec* poison);
   double evaluate_local();
+  PersonalRecord evaluate_personalized(int64_t round);
   void evaluate_round(int64_t round);
   void write_results() const;
   void log_progress(const RunOptions& options, int64_t round, double elapsed) const;
@@ -190,26 +217,66 @@ void SeedRun::prepare_backdoor_test() {
     if (include_target || shared_.test.labels[i] != backdoor_->target) backdoor_indices_.push_back(i);
 }
 
+std::vector<int64_t> SeedRun::round_clients(int64_t round, bool attack_on) const {
+  const int64_t clients = c_.data.integer("clients");
+  if (client_rule_->every_client_trains()) {
+    std::vector<int64_t> all(static_cast<size_t>(clients));
+    std::iota(all.begin(), all.end(), int64_t{0});
+    return all;
+  }
+  return sample_round(clients, c_.clients.integer("per_round"), malicious_,
+                      attack_on ? c_.attack.integer("malicious_per_round") : 0,
+                      root_.fork(kSampling).fork(static_cast<uint64_t>(round)));
+}
+
+// The global state's shared columns: the server rule's and the attacks' view of the global model.
+std::span<const float> SeedRun::global_shared() {
+  if (sharing_.all) return global_;
+  global_shared_.resize(static_cast<size_t>(sharing_.width));
+  sharing_.gather(global_, global_shared_.data());
+  return global_shared_;
+}
+
+// DESIGN.md pFL hook 1: a server rule may send each sampled client its own start state (its shared
+// columns; the others come from the global state).
+void SeedRun::prepare_start_states(const std::vector<int64_t>& sampled) {
+  starts_.clear();
+  if (sharing_.width == 0 || !server_rule_->has_client_start_states()) return;
+  const std::span<const float> global_part = global_shared();
+  std::vector<float> part(static_cast<size_t>(sharing_.width));
+  starts_.resize(sampled.size() * static_cast<size_t>(D_));
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    const std::span<float> start(starts_.data() + i * D_, static_cast<size_t>(D_));
+    std::copy(global_.begin(), global_.end(), start.begin());
+    if (server_rule_->client_start_state(sampled[i], global_part, part)) sharing_.assign_into(part, start);
+  }
+}
+
 void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on,
                             std::vector<float>& uploads, std::vector<ClientResult>& results) {
   const Generator client_streams = root_.fork(kClient).fork(static_cast<uint64_t>(round));
+  const int64_t width = sharing_.width;
   pool_.run(static_cast<int64_t>(sampled.size()), [&](int64_t i, int worker) {
     Model& model = *replicas_[worker];
-    std::copy(global_.begin(), global_.end(), model.flat_state().begin());
+    const std::span<const float> start =
+        starts_.empty() ? std::span<const float>(global_) : std::span<const float>(starts_.data() + i * D_, D_);
+    std::copy(start.begin(), start.end(), model.flat_state().begin());
     loaded_version_[worker] = -1;  // the replica now holds a client's model, not the global one
     const int64_t client = sampled[i];
     const bool attacker = attack_on && is_malicious_[client];
     ClientTask task{model, shared_.train, partition_.train[client], shared_.train_transform, client_states_[client],
                     client, round, client_streams.fork(static_cast<uint64_t>(client)).next_u64(),
                     root_.fork(kClientFixed).fork(static_cast<uint64_t>(client)).next_u64(),
-                    attacker ? attacks_.data : nullptr, attacker ? attacker_index_.at(client) : 0};
+                    attacker ? attacks_.data : nullptr, attacker ? attacker_index_.at(client) : 0,
+                    second_replicas_.empty() ? nullptr : second_replicas_[worker].get()};
     results[i] = client_rule_->train(task);
-    const std::span<const float> state = model.flat_state();
-    float* row = uploads.data() + i * D_;
-    for (int64_t d = 0; d < D_; ++d) row[d] = state[d] - global_[d];
+    model.set_all_trainable(true);  // a rule that froze a part leaves the replica whole for the next client
+    sharing_.difference(model.flat_state(), start, uploads.data() + i * width);
   });
 }
 
+// Model attacks act on what an attacker uploads: the shared columns (the first `parameters` of them are
+// parameters), relative to the global model's shared columns.
 void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads) {
   std::vector<int64_t> attacker_rows, view_rows;
   const bool see_all = c_.attack.text("omniscient_view") == "all";
@@ -219,44 +286,54 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
   }
   if (attacker_rows.empty()) return;
   const int64_t m = static_cast<int64_t>(sampled.size());
+  const int64_t width = sharing_.width, parameters = sharing_.parameters;
+  const std::span<const float> global_part = global_shared();
   const Generator streams = root_.fork(kAttack).fork(static_cast<uint64_t>(round));
   if (attacks_.collusion) {
     if (view_rows.empty()) view_rows = attacker_rows;  // a round of attackers only: they see their own honest updates
-    std::vector<float> view(view_rows.size() * static_cast<size_t>(P_));
+    std::vector<float> view(view_rows.size() * static_cast<size_t>(parameters));
     for (size_t r = 0; r < view_rows.size(); ++r)
-      std::copy_n(uploads.data() + view_rows[r] * D_, P_, view.data() + r * P_);
-    std::vector<float> malicious_update(static_cast<size_t>(P_));
-    CollusionContext context{view.data(), static_cast<int64_t>(view_rows.size()), P_, m,
-                             static_cast<int64_t>(attacker_rows.size()), global_, streams.fork(0)};
+      std::copy_n(uploads.data() + view_rows[r] * width, parameters, view.data() + r * parameters);
+    std::vector<float> malicious_update(static_cast<size_t>(parameters));
+    CollusionContext context{view.data(), static_cast<int64_t>(view_rows.size()), parameters, m,
+                             static_cast<int64_t>(attacker_rows.size()), global_part, streams.fork(0)};
     attacks_.collusion->collude(malicious_update, context);
-    for (int64_t row : attacker_rows) std::copy(malicious_update.begin(), malicious_update.end(), uploads.data() + row * D_);
+    for (int64_t row : attacker_rows) std::copy(malicious_update.begin(), malicious_update.end(), uploads.data() + row * width);
   }
   for (int64_t row : attacker_rows) {
     for (const Attack* attack : attacks_.upload) {
-      UploadAttackContext context{global_, P_, m, streams.fork(static_cast<uint64_t>(sampled[row]) + 1)};
-      attack->corrupt_upload(std::span<float>(uploads.data() + row * D_, static_cast<size_t>(D_)), context);
+      UploadAttackContext context{global_part, parameters, m, streams.fork(static_cast<uint64_t>(sampled[row]) + 1)};
+      attack->corrupt_upload(std::span<float>(uploads.data() + row * width, static_cast<size_t>(width)), context);
     }
   }
 }
 
 void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads) {
-  const std::vector<int64_t> accepted_clients = compact_finite_uploads(uploads.data(), D_, sampled, round,
+  const int64_t width = sharing_.width;
+  const std::vector<int64_t> accepted_clients = compact_finite_uploads(uploads.data(), width, sampled, round,
                                                                        c_.server.text("on_invalid") == "fail");
   pending_.rejected += static_cast<int64_t>(sampled.size() - accepted_clients.size());
   std::vector<int64_t> samples;
   for (int64_t client : accepted_clients) samples.push_back(static_cast<int64_t>(partition_.train[client].size()));
   if (accepted_clients.empty()) return;  // every upload rejected: the global model stays
   const int64_t n = static_cast<int64_t>(accepted_clients.size());
-  const AggregationInput input{.updates = uploads.data(), .n = n, .D = D_, .num_parameters = P_, .num_samples = samples,
-                               .clients = accepted_clients, .round = round,
+  // The server's own data trains whole models; seen through the shared columns when clients keep a part.
+  std::unique_ptr<ServerData> shared_server_data;
+  ServerData* server_data = server_data_ ? &*server_data_ : nullptr;
+  if (server_data && !sharing_.all) {
+    shared_server_data = make_subset_server_data(*server_data, global_, sharing_.ranges);
+    server_data = shared_server_data.get();
+  }
+  const AggregationInput input{.updates = uploads.data(), .n = n, .D = width, .num_parameters = sharing_.parameters,
+                               .num_samples = samples, .clients = accepted_clients, .round = round,
                                .seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64(),
-                               .global = global_, .expected_malicious = expected_malicious_count(c_, n),
-                               .server_data = server_data_ ? &*server_data_ : nullptr, .pool = &pool_};
+                               .global = global_shared(), .expected_malicious = expected_malicious_count(c_, n),
+                               .server_data = server_data, .pool = &pool_};
   loaded_version_[0] = -1;  // server data (if any) trains and evaluates on replica 0
   const AggregationOutput output = server_rule_->aggregate(input);
-  BASTION_CHECK(static_cast<int64_t>(output.update.size()) == D_, "server rule '", c_.server.text("rule"),
-                "' returned ", output.update.size(), " values for a model of ", D_);
-  for (int64_t d = 0; d < D_; ++d) global_[d] += output.update[d];
+  BASTION_CHECK(static_cast<int64_t>(output.update.size()) == width, "server rule '", c_.server.text("rule"),
+                "' returned ", output.update.size(), " values for ", width, " shared columns");
+  sharing_.add_into(output.update, global_);
   ++version_;
   for (size_t i = 0; i < output.flagged.size() && i < accepted_clients.size(); ++i) {
     const bool truth = attack_on && is_malicious_[accepted_clients[i]];
@@ -315,6 +392,21 @@ double SeedRun::evaluate_local() {
   return mean_std(accuracy).mean;
 }
 
+PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
+  const TransformSpec* transform = is_identity_transform(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
+  PersonalEvalInput input{*client_rule_, post_, global_, client_states_,
+                          personal_eval_clients(is_malicious_, c_.eval.integer("personal_clients"),
+                                                root_.fork(kPersonalSubset).fork(static_cast<uint64_t>(round))),
+                          local_tests_, shared_.train, partition_, shared_.train_transform, transform, shared_.test,
+                          test_indices_, backdoor_ ? &*backdoor_ : nullptr, backdoor_indices_,
+                          c_.eval.boolean("asr_include_target"), c_.eval.boolean("personal_global"),
+                          c_.eval.text("personal_asr") == "local", c_.eval.integer("batch"), round,
+                          c_.experiment.integer("rounds"), root_.fork(kPostStep)};
+  const PersonalRecord record = evaluate_personal(input, pool_, replicas_);
+  std::fill(loaded_version_.begin(), loaded_version_.end(), -1);  // the replicas hold client models now
+  return record;
+}
+
 void SeedRun::evaluate_round(int64_t round) {
   RoundRecord record = pending_;
   record.round = round;
@@ -329,28 +421,32 @@ void SeedRun::evaluate_round(int64_t round) {
     record.asr = evaluate_global(backdoor_indices_, &poison).accuracy;
   }
   if (c_.eval.boolean("local")) record.local_acc = evaluate_local();
-  records_.push_back(record);
+  if (c_.eval.boolean("personalized")) record.personal = evaluate_personalized(round);
+  records_.push_back(as_printed(record));
   pending_ = RoundRecord{};
 }
 
 
 void SeedRun::run(const RunOptions& options) {
   const int64_t rounds = c_.experiment.integer("rounds");
-  const int64_t m = c_.clients.integer("per_round");
   const int64_t checkpoint_every = c_.run.integer("checkpoint_every");
-  std::vector<float> uploads(static_cast<size_t>(m * D_));
-  std::vector<ClientResult> results(static_cast<size_t>(m));
+  std::vector<float> uploads;
+  std::vector<ClientResult> results;
   for (int64_t round = next_round_; round <= rounds; ++round) {
     const auto round_start = std::chrono::steady_clock::now();
     const bool attack_on = attack_active(round);
-    const std::vector<int64_t> sampled =
-        sample_round(c_.data.integer("clients"), m, malicious_, attack_on ? c_.attack.integer("malicious_per_round") : 0,
-                     root_.fork(kSampling).fork(static_cast<uint64_t>(round)));
+    const std::vector<int64_t> sampled = round_clients(round, attack_on);
+    const int64_t m = static_cast<int64_t>(sampled.size());
+    uploads.resize(static_cast<size_t>(m * sharing_.width));
+    results.assign(static_cast<size_t>(m), ClientResult{});
+    prepare_start_states(sampled);
     train_clients(round, sampled, attack_on, uploads, results);
     const double train_seconds = seconds_since(round_start);
     const auto aggregate_start = std::chrono::steady_clock::now();
-    if (attack_on) attack_uploads(round, sampled, uploads);
-    aggregate(round, sampled, attack_on, uploads);
+    if (sharing_.width > 0) {  // a rule that shares nothing (local) has no server step
+      if (attack_on) attack_uploads(round, sampled, uploads);
+      aggregate(round, sampled, attack_on, uploads);
+    }
     const double aggregate_seconds = seconds_since(aggregate_start);
     pending_.sampled = m;
     pending_.malicious = 0;
@@ -360,8 +456,9 @@ void SeedRun::run(const RunOptions& options) {
       loss_sum += results[i].train_loss;
     }
     pending_.train_loss = last_train_loss_ = loss_sum / static_cast<double>(m);
-    pending_.bytes_up += m * D_ * static_cast<int64_t>(sizeof(float));
-    pending_.bytes_down += m * D_ * static_cast<int64_t>(sizeof(float));
+    // Bytes over the shared columns only: what goes up, and what each client receives of the server's state.
+    pending_.bytes_up += m * sharing_.width * static_cast<int64_t>(sizeof(float));
+    pending_.bytes_down += m * sharing_.width * static_cast<int64_t>(sizeof(float));
     const auto eval_start = std::chrono::steady_clock::now();
     if (round % c_.eval.integer("every") == 0 || round == rounds) evaluate_round(round);
     timings_.push_back({round, train_seconds, aggregate_seconds, seconds_since(eval_start), seconds_since(round_start)});

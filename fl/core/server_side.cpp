@@ -73,11 +73,15 @@ std::vector<ColumnRange> apply_to_columns(const Model& model, const std::vector<
   return ranges;
 }
 
-std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& c, const Model& model) {
+std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& c, const Model& model, const SharedColumns& shared) {
   std::unique_ptr<ServerRule> rule =
       make_server_rule(c.server.text("rule"), c.server_rule, c.server.text("inner"), c.server_inner_rule);
-  std::vector<ColumnRange> ranges = apply_to_columns(model, c.server.list("apply_to"));
-  const bool everything = ranges.size() == 1 && ranges[0].begin == 0 && ranges[0].end == static_cast<int64_t>(model.flat_state().size());
+  const std::vector<ColumnRange> full = apply_to_columns(model, c.server.list("apply_to"));
+  if (full.empty()) return rule;
+  std::vector<ColumnRange> ranges = ranges_within_shared(full, shared);
+  BASTION_CHECK(!ranges.empty() || shared.width == 0, "server.apply_to selects only columns that clients.rule = '",
+                c.clients.text("rule"), "' keeps on the clients (nothing of it is uploaded)");
+  const bool everything = ranges.size() == 1 && ranges[0].begin == 0 && ranges[0].end == shared.width;
   if (ranges.empty() || everything) return rule;
   return make_column_subset(std::move(rule), std::move(ranges), c.server.text("rest") == "mean");
 }

@@ -10,6 +10,7 @@
 #include "data/dataset.h"
 #include "data/transforms.h"
 #include "fl/clients/client_rule.h"
+#include "fl/core/client_models.h"
 #include "fl/core/config.h"
 #include "fl/defenses/column_subset.h"
 #include "fl/defenses/server_rule.h"
@@ -34,8 +35,10 @@ std::vector<int64_t> compact_finite_uploads(float* uploads, int64_t D, const std
 // nothing is an error listing the model's parameter names.
 std::vector<ColumnRange> apply_to_columns(const Model& model, const std::vector<std::string>& apply_to);
 
-// server.rule (with server.inner for wrappers), restricted to server.apply_to when given.
-std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& config, const Model& model);
+// server.rule (with server.inner for wrappers) over the shared columns (the upload rows), restricted to
+// server.apply_to when given (its columns intersected with the shared ones).
+std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& config, const Model& model,
+                                              const SharedColumns& shared);
 
 // ServerData over the run's server split: training runs the sgd client rule on a Model replica (so the
 // server trains exactly like a client: same loader, augmentation, SAM when rho > 0), evaluation uses

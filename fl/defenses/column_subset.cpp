@@ -86,6 +86,17 @@ class ColumnSubset final : public ServerRule {
     out.flagged = std::move(inner_out.flagged);
     return out;
   }
+  bool has_client_start_states() const override { return inner_->has_client_start_states(); }
+  bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) override {
+    const int64_t D = static_cast<int64_t>(global.size());
+    BASTION_CHECK(ranges_.back().end <= D, "server.apply_to: column ", ranges_.back().end, " beyond the model's ", D);
+    const std::vector<float> sub_global = gather(global, ranges_, width_);
+    std::vector<float> sub_out(static_cast<size_t>(width_));
+    if (!inner_->client_start_state(client, sub_global, sub_out)) return false;
+    std::copy(global.begin(), global.end(), out.begin());
+    scatter(out, sub_out, ranges_);
+    return true;
+  }
   std::vector<float> save_state() const override { return inner_->save_state(); }
   void load_state(std::span<const float> state) override { inner_->load_state(state); }
 
@@ -104,6 +115,13 @@ class ColumnSubset final : public ServerRule {
 };
 
 }  // namespace
+
+std::unique_ptr<ServerData> make_subset_server_data(ServerData& full, std::span<const float> global,
+                                                    const std::vector<ColumnRange>& ranges) {
+  int64_t width = 0;
+  for (const ColumnRange& r : ranges) width += r.end - r.begin;
+  return std::make_unique<SubsetServerData>(full, global, ranges, width);
+}
 
 std::unique_ptr<ServerRule> make_column_subset(std::unique_ptr<ServerRule> inner, std::vector<ColumnRange> ranges,
                                                bool rest_mean) {

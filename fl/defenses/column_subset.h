@@ -20,6 +20,12 @@ struct ColumnRange {
   int64_t begin = 0, end = 0;  // [begin, end) of the D columns
 };
 
+// Server data seen through a column subset: a sub-state (the selected columns, in range order) is
+// completed with `global`'s other columns before training or evaluation; training returns the
+// selected columns of the trained state. `full`, `global` and `ranges` must outlive it.
+std::unique_ptr<ServerData> make_subset_server_data(ServerData& full, std::span<const float> global,
+                                                    const std::vector<ColumnRange>& ranges);
+
 // `ranges` sorted, disjoint, inside [0, D); parameter ranges (end <= num_parameters) before buffer ones.
 std::unique_ptr<ServerRule> make_column_subset(std::unique_ptr<ServerRule> inner, std::vector<ColumnRange> ranges,
                                                bool rest_mean);

@@ -76,6 +76,12 @@ class ServerRule {
  public:
   virtual ~ServerRule() = default;
   virtual AggregationOutput aggregate(const AggregationInput& input) = 0;
+  // Personalised start states (DESIGN.md pFL hook 1; FedCAP's customised models, FedFomo's mixtures):
+  // a rule that returns true here is asked, before the round's training, for each sampled client's start
+  // state; it ASSIGNS `out` (the width of the global span it aggregates over) and returns true, or returns
+  // false to send the global state. Called serially, in client-id order.
+  virtual bool has_client_start_states() const { return false; }
+  virtual bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) { return false; }
   // Rules with memory across rounds (FoolsGold history, ...) save it for checkpoints.
   virtual std::vector<float> save_state() const { return {}; }
   virtual void load_state(std::span<const float> state) {}

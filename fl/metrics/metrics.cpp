@@ -113,3 +113,29 @@ int64_t round_to_accuracy(const std::vector<RoundRecord>& records, double target
 }
 
 }  // namespace bastion
+
+namespace bastion {
+
+ClientSpread client_spread(const std::vector<double>& values, const std::vector<double>& weights) {
+  std::vector<double> kept;
+  double sum = 0.0, weighted_sum = 0.0, weight_sum = 0.0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isnan(values[i])) continue;
+    kept.push_back(values[i]);
+    sum += values[i];
+    weighted_sum += values[i] * weights[i];
+    weight_sum += weights[i];
+  }
+  ClientSpread spread;
+  if (kept.empty()) return spread;
+  std::sort(kept.begin(), kept.end());
+  const size_t n = kept.size(), mid = n / 2;
+  spread.mean = sum / static_cast<double>(n);
+  spread.weighted = weight_sum > 0 ? weighted_sum / weight_sum : kNoValue;
+  spread.min = kept.front();
+  spread.max = kept.back();
+  spread.median = n % 2 == 1 ? kept[mid] : (kept[mid - 1] + kept[mid]) / 2.0;
+  return spread;
+}
+
+}  // namespace bastion

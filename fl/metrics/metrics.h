@@ -20,6 +20,22 @@ namespace bastion {
 
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
+// The spread of one per-client figure over the clients evaluated in a round (personalised evaluation):
+// plain mean, mean weighted by each client's sample count, min, median (mean of the middle two), max.
+// NaN entries (a client without such samples) are skipped; all NaN when nothing is left.
+struct ClientSpread {
+  double mean = kNoValue, weighted = kNoValue, min = kNoValue, median = kNoValue, max = kNoValue;
+};
+ClientSpread client_spread(const std::vector<double>& values, const std::vector<double>& weights);
+
+// Personalised figures of a round (eval.personalized): each evaluated benign client's own model on its
+// local test split (acc), on the global test set (global_acc), and its attack success rate (asr).
+struct PersonalRecord {
+  bool present = false;         // false: the run does not evaluate personalised models (no p_* columns)
+  int64_t clients = 0;          // clients evaluated
+  ClientSpread acc, global_acc, asr;
+};
+
 // One evaluated round: a row of rounds.csv. Deterministic values only (wall times live in timing.csv,
 // so rounds.csv is byte-identical across thread counts and resumed runs).
 struct RoundRecord {
@@ -32,6 +48,7 @@ struct RoundRecord {
   int64_t rejected = 0;                            // uploads rejected by validation (NaN/Inf/length)
   int64_t true_positive = 0, false_positive = 0, true_negative = 0, false_negative = 0;  // detection
   int64_t bytes_up = 0, bytes_down = 0;            // float32 payloads: uploads and models sent
+  PersonalRecord personal;                         // p_* columns, written only when present
 };
 
 struct DetectionRates {

@@ -21,6 +21,38 @@ using ordered_json = nlohmann::ordered_json;
 constexpr std::array<const char*, 17> kRoundsColumns = {
     "round",     "acc",      "asr",  "bfr", "v",  "loss", "local_acc", "train_loss", "sampled",
     "malicious", "rejected", "tp",   "fp",  "tn", "fn",   "bytes_up",  "bytes_down"};
+// Appended when a run evaluates personalised models (RoundRecord::personal): the client count, then for
+// each figure (local acc, global acc, asr) its plain mean, weighted mean, min, median and max.
+constexpr std::array<const char*, 3> kPersonalFigures = {"p_acc", "p_gacc", "p_asr"};
+constexpr std::array<const char*, 5> kSpreadSuffixes = {"", "_w", "_min", "_med", "_max"};
+constexpr std::array<double ClientSpread::*, 5> kSpreadFields = {&ClientSpread::mean, &ClientSpread::weighted,
+                                                                 &ClientSpread::min, &ClientSpread::median,
+                                                                 &ClientSpread::max};
+constexpr std::array<ClientSpread PersonalRecord::*, 3> kPersonalSpreads = {&PersonalRecord::acc, &PersonalRecord::global_acc,
+                                                                           &PersonalRecord::asr};
+
+std::vector<std::string> personal_column_names() {
+  std::vector<std::string> names = {"p_clients"};
+  for (const char* figure : kPersonalFigures)
+    for (const char* suffix : kSpreadSuffixes) names.push_back(std::string(figure) + suffix);
+  return names;
+}
+
+std::vector<std::string> column_names(bool personalized) {
+  std::vector<std::string> names(kRoundsColumns.begin(), kRoundsColumns.end());
+  if (personalized)
+    for (const std::string& name : personal_column_names()) names.push_back(name);
+  return names;
+}
+
+// The 15 spread values of a record in column order (after p_clients).
+std::vector<double> personal_values(const PersonalRecord& p) {
+  std::vector<double> values;
+  for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
+    for (double ClientSpread::*field : kSpreadFields) values.push_back((p.*spread).*field);
+  return values;
+}
+
 constexpr const char* kTimingHeader = "round,train_s,aggregate_s,eval_s,round_s";
 
 // "%.6g" / "%.4f" without the locale; NaN becomes "" (an empty CSV cell).
@@ -69,9 +101,10 @@ std::vector<std::string> split(const std::string& text, char separator) {
 struct CellReader {
   const std::vector<std::string>& cells;
   size_t line_number;
+  const std::vector<std::string>& names;
 
   [[noreturn]] void fail(size_t column, const char* expected) const {
-    BASTION_FAIL("rounds.csv line ", line_number, ", column '", kRoundsColumns[column], "': '", cells[column],
+    BASTION_FAIL("rounds.csv line ", line_number, ", column '", names[column], "': '", cells[column],
                  "' is not ", expected);
   }
   double real(size_t column) const {
@@ -91,11 +124,11 @@ struct CellReader {
   }
 };
 
-RoundRecord parse_rounds_row(const std::string& line, size_t line_number) {
+RoundRecord parse_rounds_row(const std::string& line, size_t line_number, const std::vector<std::string>& names) {
   const std::vector<std::string> cells = split(line, ',');
-  BASTION_CHECK(cells.size() == kRoundsColumns.size(), "rounds.csv line ", line_number, ": ", cells.size(),
-                " columns, expected ", kRoundsColumns.size());
-  const CellReader read{cells, line_number};
+  BASTION_CHECK(cells.size() == names.size(), "rounds.csv line ", line_number, ": ", cells.size(),
+                " columns, expected ", names.size());
+  const CellReader read{cells, line_number, names};
   RoundRecord r;
   r.round = read.integer(0);
   r.acc = read.real(1);
@@ -114,12 +147,13 @@ RoundRecord parse_rounds_row(const std::string& line, size_t line_number) {
   r.false_negative = read.integer(14);
   r.bytes_up = read.integer(15);
   r.bytes_down = read.integer(16);
+  if (names.size() == kRoundsColumns.size()) return r;
+  r.personal.present = true;
+  r.personal.clients = read.integer(17);
+  size_t column = 18;
+  for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
+    for (double ClientSpread::*field : kSpreadFields) (r.personal.*spread).*field = read.real(column++);
   return r;
-}
-
-std::string rounds_header() {
-  std::vector<std::string> names(kRoundsColumns.begin(), kRoundsColumns.end());
-  return join_row(names);
 }
 
 double median(std::vector<double> values) {
@@ -152,6 +186,11 @@ ordered_json run_json(const RunSummary& run) {
   j["bytes_up"] = run.bytes_up;
   j["bytes_down"] = run.bytes_down;
   j["seconds_per_round"] = number_or_null(run.seconds_per_round);
+  if (!run.personal.empty()) {
+    ordered_json personal = ordered_json::object();
+    for (const auto& [name, value] : run.personal) personal[name] = number_or_null(value);
+    j["personalized"] = personal;
+  }
   return j;
 }
 
@@ -214,21 +253,44 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
   s.round_to_target = round_to_accuracy(records, target_acc);
   s.detection = detection_rates(tp, fp, tn, fn);
   s.seconds_per_round = median(round_seconds);
+  if (std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; })) {
+    const std::vector<std::string> names = personal_column_names();
+    for (size_t k = 0; k + 1 < names.size(); ++k) {
+      std::vector<double> column;
+      for (const RoundRecord& r : records) column.push_back(r.personal.present ? personal_values(r.personal)[k] : kNoValue);
+      s.personal.emplace_back(names[k + 1], reported_value(column, mode));
+    }
+  }
   return s;
 }
 
 std::string rounds_csv(const std::vector<RoundRecord>& records) {
-  std::string out = rounds_header();
+  const bool personalized = std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; });
+  std::string out = join_row(column_names(personalized));
   for (const RoundRecord& r : records) {
     const double acc = as_printed(r.acc), asr = as_printed(r.asr);
-    out += join_row({std::to_string(r.round), general6(acc), general6(asr), general6(backdoor_failure_rate(asr)),
-                     general6(v_score(acc, asr)), general6(r.loss), general6(r.local_acc), general6(r.train_loss),
-                     std::to_string(r.sampled), std::to_string(r.malicious), std::to_string(r.rejected),
-                     std::to_string(r.true_positive), std::to_string(r.false_positive),
-                     std::to_string(r.true_negative), std::to_string(r.false_negative),
-                     std::to_string(r.bytes_up), std::to_string(r.bytes_down)});
+    std::vector<std::string> cells = {
+        std::to_string(r.round), general6(acc), general6(asr), general6(backdoor_failure_rate(asr)),
+        general6(v_score(acc, asr)), general6(r.loss), general6(r.local_acc), general6(r.train_loss),
+        std::to_string(r.sampled), std::to_string(r.malicious), std::to_string(r.rejected),
+        std::to_string(r.true_positive), std::to_string(r.false_positive), std::to_string(r.true_negative),
+        std::to_string(r.false_negative), std::to_string(r.bytes_up), std::to_string(r.bytes_down)};
+    if (personalized) {
+      cells.push_back(std::to_string(r.personal.clients));
+      for (double value : personal_values(r.personal)) cells.push_back(general6(value));
+    }
+    out += join_row(cells);
   }
   return out;
+}
+
+RoundRecord as_printed(RoundRecord r) {
+  for (double RoundRecord::*field : {&RoundRecord::acc, &RoundRecord::loss, &RoundRecord::asr, &RoundRecord::local_acc,
+                                     &RoundRecord::train_loss})
+    r.*field = as_printed(r.*field);
+  for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
+    for (double ClientSpread::*field : kSpreadFields) (r.personal.*spread).*field = as_printed((r.personal.*spread).*field);
+  return r;
 }
 
 // Accepts what rounds_csv writes, plus "\r\n" line ends (a file saved by a Windows editor).
@@ -237,11 +299,14 @@ std::vector<RoundRecord> parse_rounds_csv(const std::string& text) {
   if (!lines.empty() && lines.back().empty()) lines.pop_back();  // the final '\n'
   for (std::string& line : lines)
     if (!line.empty() && line.back() == '\r') line.pop_back();
-  const std::string header = rounds_header().substr(0, rounds_header().size() - 1);
-  BASTION_CHECK(!lines.empty() && lines[0] == header, "rounds.csv line 1: expected the header '", header,
-                "', got '", lines.empty() ? std::string() : lines[0], "'");
+  const std::string header = join_row(column_names(false)), personal_header = join_row(column_names(true));
+  const std::string first = lines.empty() ? std::string() : lines[0] + "\n";
+  BASTION_CHECK(first == header || first == personal_header, "rounds.csv line 1: expected the header '",
+                header.substr(0, header.size() - 1), "' (optionally followed by the p_* columns), got '",
+                lines.empty() ? std::string() : lines[0], "'");
+  const std::vector<std::string> names = column_names(first == personal_header);
   std::vector<RoundRecord> records;
-  for (size_t i = 1; i < lines.size(); ++i) records.push_back(parse_rounds_row(lines[i], i + 1));
+  for (size_t i = 1; i < lines.size(); ++i) records.push_back(parse_rounds_row(lines[i], i + 1, names));
   return records;
 }
 
@@ -266,6 +331,15 @@ std::string summary_json(const std::string& name, const std::string& report, con
     mean[field_name] = number_or_null(stats.mean);
     spread[field_name] = number_or_null(stats.std);
   }
+  if (!runs.empty() && !runs.front().personal.empty()) {
+    for (size_t k = 0; k < runs.front().personal.size(); ++k) {
+      std::vector<double> values;
+      for (const RunSummary& run : runs) values.push_back(k < run.personal.size() ? run.personal[k].second : kNoValue);
+      const MeanStd stats = mean_std(values);
+      mean[runs.front().personal[k].first] = number_or_null(stats.mean);
+      spread[runs.front().personal[k].first] = number_or_null(stats.std);
+    }
+  }
   j["mean"] = mean;
   j["std"] = spread;
   // A name with invalid UTF-8 (from a hand-edited config) gets U+FFFD instead of failing the whole run.
@@ -273,7 +347,22 @@ std::string summary_json(const std::string& name, const std::string& report, con
 }
 
 std::string summary_line(const std::vector<RunSummary>& runs) {
-  return figure("acc", runs, &RunSummary::acc) + " " + figure("asr", runs, &RunSummary::asr);
+  std::string line = figure("acc", runs, &RunSummary::acc) + " " + figure("asr", runs, &RunSummary::asr);
+  if (runs.empty() || runs.front().personal.empty()) return line;
+  for (const char* name : {"p_acc", "p_asr"}) {
+    std::vector<double> values;
+    for (const RunSummary& run : runs) values.push_back(run.personal_value(name));
+    const MeanStd stats = mean_std(values);
+    line += std::string(" ") + name + "=" + fixed4(stats.mean);
+    if (runs.size() > 1 && stats.count > 0) line += "\u00b1" + fixed4(stats.std);
+  }
+  return line;
+}
+
+double RunSummary::personal_value(const std::string& name) const {
+  for (const auto& [key, value] : personal)
+    if (key == name) return value;
+  return kNoValue;
 }
 
 }  // namespace bastion

@@ -1,7 +1,8 @@
 // Results files of `bastion run` (all written atomically by the caller with write_file_atomic):
 //   rounds.csv   one row per evaluated round, header first; columns = RoundRecord fields in order
 //                (round,acc,asr,bfr,v,loss,local_acc,train_loss,sampled,malicious,rejected,tp,fp,tn,fn,
-//                bytes_up,bytes_down); reals with 6 significant digits ("%.6g"), NaN as an empty cell.
+//                bytes_up,bytes_down, and for personalised runs the p_* columns); reals with 6 significant
+//                digits ("%.6g"), NaN as an empty cell.
 //   timing.csv   round,train_s,aggregate_s,eval_s,round_s (wall times; not deterministic by nature)
 //   summary.json the reported figures (see RunSummary) and, for repeated seeds, mean ± std
 //   curves.svg   acc and asr (when present) over rounds, self-contained SVG (axes, ticks, legend),
@@ -30,6 +31,9 @@ struct RunSummary {
   DetectionRates detection;                          // cumulated over all rounds
   int64_t rejected = 0, bytes_up = 0, bytes_down = 0;
   double seconds_per_round = kNoValue;               // median wall time per round
+  // Personalised runs: ("p_acc", v), ("p_acc_w", v), ... ("p_asr_max", v), each per report mode; empty otherwise.
+  std::vector<std::pair<std::string, double>> personal;
+  double personal_value(const std::string& name) const;  // NaN when absent
 };
 
 // Summarises one run's records (report = "last" | "last:K" | "best"; target_acc <= 0 disables it).
@@ -38,7 +42,13 @@ struct RunSummary {
 RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
                          const std::vector<RoundTiming>& timings, const std::string& report, double target_acc);
 
+// With personalised records the p_* columns follow (p_clients, then p_acc, p_acc_w, p_acc_min, p_acc_med,
+// p_acc_max and the same for p_gacc and p_asr).
 std::string rounds_csv(const std::vector<RoundRecord>& records);
+// The record as rounds.csv gives it back (every real at 6 significant digits): the run loop keeps its
+// records in this form, so summaries computed from a resumed run's parsed rows and from an
+// uninterrupted run's records agree to the last digit.
+RoundRecord as_printed(RoundRecord record);
 // Parses rounds_csv output back (for resume and tests); throws on a malformed file.
 std::vector<RoundRecord> parse_rounds_csv(const std::string& text);
 std::string timing_csv(const std::vector<RoundTiming>& timings);

@@ -1,0 +1,161 @@
+// ditto: Ditto (Li et al. ICML'21; PFL-FACTS §5). Each client keeps a personal model v (ClientState
+// "personal", the received global model at its first participation) trained on
+//   F_k(v) + (lambda/2) ||v - w_ref||^2,   gradient  grad F_k(v) + lambda (v - w_ref),
+// with w_ref the global model received this round, while the global copy w is trained like FedAvg's
+// client and uploaded (w - w_ref). Only w is aggregated; v is the client's own model for evaluation.
+// Step orders (both in use):
+//   sequential   (default; FederatedScope backdoor-bench, PFLlib): personal_epochs on v, then epochs on w
+//   interleaved  (FedCAP, original Ditto): per batch, a personal step on v, then a global step on w on
+//                the same batch; personal_epochs is ignored (one personal step per global step)
+// A malicious client's data attack poisons both models' batches; a Training attack replaces only the
+// global model's step (the upload is what the attack targets). grad_clip applies to both, before the
+// proximal term is added (FedCAP's PerturbedGradientDescent adds it inside the optimizer step).
+// Memory: one personal model per client that has trained (N x D floats at most).
+// Cost: (epochs + personal_epochs) x |D_k| forward/backward passes.
+#include <memory>
+
+#include "fl/clients/client_rule.h"
+#include "fl/clients/local_training.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr const char* kPersonalKey = "personal";
+constexpr uint64_t kPersonalStream = 0x7065727330ULL;
+
+class DittoClient final : public ClientRule {
+ public:
+  explicit DittoClient(const Params& p)
+      : schedule_(local_schedule(p)), lambda_(p.real("lambda")), personal_epochs_(p.integer("personal_epochs")),
+        interleaved_(p.text("order") == "interleaved"), personal_lr_(p.real("personal_lr")) {
+    BASTION_CHECK(schedule_.rho == 0.0f, p.scope(), ".rho: Ditto trains with SGD (rho must be 0)");
+  }
+
+  ClientResult train(ClientTask& task) const override {
+    BASTION_CHECK(task.second != nullptr, "ditto: the run loop gave no second model replica");
+    Model& global = task.model;
+    Model& personal = *task.second;
+    const std::vector<float> reference(global.flat_state().begin(), global.flat_state().end());
+    load_personal(task.state, reference, personal);
+    const GradientHook prox = [&](Model& m) { add_proximal_gradient(m, reference, lambda_); };
+    ClientResult result = interleaved_ ? train_interleaved(task, personal, prox) : train_sequential(task, personal, prox);
+    const std::span<const float> v = personal.flat_state();
+    task.state.vectors[kPersonalKey].assign(v.begin(), v.end());
+    return result;
+  }
+
+  bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
+                      std::span<float> out) const override {
+    const auto found = state.vectors.find(kPersonalKey);
+    if (found == state.vectors.end()) return false;
+    BASTION_CHECK(found->second.size() == out.size(), "ditto: stored personal model of ", found->second.size(),
+                  " values, the model has ", out.size());
+    std::copy(found->second.begin(), found->second.end(), out.begin());
+    return true;
+  }
+  bool uses_second_model() const override { return true; }
+
+ private:
+  LocalSchedule schedule_;
+  double lambda_;
+  int64_t personal_epochs_;
+  bool interleaved_;
+  double personal_lr_;
+
+  static void load_personal(const ClientState& state, const std::vector<float>& reference, Model& personal) {
+    const auto found = state.vectors.find(kPersonalKey);
+    const std::vector<float>& source = found != state.vectors.end() ? found->second : reference;
+    BASTION_CHECK(source.size() == personal.flat_state().size(), "ditto: stored personal model of ", source.size(),
+                  " values, the model has ", personal.flat_state().size());
+    std::copy(source.begin(), source.end(), personal.flat_state().begin());
+  }
+
+  SgdOptions options(const ClientTask& task, bool for_personal) const {
+    SgdOptions o = schedule_.sgd;
+    o.lr = schedule_.lr_at(task.round);
+    if (for_personal && personal_lr_ > 0) o.lr = static_cast<float>(personal_lr_ * (schedule_.lr_at(task.round) / schedule_.sgd.lr));
+    return o;
+  }
+
+  static void start(Model& model, uint64_t dropout) {
+    model.reseed_dropout(dropout);
+    model.train(true);
+  }
+
+  ClientResult train_sequential(ClientTask& task, Model& personal, const GradientHook& prox) const {
+    const uint64_t personal_seed = Generator(task.seed).fork(kPersonalStream).next_u64();
+    ClientTask personal_task = task;  // same client, data and attack; its own loader seed
+    personal_task.seed = personal_seed;
+    BatchLoader personal_loader(task.data, schedule_.batch, true, personal_seed, task.indices, schedule_.drop_last);
+    Generator personal_attack_rng = attack_stream(personal_task);
+    prepare_loader(personal_loader, personal_task, personal_attack_rng);
+    Sgd personal_sgd(personal, options(task, true));
+    start(personal, dropout_seed(personal_task));
+    LocalPass personal_pass{personal, personal_loader, personal_sgd, nullptr, personal_task, personal_attack_rng,
+                            schedule_.grad_clip, &prox, /*allow_attack=*/false};
+    const int64_t epochs = personal_epochs_ > 0 ? personal_epochs_ : schedule_.epochs;
+    const ClientResult personal_result = run_local_epochs(personal_pass, epochs, schedule_.steps);
+
+    BatchLoader loader(task.data, schedule_.batch, true, task.seed, task.indices, schedule_.drop_last);
+    Generator attack_rng = attack_stream(task);
+    prepare_loader(loader, task, attack_rng);
+    Sgd sgd(task.model, options(task, false));
+    start(task.model, dropout_seed(task));
+    LocalPass pass{task.model, loader, sgd, nullptr, task, attack_rng, schedule_.grad_clip};
+    ClientResult result = run_local_epochs(pass, schedule_.epochs, schedule_.steps);
+    result.personal_steps = personal_result.steps;
+    return result;
+  }
+
+  ClientResult train_interleaved(ClientTask& task, Model& personal, const GradientHook& prox) const {
+    BatchLoader loader(task.data, schedule_.batch, true, task.seed, task.indices, schedule_.drop_last);
+    Generator attack_rng = attack_stream(task);
+    prepare_loader(loader, task, attack_rng);
+    Sgd sgd(task.model, options(task, false));
+    Sgd personal_sgd(personal, options(task, true));
+    start(task.model, dropout_seed(task));
+    start(personal, Generator(task.seed).fork(kPersonalStream).next_u64());
+    LocalPass pass{task.model, loader, sgd, nullptr, task, attack_rng, schedule_.grad_clip};
+    LocalPass personal_pass{personal, loader, personal_sgd, nullptr, task, attack_rng, schedule_.grad_clip, &prox,
+                            /*allow_attack=*/false};
+    ClientResult result;
+    double loss_sum = 0.0;
+    const int64_t total_steps = schedule_.steps > 0 ? schedule_.steps : std::numeric_limits<int64_t>::max();
+    Tensor x;
+    LabelTensor y;
+    for (int64_t epoch = 0; result.steps < total_steps && (schedule_.steps > 0 || epoch < schedule_.epochs); ++epoch) {
+      loader.start_epoch(epoch);
+      int64_t batches = 0;
+      while (result.steps < total_steps && loader.next(x, y)) {
+        local_step(personal_pass, x, y);
+        loss_sum += local_step(pass, x, y);
+        result.samples += x.size(0);
+        ++result.steps;
+        ++result.personal_steps;
+        ++batches;
+      }
+      BASTION_CHECK(batches > 0, "ditto: client ", task.client, " has no batch");
+    }
+    result.train_loss = result.steps > 0 ? loss_sum / static_cast<double>(result.steps) : 0.0;
+    return result;
+  }
+};
+}  // namespace
+
+const std::vector<ParamSpec>& ditto_client_params() {
+  static const std::vector<ParamSpec> specs = with_schedule_params({
+      {"lambda", ParamType::Real, 0.1, "weight of the proximal term (lambda/2)||v - w||^2 (FedCAP grid 0.01, 0.1, 1, 2)", 0, 1e6},
+      {"personal_epochs", ParamType::Integer, int64_t{0}, "sequential order: epochs on the personal model (0 = epochs)", 0, 1e6},
+      {"personal_lr", ParamType::Real, 0.0, "learning rate of the personal model (0 = lr; decays with it)", 0, 100},
+      {"order", ParamType::Text, std::string("sequential"),
+       "sequential (personal epochs, then global epochs: FederatedScope, PFLlib) | interleaved (per batch, FedCAP, original Ditto)",
+       -kInf, kInf, {"sequential", "interleaved"}},
+  });
+  return specs;
+}
+
+std::unique_ptr<ClientRule> make_ditto_client(const Params& params) { return std::make_unique<DittoClient>(params); }
+
+}  // namespace bastion

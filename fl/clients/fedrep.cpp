@@ -1,0 +1,102 @@
+// fedrep: FedRep (Collins et al. ICML'21; PFL-FACTS §7, IMPLEMENTATION-FACTS §1.1). The client's model is
+// the global body plus its own head (ClientState "head"; the global model's head until its first
+// participation). Per round:
+//   1. head phase: body frozen, head_epochs epochs of SGD on the head;
+//   2. body phase: head frozen, body_epochs epochs of SGD on the body;
+//   3. only the body is uploaded (shared_part = Body); the head stays on the client.
+// Each phase has its own optimizer (momentum from zero, lr_t of the schedule; head_lr scales the head's).
+// The loader's epochs are numbered across the phases (the body phase's shuffles differ from the head
+// phase's). A malicious client's attack poisons both phases' batches; a Training attack (BapFL) replaces
+// the steps of both phases and sees the phase's frozen part (BapFL's own head-freezing nests inside).
+// Non-sampled clients keep their head (pFedSAM Alg. 1 lines 17-19). pFedSAM's defaults: 2 + 2 epochs.
+// Cost: (head_epochs + body_epochs) x |D_k| forward/backward passes; memory: one head per client.
+#include <memory>
+
+#include "fl/clients/client_rule.h"
+#include "fl/clients/local_training.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+constexpr const char* kHeadKey = "head";
+
+class FedRepClient final : public ClientRule {
+ public:
+  explicit FedRepClient(const Params& p)
+      : schedule_(local_schedule(p)), head_epochs_(p.integer("head_epochs")), body_epochs_(p.integer("body_epochs")),
+        head_lr_(p.real("head_lr")) {
+    BASTION_CHECK(schedule_.rho == 0.0f, p.scope(), ".rho: FedRep trains with SGD (pfedsam is FedRep with SAM)");
+    BASTION_CHECK(schedule_.steps == 0, p.scope(), ".steps: FedRep counts epochs per part (head_epochs, body_epochs)");
+    BASTION_CHECK(head_epochs_ + body_epochs_ > 0, p.scope(), ": head_epochs + body_epochs must be at least 1");
+  }
+
+  ClientResult train(ClientTask& task) const override {
+    Model& model = task.model;
+    const auto stored = task.state.vectors.find(kHeadKey);
+    if (stored != task.state.vectors.end()) scatter_head(model, stored->second, model.flat_state());
+    BatchLoader loader(task.data, schedule_.batch, /*shuffle=*/true, task.seed, task.indices, schedule_.drop_last);
+    Generator attack_rng = attack_stream(task);
+    prepare_loader(loader, task, attack_rng);
+    model.reseed_dropout(dropout_seed(task));
+    model.train(true);
+    const float lr = schedule_.lr_at(task.round);
+    ClientResult head = phase(task, loader, attack_rng, /*head=*/true, head_epochs_, 0,
+                              head_lr_ > 0 ? static_cast<float>(head_lr_ * lr / schedule_.sgd.lr) : lr);
+    ClientResult body = phase(task, loader, attack_rng, /*head=*/false, body_epochs_, head_epochs_, lr);
+    model.set_all_trainable(true);
+    task.state.vectors[kHeadKey] = gather_head(model, model.flat_state());
+    ClientResult result;
+    result.head_steps = head.steps;
+    result.body_steps = body.steps;
+    result.steps = head.steps + body.steps;
+    result.samples = head.samples + body.samples;
+    result.train_loss = result.steps > 0
+                            ? (head.train_loss * head.steps + body.train_loss * body.steps) / static_cast<double>(result.steps)
+                            : 0.0;
+    return result;
+  }
+
+  SharedPart shared_part() const override { return SharedPart::Body; }
+
+  bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
+                      std::span<float> out) const override {
+    const auto stored = state.vectors.find(kHeadKey);
+    if (stored == state.vectors.end()) return false;
+    std::copy(global.begin(), global.end(), out.begin());
+    scatter_head(model, stored->second, out);
+    return true;
+  }
+
+ private:
+  LocalSchedule schedule_;
+  int64_t head_epochs_, body_epochs_;
+  double head_lr_;
+
+  // Trains only the head (head = true) or only the body for `epochs` epochs.
+  ClientResult phase(ClientTask& task, BatchLoader& loader, Generator& attack_rng, bool head, int64_t epochs,
+                     int64_t first_epoch, float lr) const {
+    if (epochs == 0) return {};
+    task.model.set_trainable(/*head=*/true, head);
+    task.model.set_trainable(/*head=*/false, !head);
+    SgdOptions options = schedule_.sgd;
+    options.lr = lr;
+    Sgd sgd(task.model, options);
+    LocalPass pass{task.model, loader, sgd, nullptr, task, attack_rng, schedule_.grad_clip};
+    return run_local_epochs(pass, epochs, 0, first_epoch);
+  }
+};
+}  // namespace
+
+const std::vector<ParamSpec>& fedrep_client_params() {
+  static const std::vector<ParamSpec> specs = with_schedule_params({
+      {"head_epochs", ParamType::Integer, int64_t{2}, "epochs on the head with the body frozen (pFedSAM: 2)", 0, 1e6},
+      {"body_epochs", ParamType::Integer, int64_t{2}, "epochs on the body with the head frozen (pFedSAM: 2)", 0, 1e6},
+      {"head_lr", ParamType::Real, 0.0, "learning rate of the head phase (0 = lr; decays with it)", 0, 100},
+  });
+  return specs;
+}
+
+std::unique_ptr<ClientRule> make_fedrep_client(const Params& params) { return std::make_unique<FedRepClient>(params); }
+
+}  // namespace bastion

@@ -1,0 +1,197 @@
+#include "fl/clients/local_training.h"
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.h"
+#include <memory>
+
+#include "fl/attacks/attack.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr uint64_t kAttackStream = 0x61747461636bULL, kDropoutStream = 0x64726f70ULL;
+
+}  // namespace
+
+double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y) {
+  const Attack* attack = pass.task.attack;
+  if (pass.allow_attack && attack && attack->kind() == AttackKind::Training) {
+    TrainingStepContext context{pass.model, pass.sgd, x, y, pass.attack_rng};
+    return attack->training_step(context);
+  }
+  auto loss_and_backward = [&]() {
+    pass.model.zero_grad();
+    Tensor loss = cross_entropy(pass.model.forward(x), y);
+    loss.backward();
+    clip_gradient_norm(pass.model, pass.grad_clip);
+    if (pass.hook) (*pass.hook)(pass.model);
+    return loss.item();
+  };
+  if (pass.sam) return pass.sam->step(loss_and_backward);
+  const float loss = loss_and_backward();
+  pass.sgd.step();
+  return loss;
+}
+
+float LocalSchedule::lr_at(int64_t round) const {
+  return static_cast<float>(sgd.lr * std::pow(lr_decay, (round - 1) / lr_decay_every));
+}
+
+std::vector<ParamSpec> local_schedule_params() {
+  return {
+      {"epochs", ParamType::Integer, int64_t{2}, "local epochs per round (ignored when steps > 0)", 0, 1e6},
+      {"steps", ParamType::Integer, int64_t{0}, "exactly this many local steps per round instead of epochs (0 = use epochs)", 0, 1e9},
+      {"batch", ParamType::Integer, int64_t{64}, "batch size", 1, 1e6},
+      {"lr", ParamType::Real, 0.01, "learning rate", 0, 100},
+      {"momentum", ParamType::Real, 0.9, "SGD momentum (PyTorch semantics)", 0, 0.999999},
+      {"weight_decay", ParamType::Real, 0.0, "L2 weight decay", 0, 1},
+      {"nesterov", ParamType::Boolean, false, "Nesterov momentum"},
+      {"lr_decay", ParamType::Real, 1.0, "multiply lr by this every lr_decay_every rounds", 1e-6, 1},
+      {"lr_decay_every", ParamType::Integer, int64_t{1}, "rounds between lr decays", 1, 1e6},
+      {"keep_momentum", ParamType::Boolean, false, "keep the momentum buffer across rounds (client state)"},
+      {"grad_clip", ParamType::Real, 0.0, "clip the gradient's global L2 norm to this (0 = off)", 0, kInf},
+      {"drop_last", ParamType::Boolean, false, "drop the last partial batch of each epoch"},
+      {"rho", ParamType::Real, 0.0, "SAM radius: > 0 makes every step a SAM step (FedSAM's client); 0 = plain SGD", 0, 10},
+  };
+}
+
+std::vector<ParamSpec> with_schedule_params(std::vector<ParamSpec> extra) {
+  std::vector<ParamSpec> specs = local_schedule_params();
+  specs.insert(specs.end(), extra.begin(), extra.end());
+  return specs;
+}
+
+LocalSchedule local_schedule(const Params& p) {
+  LocalSchedule s;
+  s.epochs = p.integer("epochs");
+  s.steps = p.integer("steps");
+  s.batch = p.integer("batch");
+  s.sgd = {static_cast<float>(p.real("lr")), static_cast<float>(p.real("momentum")),
+           static_cast<float>(p.real("weight_decay")), p.boolean("nesterov")};
+  s.lr_decay = p.real("lr_decay");
+  s.lr_decay_every = p.integer("lr_decay_every");
+  s.keep_momentum = p.boolean("keep_momentum");
+  s.grad_clip = p.real("grad_clip");
+  s.drop_last = p.boolean("drop_last");
+  s.rho = static_cast<float>(p.real("rho"));
+  BASTION_CHECK(s.epochs > 0 || s.steps > 0, p.scope(), ": set epochs or steps to at least 1");
+  BASTION_CHECK(!s.sgd.nesterov || s.sgd.momentum > 0.0f, p.scope(), ".nesterov needs momentum > 0");
+  return s;
+}
+
+Generator attack_stream(const ClientTask& task) { return Generator(task.seed).fork(kAttackStream); }
+uint64_t dropout_seed(const ClientTask& task) { return Generator(task.seed).fork(kDropoutStream).next_u64(); }
+
+void prepare_loader(BatchLoader& loader, const ClientTask& task, Generator& attack_rng) {
+  if (!is_identity_transform(task.transform)) loader.set_transform(task.transform);
+  if (!task.attack) return;
+  DataAttackContext context{task.data,  task.indices, task.attacker_index, task.client,
+                            task.round, attack_rng.fork(0), Generator(task.client_seed), &task.transform};
+  task.attack->poison_loader(loader, context);
+}
+
+ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, int64_t first_epoch) {
+  ClientResult result;
+  double loss_sum = 0.0;
+  const int64_t total_steps = steps > 0 ? steps : std::numeric_limits<int64_t>::max();
+  Tensor x;
+  LabelTensor y;
+  for (int64_t epoch = 0; result.steps < total_steps && (steps > 0 || epoch < epochs); ++epoch) {
+    pass.loader.start_epoch(first_epoch + epoch);
+    int64_t batches = 0;
+    while (result.steps < total_steps && pass.loader.next(x, y)) {
+      loss_sum += local_step(pass, x, y);
+      result.samples += x.size(0);
+      ++result.steps;
+      ++batches;
+    }
+    BASTION_CHECK(batches > 0, "client ", pass.task.client, " has no batch (", pass.loader.num_samples(),
+                  " samples, batch ", pass.loader.batch_size(), ")");
+  }
+  result.train_loss = result.steps > 0 ? loss_sum / static_cast<double>(result.steps) : 0.0;
+  return result;
+}
+
+ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule) {
+  BatchLoader loader(task.data, schedule.batch, /*shuffle=*/true, task.seed, task.indices, schedule.drop_last);
+  Generator attack_rng = attack_stream(task);
+  prepare_loader(loader, task, attack_rng);
+  SgdOptions options = schedule.sgd;
+  options.lr = schedule.lr_at(task.round);
+  Sgd sgd(task.model, options);
+  restore_momentum(schedule, task.state, sgd, "momentum");
+  task.model.reseed_dropout(dropout_seed(task));
+  task.model.train(true);
+  std::unique_ptr<Sam> sam = schedule.rho > 0.0f ? std::make_unique<Sam>(task.model, sgd, schedule.rho) : nullptr;
+  LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule.grad_clip};
+  ClientResult result = run_local_epochs(pass, schedule.epochs, schedule.steps);
+  save_momentum(schedule, task.state, sgd, "momentum");
+  return result;
+}
+
+double proximal_term(const Model& model, std::span<const float> reference, double lambda) {
+  const std::span<const float> w = model.flat_parameters();
+  double sum = 0.0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double d = static_cast<double>(w[i]) - reference[i];
+    sum += d * d;
+  }
+  return 0.5 * lambda * sum;
+}
+
+void add_proximal_gradient(Model& model, std::span<const float> reference, double lambda) {
+  const std::span<const float> w = model.flat_parameters();
+  const std::span<float> grad = model.flat_gradients();
+  const float l = static_cast<float>(lambda);
+  for (const ParameterView& p : model.parameters()) {
+    if (!p.value.requires_grad()) continue;
+    for (int64_t i = p.begin; i < p.end; ++i) grad[i] += l * (w[i] - reference[i]);
+  }
+}
+
+void restore_momentum(const LocalSchedule& schedule, const ClientState& state, Sgd& sgd, const std::string& key) {
+  if (!schedule.keep_momentum || schedule.sgd.momentum <= 0.0f) return;
+  const auto found = state.vectors.find(key);
+  if (found != state.vectors.end()) sgd.load_momentum(found->second);
+}
+
+void save_momentum(const LocalSchedule& schedule, ClientState& state, Sgd& sgd, const std::string& key) {
+  if (!schedule.keep_momentum || schedule.sgd.momentum <= 0.0f) return;
+  const std::span<const float> v = sgd.momentum_buffer();
+  state.vectors[key].assign(v.begin(), v.end());
+}
+
+std::vector<std::pair<int64_t, int64_t>> head_columns(const Model& model) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const ParameterView& p : model.parameters())
+    if (p.is_head) ranges.emplace_back(p.begin, p.end);
+  return ranges;
+}
+
+void copy_head(const Model& model, std::span<const float> from, std::span<float> to) {
+  for (const auto& [begin, end] : head_columns(model))
+    std::copy(from.begin() + begin, from.begin() + end, to.begin() + begin);
+}
+
+std::vector<float> gather_head(const Model& model, std::span<const float> state) {
+  std::vector<float> head;
+  for (const auto& [begin, end] : head_columns(model)) head.insert(head.end(), state.begin() + begin, state.begin() + end);
+  return head;
+}
+
+void scatter_head(const Model& model, std::span<const float> head, std::span<float> state) {
+  size_t next = 0;
+  for (const auto& [begin, end] : head_columns(model)) {
+    BASTION_CHECK(next + static_cast<size_t>(end - begin) <= head.size(), "stored head of ", head.size(),
+                  " values is too short for model ", model.name());
+    std::copy_n(head.begin() + static_cast<std::ptrdiff_t>(next), end - begin, state.begin() + begin);
+    next += static_cast<size_t>(end - begin);
+  }
+  BASTION_CHECK(next == head.size(), "stored head of ", head.size(), " values, model ", model.name(), " has ", next);
+}
+
+}  // namespace bastion

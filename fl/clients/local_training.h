@@ -1,0 +1,94 @@
+// local_training: the loop every client rule shares (sgd, fedavg-ft, st, ditto, fedrep, local, and the
+// post-training steps): a shuffled loader over the client's samples (with the transform, and for an
+// attacker the attack's poisoning), then steps of SGD or SAM:
+//   for E epochs (or exactly K steps when steps > 0, cycling through epochs):
+//     for each batch (x, y):  zero grads; CE(f_w(x), y).backward(); clip; hook; optimizer step
+//   lr_t = lr * lr_decay^floor((round - 1) / lr_decay_every)
+// The hook (Ditto's proximal term) edits the gradient after clipping, before the step. Frozen
+// parameters (Model::set_trainable) get no gradient and do not move, so FedRep's phases and the head
+// tuning of the post steps are the same loop over different trainable parts.
+// A Training attack replaces the whole step (fl/attacks/attack.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "data/loader.h"
+#include "fl/clients/client_rule.h"
+#include "nn/optim.h"
+#include "tensor/random.h"
+
+namespace bastion {
+
+// The sgd client's schedule keys; every rule built on this loop starts its table with them.
+struct LocalSchedule {
+  int64_t epochs = 2, steps = 0, batch = 64;
+  SgdOptions sgd;
+  double lr_decay = 1.0;
+  int64_t lr_decay_every = 1;
+  bool keep_momentum = false;
+  double grad_clip = 0.0;
+  bool drop_last = false;
+  float rho = 0.0f;  // > 0: SAM steps
+  float lr_at(int64_t round) const;
+};
+
+// The schedule's ParamSpec rows (epochs, steps, batch, lr, momentum, weight_decay, nesterov, lr_decay,
+// lr_decay_every, keep_momentum, grad_clip, drop_last, rho) with the sgd client's defaults.
+std::vector<ParamSpec> local_schedule_params();
+LocalSchedule local_schedule(const Params& params);
+// A table made of the schedule rows followed by `extra`.
+std::vector<ParamSpec> with_schedule_params(std::vector<ParamSpec> extra);
+
+// Seeds of a client's round, all derived from task.seed so the random streams stay separate.
+Generator attack_stream(const ClientTask& task);
+uint64_t dropout_seed(const ClientTask& task);
+
+// Gives `loader` the task's transform and, for an attacker, the attack's poisoning.
+void prepare_loader(BatchLoader& loader, const ClientTask& task, Generator& attack_rng);
+
+using GradientHook = std::function<void(Model&)>;
+
+// One model's training run over a loader.
+struct LocalPass {
+  Model& model;
+  BatchLoader& loader;
+  Sgd& sgd;
+  Sam* sam = nullptr;               // SAM steps when set
+  const ClientTask& task;           // client id (errors) and the attack (malicious clients)
+  Generator& attack_rng;
+  double grad_clip = 0.0;
+  const GradientHook* hook = nullptr;
+  bool allow_attack = true;         // false: a Training attack's step is not used (clean phases)
+};
+
+// The sgd client's whole round on task.model: loader (seeded by task.seed, with the attack's poisoning),
+// SGD (or SAM when rho > 0) with lr_t, momentum kept under "momentum" when keep_momentum.
+ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule);
+
+// One step of the pass on the batch (x, y); returns its loss.
+double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y);
+
+// Runs `epochs` epochs (or exactly `steps` steps when steps > 0) on the pass's loader, numbering the
+// loader's epochs from first_epoch (the shuffle of epoch e depends on e). Throws when an epoch has no batch.
+ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, int64_t first_epoch = 0);
+
+// Ditto's proximal term (lambda/2)||w - reference||^2 over the parameter columns: its value, and its
+// gradient lambda (w - reference) ADDED to the model's gradient buffer (trainable parameters only).
+double proximal_term(const Model& model, std::span<const float> reference, double lambda);
+void add_proximal_gradient(Model& model, std::span<const float> reference, double lambda);
+
+// Saves / restores the momentum buffer under `key` in the client's state (keep_momentum).
+void restore_momentum(const LocalSchedule& schedule, const ClientState& state, Sgd& sgd, const std::string& key);
+void save_momentum(const LocalSchedule& schedule, ClientState& state, Sgd& sgd, const std::string& key);
+
+// The columns [begin, end) of the head parameters in the flat state, in model order.
+std::vector<std::pair<int64_t, int64_t>> head_columns(const Model& model);
+// Copies the head columns of `from` into `to` (both full flat states of `model`'s layout).
+void copy_head(const Model& model, std::span<const float> from, std::span<float> to);
+// The head columns of `state` as one vector, and back.
+std::vector<float> gather_head(const Model& model, std::span<const float> state);
+void scatter_head(const Model& model, std::span<const float> head, std::span<float> state);
+
+}  // namespace bastion

@@ -1,0 +1,84 @@
+#include "fl/clients/post_step.h"
+
+#include <limits>
+
+#include "fl/clients/local_training.h"
+#include "nn/models.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void reinitialise_head(Model& model, uint64_t init_seed) {
+  const std::unique_ptr<Model> fresh = make_model(model.name(), model.input_shape(), model.num_classes(), init_seed);
+  copy_head(model, fresh->flat_state(), model.flat_state());
+}
+}  // namespace
+
+PostSpec::Kind parse_post_kind(const std::string& name) {
+  if (name == "st") return PostSpec::Kind::SimpleTuning;
+  if (name == "head-tune") return PostSpec::Kind::HeadTune;
+  if (name == "fine-tune") return PostSpec::Kind::FineTune;
+  BASTION_FAIL("unknown post-training step '", name, "'; valid: st, head-tune, fine-tune");
+}
+
+const char* post_kind_name(PostSpec::Kind kind) {
+  switch (kind) {
+    case PostSpec::Kind::SimpleTuning: return "st";
+    case PostSpec::Kind::HeadTune: return "head-tune";
+    case PostSpec::Kind::FineTune: return "fine-tune";
+  }
+  return "?";
+}
+
+void apply_post_step(const PostSpec& spec, Model& model, const Dataset& data, const std::vector<int64_t>& indices,
+                     const TransformSpec& transform, uint64_t seed, uint64_t init_seed) {
+  if (spec.kind == PostSpec::Kind::SimpleTuning) reinitialise_head(model, init_seed);
+  const bool head_only = spec.kind != PostSpec::Kind::FineTune;
+  if (head_only) model.set_trainable(/*head=*/false, false);
+  ClientState scratch;
+  ClientTask task{model, data, indices, transform, scratch, -1, 0, seed, seed};
+  BatchLoader loader(data, spec.batch, /*shuffle=*/true, seed, indices);
+  Generator attack_rng = attack_stream(task);
+  prepare_loader(loader, task, attack_rng);
+  Sgd sgd(model, {static_cast<float>(spec.lr), static_cast<float>(spec.momentum), 0.0f, false});
+  model.reseed_dropout(dropout_seed(task));
+  model.train(true);
+  LocalPass pass{model, loader, sgd, nullptr, task, attack_rng};
+  run_local_epochs(pass, spec.epochs, 0);
+  model.set_all_trainable(true);
+}
+
+const std::vector<ParamSpec>& post_section_params() {
+  static const std::vector<ParamSpec> specs = {
+      {"rule", ParamType::Text, std::string("none"), "post-training step before evaluation of each client's own model",
+       -kInf, kInf, {"none", "st", "head-tune", "fine-tune"}},
+      {"epochs", ParamType::Integer, int64_t{5}, "epochs of the post step", 1, 1e6},
+      {"batch", ParamType::Integer, int64_t{64}, "batch size of the post step", 1, 1e6},
+      {"lr", ParamType::Real, 0.01, "learning rate of the post step", 0, 100},
+      {"momentum", ParamType::Real, 0.0, "momentum of the post step", 0, 0.999999},
+      {"when", ParamType::Text, std::string("final"), "final = before the last evaluation only; every = before every evaluation",
+       -kInf, kInf, {"final", "every"}},
+  };
+  return specs;
+}
+
+std::optional<PostSpec> post_spec_from_section(const Params& post) {
+  if (post.text("rule") == "none") return std::nullopt;
+  PostSpec spec;
+  spec.kind = parse_post_kind(post.text("rule"));
+  spec.when = post.text("when") == "every" ? PostSpec::When::EveryEvaluation : PostSpec::When::Final;
+  spec.epochs = post.integer("epochs");
+  spec.batch = post.integer("batch");
+  spec.lr = post.real("lr");
+  spec.momentum = post.real("momentum");
+  return spec;
+}
+
+}  // namespace bastion
+
+namespace bastion {
+std::optional<PostSpec> ClientRule::post_step() const { return std::nullopt; }
+}  // namespace bastion

@@ -1,0 +1,65 @@
+#include "fl/core/client_models.h"
+
+#include <algorithm>
+
+#include "tensor/error.h"
+
+namespace bastion {
+
+void SharedColumns::gather(std::span<const float> full, float* out) const {
+  for (const ColumnRange& r : ranges) out = std::copy(full.begin() + r.begin, full.begin() + r.end, out);
+}
+
+void SharedColumns::difference(std::span<const float> trained, std::span<const float> start, float* out) const {
+  for (const ColumnRange& r : ranges)
+    for (int64_t d = r.begin; d < r.end; ++d) *out++ = trained[d] - start[d];
+}
+
+void SharedColumns::add_into(std::span<const float> update, std::span<float> full) const {
+  size_t k = 0;
+  for (const ColumnRange& r : ranges)
+    for (int64_t d = r.begin; d < r.end; ++d) full[d] += update[k++];
+}
+
+void SharedColumns::assign_into(std::span<const float> part, std::span<float> full) const {
+  size_t k = 0;
+  for (const ColumnRange& r : ranges)
+    for (int64_t d = r.begin; d < r.end; ++d) full[d] = part[k++];
+}
+
+SharedColumns shared_columns(const Model& model, SharedPart part) {
+  SharedColumns shared;
+  shared.all = part == SharedPart::All;
+  if (part == SharedPart::None) return shared;
+  auto take = [&](const ParameterView& view) {
+    if (!shared.ranges.empty() && shared.ranges.back().end == view.begin) shared.ranges.back().end = view.end;
+    else shared.ranges.push_back({view.begin, view.end});
+    shared.width += view.end - view.begin;
+  };
+  for (const ParameterView& view : model.parameters()) {
+    if (part == SharedPart::Body && view.is_head) continue;
+    take(view);
+    shared.parameters += view.end - view.begin;
+  }
+  for (const ParameterView& view : model.buffers()) take(view);
+  return shared;
+}
+
+std::vector<ColumnRange> ranges_within_shared(const std::vector<ColumnRange>& ranges, const SharedColumns& shared) {
+  std::vector<ColumnRange> out;
+  int64_t offset = 0;  // the row position of the current shared range's first column
+  for (const ColumnRange& s : shared.ranges) {
+    for (const ColumnRange& r : ranges) {
+      const int64_t begin = std::max(r.begin, s.begin), end = std::min(r.end, s.end);
+      if (begin >= end) continue;
+      const ColumnRange mapped{offset + begin - s.begin, offset + end - s.begin};
+      if (!out.empty() && out.back().end == mapped.begin) out.back().end = mapped.end;
+      else out.push_back(mapped);
+    }
+    offset += s.end - s.begin;
+  }
+  std::sort(out.begin(), out.end(), [](const ColumnRange& a, const ColumnRange& b) { return a.begin < b.begin; });
+  return out;
+}
+
+}  // namespace bastion

@@ -1,0 +1,132 @@
+#include "fl/core/personal_eval.h"
+
+#include <algorithm>
+
+#include "fl/evaluate.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+
+void shuffle(std::vector<int64_t>& values, Generator& rng) {
+  for (size_t i = values.size(); i > 1; --i) std::swap(values[i - 1], values[rng.below(i)]);
+}
+
+// One client's figures and their weights.
+struct ClientFigures {
+  double acc = kNoValue, global_acc = kNoValue, asr = kNoValue;
+  double local_samples = 0, asr_samples = 0;
+};
+
+std::vector<int64_t> without_target(const Dataset& data, const std::vector<int64_t>& indices, int32_t target) {
+  std::vector<int64_t> kept;
+  for (int64_t i : indices)
+    if (data.labels[i] != target) kept.push_back(i);
+  return kept;
+}
+
+ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model& model) {
+  const std::span<float> state = model.flat_state();
+  if (!in.rule.personal_model(in.states[client], in.global, model, state)) std::copy(in.global.begin(), in.global.end(), state.begin());
+  if (in.post && in.post->applies(in.round, in.rounds)) {
+    const Generator streams = in.post_streams.fork(static_cast<uint64_t>(in.round)).fork(static_cast<uint64_t>(client));
+    apply_post_step(*in.post, model, in.train, in.partition.train[client], in.train_transform, streams.fork(0).next_u64(),
+                    streams.fork(1).next_u64());
+  }
+  ClientFigures figures;
+  const std::vector<int64_t>& local = in.local.indices[client];
+  if (!local.empty()) {
+    figures.acc = evaluate(model, *in.local.data, in.batch, local, in.eval_transform).accuracy;
+    figures.local_samples = static_cast<double>(local.size());
+  }
+  if (in.global_acc) figures.global_acc = evaluate(model, in.test, in.batch, in.test_indices, in.eval_transform).accuracy;
+  if (in.backdoor) {
+    PoisonSpec poison;
+    poison.trigger = &in.backdoor->trigger;
+    poison.target = in.backdoor->target;
+    poison.per_batch = in.batch;
+    const std::vector<int64_t> triggered =
+        in.local_asr ? (in.asr_include_target ? local : without_target(*in.local.data, local, in.backdoor->target))
+                     : in.backdoor_indices;
+    const Dataset& data = in.local_asr ? *in.local.data : in.test;
+    if (!triggered.empty()) {
+      figures.asr = evaluate(model, data, in.batch, triggered, in.eval_transform, &poison).accuracy;
+      figures.asr_samples = static_cast<double>(triggered.size());
+    }
+  }
+  return figures;
+}
+
+}  // namespace
+
+LocalTestSets make_local_test_sets(const std::string& mode, const Dataset& train, const Dataset& test,
+                                   const Partition& partition, uint64_t seed) {
+  LocalTestSets sets;
+  if (mode == "split") {
+    sets.data = &train;
+    sets.indices = partition.test;
+    return sets;
+  }
+  BASTION_CHECK(mode == "like-train", "data.local_test: unknown mode '", mode, "'; valid: split, like-train");
+  const int64_t clients = partition.num_clients();
+  sets.data = &test;
+  sets.indices.assign(static_cast<size_t>(clients), {});
+  const std::vector<std::vector<int64_t>> counts = class_histogram(train, partition.train);
+  Generator rng(seed);
+  for (int32_t c = 0; c < test.num_classes; ++c) {
+    std::vector<int64_t> pool;
+    for (int64_t i = 0; i < test.size(); ++i)
+      if (test.labels[i] == c) pool.push_back(i);
+    Generator class_rng = rng.fork(static_cast<uint64_t>(c));
+    shuffle(pool, class_rng);
+    int64_t total = 0;
+    for (int64_t k = 0; k < clients; ++k) total += counts[k][c];
+    if (total == 0) continue;
+    int64_t cumulative = 0, begin = 0;
+    for (int64_t k = 0; k < clients; ++k) {
+      cumulative += counts[k][c];
+      // Integer cut points: exact, and the last client's cut is the whole pool.
+      const int64_t end = static_cast<int64_t>((static_cast<__int128>(cumulative) * static_cast<int64_t>(pool.size())) / total);
+      sets.indices[k].insert(sets.indices[k].end(), pool.begin() + begin, pool.begin() + end);
+      begin = end;
+    }
+  }
+  for (std::vector<int64_t>& list : sets.indices) std::sort(list.begin(), list.end());
+  return sets;
+}
+
+std::vector<int64_t> personal_eval_clients(const std::vector<uint8_t>& is_malicious, int64_t k, Generator rng) {
+  std::vector<int64_t> benign;
+  for (size_t i = 0; i < is_malicious.size(); ++i)
+    if (!is_malicious[i]) benign.push_back(static_cast<int64_t>(i));
+  if (k <= 0 || k >= static_cast<int64_t>(benign.size())) return benign;
+  shuffle(benign, rng);
+  benign.resize(static_cast<size_t>(k));
+  std::sort(benign.begin(), benign.end());
+  return benign;
+}
+
+PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& pool,
+                                 std::vector<std::unique_ptr<Model>>& replicas) {
+  std::vector<ClientFigures> figures(input.clients.size());
+  pool.run(static_cast<int64_t>(input.clients.size()),
+           [&](int64_t i, int worker) { figures[i] = evaluate_client(input, input.clients[i], *replicas[worker]); });
+  std::vector<double> acc, global_acc, asr, local_weights, asr_weights;
+  for (const ClientFigures& f : figures) {
+    acc.push_back(f.acc);
+    global_acc.push_back(f.global_acc);
+    asr.push_back(f.asr);
+    local_weights.push_back(f.local_samples);
+    asr_weights.push_back(f.asr_samples);
+  }
+  PersonalRecord record;
+  record.present = true;
+  record.clients = static_cast<int64_t>(input.clients.size());
+  record.acc = client_spread(acc, local_weights);
+  record.global_acc = client_spread(global_acc, local_weights);
+  record.asr = client_spread(asr, asr_weights);
+  return record;
+}
+
+}  // namespace bastion

@@ -1,0 +1,466 @@
+// Personalised FL (DESIGN.md "Personalized FL"): the client rules' personal parts (FedRep's head, Ditto's
+// proximal personal model, Simple-Tuning's re-initialised head), the shared columns the server sees,
+// personalised evaluation, and resume of personalised runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "data/synthetic.h"
+#include "fl/clients/local_training.h"
+#include "fl/clients/post_step.h"
+#include "fl/core/checkpoint.h"
+#include "fl/core/client_models.h"
+#include "fl/core/personal_eval.h"
+#include "fl/core/thread_pool.h"
+#include "fl_test_support.h"
+#include "nn/models.h"
+#include "test_support.h"
+
+namespace bastion {
+namespace {
+
+using testing::expect_error;
+
+const InputShape kInput{1, 8, 8};
+
+Dataset synthetic_train(int64_t n = 200) {
+  SyntheticSpec spec;
+  spec.train = n;
+  spec.test = 50;
+  return make_synthetic(spec).train;
+}
+
+std::unique_ptr<ClientRule> client_rule(const std::string& name, const std::map<std::string, ParamValue>& given) {
+  const ClientRuleEntry& entry = find_client_rule(name);
+  return entry.make(Params("clients." + name, *entry.info.params, given));
+}
+
+std::vector<int64_t> first_indices(int64_t n) {
+  std::vector<int64_t> indices(static_cast<size_t>(n));
+  std::iota(indices.begin(), indices.end(), int64_t{0});
+  return indices;
+}
+
+std::vector<float> state_of(const Model& model) { return {model.flat_state().begin(), model.flat_state().end()}; }
+
+// True when every column in [begin, end) is bit-identical in a and b.
+bool same_columns(const std::vector<float>& a, const std::vector<float>& b, int64_t begin, int64_t end) {
+  return std::memcmp(a.data() + begin, b.data() + begin, static_cast<size_t>(end - begin) * sizeof(float)) == 0;
+}
+
+struct HeadAndBody {
+  std::vector<std::pair<int64_t, int64_t>> head, body;  // parameter column ranges
+};
+HeadAndBody parts(const Model& model) {
+  HeadAndBody p;
+  for (const ParameterView& view : model.parameters()) (view.is_head ? p.head : p.body).emplace_back(view.begin, view.end);
+  return p;
+}
+bool part_unchanged(const std::vector<std::pair<int64_t, int64_t>>& ranges, const std::vector<float>& a,
+                    const std::vector<float>& b) {
+  for (const auto& [begin, end] : ranges)
+    if (!same_columns(a, b, begin, end)) return false;
+  return true;
+}
+
+// FedRep with one phase switched off: the frozen part must come out bit-identical, the other must move;
+// step counts follow ceil(samples / batch) per epoch and phase.
+TEST(FlPersonalized, FedRepTrainsOnlyThePartOfEachPhaseAndCountsItsSteps) {
+  const Dataset data = synthetic_train(100);
+  const std::vector<int64_t> indices = first_indices(100);
+  const TransformSpec identity;
+  for (const auto& [head_epochs, body_epochs] : {std::pair<int64_t, int64_t>{2, 0}, {0, 3}, {2, 3}}) {
+    const auto model = make_model("mlp", kInput, 10, 5);
+    const std::vector<float> before = state_of(*model);
+    ClientState state;
+    ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12};
+    const auto rule = client_rule("fedrep", {{"head_epochs", head_epochs}, {"body_epochs", body_epochs},
+                                             {"batch", int64_t{16}}, {"lr", 0.05}});
+    const ClientResult result = rule->train(task);
+    const std::vector<float> after = state_of(*model);
+    const HeadAndBody p = parts(*model);
+    EXPECT_EQ(part_unchanged(p.head, before, after), head_epochs == 0) << head_epochs << "+" << body_epochs;
+    EXPECT_EQ(part_unchanged(p.body, before, after), body_epochs == 0) << head_epochs << "+" << body_epochs;
+    EXPECT_EQ(result.head_steps, head_epochs * 7);  // ceil(100 / 16) = 7 batches per epoch
+    EXPECT_EQ(result.body_steps, body_epochs * 7);
+    EXPECT_EQ(result.steps, (head_epochs + body_epochs) * 7);
+    // The head is kept on the client; every parameter is trainable again for the next client.
+    EXPECT_EQ(state.vectors.at("head"), gather_head(*model, after));
+    for (const ParameterView& view : model->parameters()) EXPECT_TRUE(view.value.requires_grad()) << view.name;
+  }
+}
+
+TEST(FlPersonalized, FedRepRestoresItsOwnHeadOverTheReceivedModel) {
+  const auto model = make_model("mlp", kInput, 10, 5);
+  const auto other = make_model("mlp", kInput, 10, 6);
+  ClientState state;
+  state.vectors["head"] = gather_head(*other, other->flat_state());
+  const auto rule = client_rule("fedrep", {});
+  std::vector<float> own(model->flat_state().size());
+  ASSERT_TRUE(rule->personal_model(state, model->flat_state(), *model, own));
+  const HeadAndBody p = parts(*model);
+  EXPECT_TRUE(part_unchanged(p.body, own, state_of(*model)));  // the global body
+  EXPECT_TRUE(part_unchanged(p.head, own, state_of(*other)));  // its own head
+  ClientState never_sampled;
+  EXPECT_FALSE(rule->personal_model(never_sampled, model->flat_state(), *model, own));  // = the global model
+}
+
+TEST(FlPersonalized, SharedColumnsOfTheBodyLeaveOutTheHeadAndKeepModelOrder) {
+  const auto model = make_model("mlp", kInput, 10, 5);
+  const int64_t D = static_cast<int64_t>(model->flat_state().size());
+  const std::vector<float> head = gather_head(*model, model->flat_state());
+  const SharedColumns all = shared_columns(*model, SharedPart::All), body = shared_columns(*model, SharedPart::Body),
+                      none = shared_columns(*model, SharedPart::None);
+  EXPECT_TRUE(all.all);
+  EXPECT_EQ(all.width, D);
+  EXPECT_EQ(body.width, D - static_cast<int64_t>(head.size()));
+  EXPECT_EQ(body.parameters, model->num_parameters() - static_cast<int64_t>(head.size()));
+  EXPECT_EQ(none.width, 0);
+  // An upload is trained - start over exactly the shared columns, in order.
+  std::vector<float> start(static_cast<size_t>(D)), trained(static_cast<size_t>(D));
+  for (int64_t d = 0; d < D; ++d) start[d] = static_cast<float>(d), trained[d] = static_cast<float>(3 * d);
+  std::vector<float> row(static_cast<size_t>(body.width));
+  body.difference(trained, start, row.data());
+  int64_t k = 0;
+  for (const ParameterView& view : model->parameters()) {
+    if (view.is_head) continue;
+    for (int64_t d = view.begin; d < view.end; ++d, ++k) ASSERT_EQ(row[k], 2.0f * d) << view.name;
+  }
+  EXPECT_EQ(k, body.width);
+  // server.apply_to ranges are renumbered into the row; head columns fall away.
+  const auto [head_begin, head_end] = head_columns(*model).front();
+  EXPECT_TRUE(ranges_within_shared({{head_begin, head_end}}, body).empty());
+  const std::vector<ColumnRange> first = ranges_within_shared({{0, 10}}, body);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].begin, 0);
+  EXPECT_EQ(first[0].end, 10);
+}
+
+// Ditto's personal step: d/dv [CE(f_v(x), y) + (lambda/2)||v - w||^2] against central differences in double.
+TEST(FlPersonalized, DittoProximalGradientMatchesFiniteDifferences) {
+  const auto model = make_model("mlp", {1, 2, 3}, 4, 9);
+  Generator rng(3);
+  std::vector<float> reference(model->flat_parameters().size());
+  for (float& r : reference) r = static_cast<float>(rng.normal() * 0.1);
+  const std::vector<float> pixels = {0.1f, -0.2f, 0.3f, 0.5f, -0.4f, 0.2f, 0.7f, 0.1f, -0.3f, 0.2f,
+                                                            0.6f, -0.1f, 0.4f, 0.3f, -0.5f, 0.9f, 0.2f, 0.1f, -0.7f, 0.8f,
+                                                            0.3f, -0.6f, 0.5f, 0.1f, 0.2f, -0.3f, 0.4f, 0.6f, 0.1f, -0.2f};
+  const Tensor x = Tensor::from_vector(Shape{5, 1, 2, 3}, pixels);
+  const LabelTensor y = LabelTensor::from_vector({0, 3, 1, 2, 3});
+  constexpr double kLambda = 0.7;
+  auto objective = [&]() {
+    NoGradGuard no_grad;
+    return static_cast<double>(cross_entropy(model->forward(x), y).item()) + proximal_term(*model, reference, kLambda);
+  };
+  model->zero_grad();
+  cross_entropy(model->forward(x), y).backward();
+  add_proximal_gradient(*model, reference, kLambda);
+  const std::vector<float> analytic(model->flat_gradients().begin(), model->flat_gradients().end());
+  // Float32 forwards: a step of 1e-3 keeps round-off (~1e-7 of a loss near 2, over 2h) far below the
+  // tolerance, which a missing or doubled lambda term (lambda |w - ref| ~ 0.05) exceeds. The MLP has
+  // ReLU kinks: a coordinate whose one-sided slopes disagree straddles one and is skipped.
+  constexpr double kStep = 1e-3, kRtol = 1e-2, kAtol = 1e-3;
+  const std::span<float> w = model->flat_parameters();
+  const double centre = objective();
+  int checked = 0;
+  for (size_t i = 0; i < w.size(); i += 7) {
+    const float saved = w[i];
+    w[i] = saved + static_cast<float>(kStep);
+    const double plus = objective();
+    w[i] = saved - static_cast<float>(kStep);
+    const double minus = objective();
+    w[i] = saved;
+    if (std::fabs((plus - centre) - (centre - minus)) / kStep > kAtol) continue;  // a kink between the two sides
+    const double numeric = (plus - minus) / (2 * kStep);
+    EXPECT_NEAR(analytic[i], numeric, kAtol + kRtol * std::fabs(numeric)) << "parameter column " << i;
+    const double prox = kLambda * (static_cast<double>(w[i]) - reference[i]);
+    if (std::fabs(prox) > 10 * kAtol) ++checked;  // columns where the proximal term decides the outcome
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(FlPersonalized, DittoKeepsItsPersonalModelAndUploadsOnlyTheGlobalCopy) {
+  const Dataset data = synthetic_train(64);
+  const std::vector<int64_t> indices = first_indices(64);
+  const TransformSpec identity;
+  for (const char* order : {"sequential", "interleaved"}) {
+    const auto model = make_model("mlp", kInput, 10, 5), second = make_model("mlp", kInput, 10, 1);
+    const std::vector<float> received = state_of(*model);
+    ClientState state;
+    ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12, nullptr, 0, second.get()};
+    const auto rule = client_rule("ditto", {{"order", std::string(order)}, {"epochs", int64_t{1}}, {"batch", int64_t{16}},
+                                            {"lr", 0.05}, {"lambda", 1.0}});
+    const ClientResult result = rule->train(task);
+    EXPECT_EQ(result.steps, 4) << order;
+    EXPECT_EQ(result.personal_steps, 4) << order;
+    const std::vector<float>& personal = state.vectors.at("personal");
+    EXPECT_NE(personal, state_of(*model)) << order;  // two different models were trained
+    EXPECT_NE(personal, received) << order;
+    std::vector<float> own(received.size());
+    ASSERT_TRUE(rule->personal_model(state, received, *model, own));
+    EXPECT_EQ(own, personal);
+  }
+}
+
+// Simple-Tuning: the body stays bit-identical; the head is re-initialised from its seed, then trained.
+TEST(FlPersonalized, SimpleTuningKeepsTheBodyAndReinitialisesTheHeadFromItsSeed) {
+  const Dataset data = synthetic_train(64);
+  const std::vector<int64_t> indices = first_indices(64);
+  const TransformSpec identity;
+  PostSpec spec;
+  spec.kind = PostSpec::Kind::SimpleTuning;
+  spec.epochs = 1;
+  spec.batch = 16;
+  spec.lr = 0.0;  // no step: the head must be exactly the seed's initial head
+  const auto model = make_model("mlp", kInput, 10, 5);
+  const std::vector<float> before = state_of(*model);
+  apply_post_step(spec, *model, data, indices, identity, /*seed=*/3, /*init_seed=*/77);
+  const auto fresh = make_model("mlp", kInput, 10, 77);
+  const HeadAndBody p = parts(*model);
+  EXPECT_TRUE(part_unchanged(p.body, before, state_of(*model)));
+  EXPECT_TRUE(part_unchanged(p.head, state_of(*fresh), state_of(*model)));
+  EXPECT_FALSE(part_unchanged(p.head, before, state_of(*model)));
+
+  spec.lr = 0.1;  // now trained: the head moves away from its initial value, the body still does not
+  const auto tuned = make_model("mlp", kInput, 10, 5);
+  apply_post_step(spec, *tuned, data, indices, identity, 3, 77);
+  EXPECT_TRUE(part_unchanged(p.body, before, state_of(*tuned)));
+  EXPECT_FALSE(part_unchanged(p.head, state_of(*fresh), state_of(*tuned)));
+  for (const ParameterView& view : tuned->parameters()) EXPECT_TRUE(view.value.requires_grad()) << view.name;
+}
+
+TEST(FlPersonalized, ClientSpreadGivesPlainAndWeightedMeansMinMedianMax) {
+  const ClientSpread s = client_spread({1.0, 0.5, 0.0, kNoValue}, {10, 20, 70, 1000});
+  EXPECT_DOUBLE_EQ(s.mean, 0.5);
+  EXPECT_DOUBLE_EQ(s.weighted, (10 * 1.0 + 20 * 0.5) / 100.0);  // the NaN client and its weight are skipped
+  EXPECT_DOUBLE_EQ(s.min, 0.0);
+  EXPECT_DOUBLE_EQ(s.median, 0.5);
+  EXPECT_DOUBLE_EQ(s.max, 1.0);
+  EXPECT_DOUBLE_EQ(client_spread({0.2, 0.4}, {1, 1}).median, 0.3);
+  EXPECT_TRUE(std::isnan(client_spread({kNoValue}, {1}).mean));
+}
+
+// A client rule whose own models predict a fixed class per client: client k's model says class k; a
+// client without state has no model of its own and is judged with the global model (which says 0).
+class ConstantClassRule final : public ClientRule {
+ public:
+  ClientResult train(ClientTask&) const override { return {}; }
+  bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
+                      std::span<float> out) const override {
+    const auto found = state.scalars.find("class");
+    if (found == state.scalars.end()) return false;
+    write_constant_predictor(model, static_cast<int>(found->second), out);
+    return true;
+  }
+  // Zero weights: the hidden layers output 0 and the logits are the head's bias, one-hot at `cls`.
+  static void write_constant_predictor(const Model& model, int cls, std::span<float> out) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    for (const ParameterView& view : model.parameters())
+      if (view.is_head && view.name.find("bias") != std::string::npos) out[view.begin + cls] = 1.0f;
+  }
+};
+
+TEST(FlPersonalized, PersonalEvaluationOfConstructedClientsGivesTheKnownMeans) {
+  // Test set labels 0..9 repeated; 3 clients, each with local test samples of known labels.
+  SyntheticSpec spec;
+  spec.train = 30;
+  spec.test = 40;
+  const DatasetSplit split = make_synthetic(spec);
+  Partition partition;
+  partition.train = {{0, 1}, {2, 3}, {4, 5}};
+  LocalTestSets local;
+  local.data = &split.test;
+  auto with_label = [&](int32_t label, int64_t count) {
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < split.test.size() && static_cast<int64_t>(out.size()) < count; ++i)
+      if (split.test.labels[i] == label) out.push_back(i);
+    return out;
+  };
+  // client 0: 1 sample of class 0 + 3 of class 1 (own model says 1: acc 3/4)
+  // client 1: 2 samples of class 2 (own model says 2: acc 1)
+  // client 2: never sampled (no state): the global model says 0; 2 samples of class 0 + 2 of class 5: acc 1/2
+  local.indices = {with_label(0, 1), with_label(2, 2), with_label(0, 2)};
+  for (int64_t i : with_label(1, 3)) local.indices[0].push_back(i);
+  for (int64_t i : with_label(5, 2)) local.indices[2].push_back(i);
+  std::vector<ClientState> states(3);
+  states[0].scalars["class"] = 1;
+  states[1].scalars["class"] = 2;
+  std::vector<std::unique_ptr<Model>> replicas;
+  replicas.push_back(make_model("mlp", kInput, 10, 1));
+  replicas.push_back(make_model("mlp", kInput, 10, 1));
+  std::vector<float> global(replicas[0]->flat_state().size());
+  ConstantClassRule::write_constant_predictor(*replicas[0], 0, global);
+  const ConstantClassRule rule;
+  const std::optional<PostSpec> no_post;
+  const std::vector<int64_t> test_indices = first_indices(split.test.size()), none;
+  const TransformSpec identity;
+  PersonalEvalInput input{rule, no_post, global, states, {0, 1, 2}, local, split.train, partition, identity, nullptr,
+                          split.test, test_indices, nullptr, none};
+  input.global_acc = true;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    const PersonalRecord record = evaluate_personal(input, pool, replicas);
+    EXPECT_TRUE(record.present);
+    EXPECT_EQ(record.clients, 3);
+    EXPECT_DOUBLE_EQ(record.acc.mean, (0.75 + 1.0 + 0.5) / 3);
+    EXPECT_DOUBLE_EQ(record.acc.weighted, (3.0 + 2.0 + 2.0) / (4 + 2 + 4));  // correct / local samples
+    EXPECT_DOUBLE_EQ(record.acc.min, 0.5);
+    EXPECT_DOUBLE_EQ(record.acc.median, 0.75);
+    EXPECT_DOUBLE_EQ(record.acc.max, 1.0);
+    EXPECT_DOUBLE_EQ(record.global_acc.mean, 0.1);  // every constant model gets its class's share: 4 of 40
+    EXPECT_TRUE(std::isnan(record.asr.mean));      // no backdoor
+  }
+}
+
+TEST(FlPersonalized, LikeTrainTestSetsFollowEachClientsTrainingClassesWithoutOverlap) {
+  SyntheticSpec spec;
+  spec.train = 600;
+  spec.test = 300;
+  const DatasetSplit split = make_synthetic(spec);
+  Partition partition;
+  partition.train.assign(3, {});
+  for (int64_t i = 0; i < split.train.size(); ++i) {
+    const int32_t label = split.train.labels[i];
+    partition.train[label < 3 ? 0 : label < 6 ? 1 : 2].push_back(i);  // client 0: classes 0-2, 1: 3-5, 2: 6-9
+  }
+  const LocalTestSets sets = make_local_test_sets("like-train", split.train, split.test, partition, 4);
+  EXPECT_EQ(sets.data, &split.test);
+  std::vector<int> seen(static_cast<size_t>(split.test.size()), 0);
+  int64_t total = 0;
+  for (int64_t k = 0; k < 3; ++k) {
+    EXPECT_FALSE(sets.indices[k].empty());
+    for (int64_t i : sets.indices[k]) {
+      const int32_t label = split.test.labels[i];
+      EXPECT_EQ(label < 3 ? 0 : label < 6 ? 1 : 2, k) << "test sample " << i;
+      ++seen[i];
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, split.test.size());  // each class goes wholly to the clients that train on it
+  for (int count : seen) EXPECT_EQ(count, 1);
+  EXPECT_EQ(make_local_test_sets("like-train", split.train, split.test, partition, 4).indices, sets.indices);
+}
+
+// ---- whole runs on the synthetic set ------------------------------------------------------------------
+
+std::string personal_config(const std::string& rule_table) {
+  return R"(
+name = "pfl"
+seed = 5
+rounds = 5
+[data]
+dataset = "synthetic"
+partition = "dirichlet:0.5"
+clients = 12
+min_size = 5
+local_test = "like-train"
+[model]
+name = "mlp"
+[clients]
+rule = "fedrep"
+per_round = 4
+[attack]
+names = ["badnets"]
+malicious_count = 2
+malicious_per_round = 1
+[attack.badnets]
+per_batch = 4
+[eval]
+every = 1
+batch = 128
+personalized = true
+[run]
+checkpoint_every = 2
+)" + rule_table;
+}
+
+using FlPersonalizedRun = testing::FlRunTest;
+
+TEST_F(FlPersonalizedRun, FedRepUploadsTheBodyOnlyAndTheGlobalHeadNeverMoves) {
+  const std::string config = personal_config("[clients.fedrep]\nbatch = 16\nlr = 0.05\n");
+  run(config, "two", 1, {"rounds=2"});
+  run(config, "four", 2, {"rounds=4"});
+  const CheckpointState two = load_checkpoint((dir_ / "two" / "checkpoint.safetensors").string());
+  const CheckpointState four = load_checkpoint((dir_ / "four" / "checkpoint.safetensors").string());
+  const auto model = make_model("mlp", kInput, 10, 1);
+  const HeadAndBody p = parts(*model);
+  EXPECT_TRUE(part_unchanged(p.head, two.global, four.global));   // nobody uploads a head
+  EXPECT_FALSE(part_unchanged(p.body, two.global, four.global));  // the bodies are aggregated
+  const int64_t head_size = static_cast<int64_t>(gather_head(*model, model->flat_state()).size());
+  const int64_t body_bytes = (static_cast<int64_t>(model->flat_state().size()) - head_size) * 4;
+  for (const RoundRecord& r : parse_rounds_csv(file("four", "rounds.csv"))) {
+    EXPECT_EQ(r.bytes_up, 4 * body_bytes) << "round " << r.round;  // 4 clients x the body's floats
+    EXPECT_EQ(r.bytes_down, 4 * body_bytes) << "round " << r.round;
+    EXPECT_TRUE(r.personal.present);
+    EXPECT_EQ(r.personal.clients, 10);  // the benign ones
+    EXPECT_GT(r.personal.acc.mean, 0.0);
+    EXPECT_FALSE(std::isnan(r.personal.asr.mean));
+  }
+  // Nine fedrep clients (of twelve) have a head after 4 rounds of 4: the run's states hold them.
+  int heads = 0;
+  for (const ClientState& state : four.clients) heads += state.vectors.count("head") ? 1 : 0;
+  EXPECT_GT(heads, 4);
+}
+
+TEST_F(FlPersonalizedRun, ServerRulesOnTheBodyRefuseAHeadOnlySelection) {
+  expect_error([&] { run(personal_config(""), "x", 1, {"server.rule=multi-krum", "server.apply_to=[\"head\"]"}); },
+               {"server.apply_to", "keeps on the clients"});
+  // The robust rules run on the uploaded bodies (pFedSAM Table III's setting).
+  run(personal_config(""), "mk", 1, {"server.rule=multi-krum", "clients.per_round=5", "rounds=2"});
+  EXPECT_EQ(parse_rounds_csv(file("mk", "rounds.csv")).size(), 2u);
+}
+
+TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
+  for (const std::string rule : {"fedrep", "ditto", "local", "fedavg-ft", "st"}) {
+    const std::vector<std::string> overrides = {"clients.rule=" + rule};
+    run(personal_config(""), rule + "-whole", 2, overrides);
+    run(personal_config(""), rule + "-resumed", 1, overrides, false, /*stop_after=*/3);
+    run(personal_config(""), rule + "-resumed", 2, overrides, /*resume=*/true);
+    EXPECT_EQ(file(rule + "-whole", "rounds.csv"), file(rule + "-resumed", "rounds.csv")) << rule;
+    const RunSummary whole = summarize_run(0, parse_rounds_csv(file(rule + "-whole", "rounds.csv")), {}, "last", 0);
+    EXPECT_FALSE(std::isnan(whole.personal_value("p_acc"))) << rule;
+    // summary.json agrees but for the wall times
+    auto without_times = [](std::string text) {
+      std::string out, line;
+      std::istringstream in(text);
+      while (std::getline(in, line))
+        if (line.find("seconds_per_round") == std::string::npos) out += line + "\n";
+      return out;
+    };
+    EXPECT_EQ(without_times(file(rule + "-whole", "summary.json")), without_times(file(rule + "-resumed", "summary.json")))
+        << rule;
+  }
+}
+
+TEST_F(FlPersonalizedRun, LocalTrainingNeverUploadsAndJudgesEachClientsOwnModel) {
+  run(personal_config(""), "local", 1, {"clients.rule=local", "clients.local.participation=all", "rounds=2"});
+  for (const RoundRecord& r : parse_rounds_csv(file("local", "rounds.csv"))) {
+    EXPECT_EQ(r.bytes_up, 0);
+    EXPECT_EQ(r.sampled, 12);  // every client trains every round
+    EXPECT_GT(r.personal.acc.mean, 0.0);
+  }
+}
+
+TEST_F(FlPersonalizedRun, PersonalSettingsAreCheckedAgainstEachOther) {
+  expect_error([&] { run(personal_config(""), "a", 1, {"eval.personalized=true", "data.local_test=split"}); },
+               {"eval.personalized", "local test sets"});
+  expect_error([&] { run(personal_config(""), "b", 1, {"clients.rule=st", "post.rule=st"}); },
+               {"already takes a post-training step"});
+  expect_error([&] { run(personal_config(""), "c", 1, {"eval.personalized=false", "post.rule=fine-tune"}); },
+               {"post.rule", "eval.personalized"});
+}
+
+TEST_F(FlPersonalizedRun, APersonalSubsetCostsLessAndIsTheSameForAnyThreadCount) {
+  run(personal_config(""), "s1", 1, {"eval.personal_clients=3", "rounds=2"});
+  run(personal_config(""), "s2", 2, {"eval.personal_clients=3", "rounds=2"});
+  EXPECT_EQ(file("s1", "rounds.csv"), file("s2", "rounds.csv"));
+  for (const RoundRecord& r : parse_rounds_csv(file("s1", "rounds.csv"))) EXPECT_EQ(r.personal.clients, 3);
+}
+
+}  // namespace
+}  // namespace bastion
