@@ -13,5 +13,6 @@ Command add_train_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_reproduce_command(CLI::App& app, int argc, char** argv);
 
 }  // namespace bastion::cli

@@ -1,12 +1,14 @@
-// `bastion list [models|datasets|partitions|triggers|clients|defenses|attacks|config]`: every registered name with a one-line description.
+// `bastion list [models|datasets|partitions|triggers|clients|defenses|attacks|config|presets]`: every registered name with a one-line description.
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "data/dataset.h"
 #include "data/triggers.h"
 #include "fl/core/config.h"
+#include "fl/core/preset.h"
 #include "fl/registry.h"
 #include "nn/models.h"
+#include "tensor/error.h"
 
 namespace bastion::cli {
 
@@ -56,13 +58,34 @@ void print_config_keys() {
   }
 }
 
+// The paper-table presets in configs/papers with their grid size and measured cost.
+void print_presets() {
+  std::printf("presets (configs/papers; bastion reproduce NAME [--quick]):\n");
+  const std::vector<std::string> paths = find_presets("configs/papers");
+  if (paths.empty()) std::printf("  (none found: run from the repository root)\n");
+  for (const std::string& path : paths) {
+    try {
+      const Preset preset = load_preset(path);
+      const size_t runs = preset_grid(preset).runs.size();
+      const std::string cost = preset.estimated_minutes > 0
+                                   ? "~" + std::to_string(static_cast<long long>(preset.estimated_minutes + 0.5)) + " min measured"
+                                   : "cost not measured";
+      std::printf("  %-22s %s\n  %-22s %zu runs x %lld seeds, %s\n", preset.name.c_str(), preset.title.c_str(), "", runs,
+                  static_cast<long long>(preset.seeds), cost.c_str());
+    } catch (const Error& e) {
+      std::printf("  %s: invalid: %s\n", path.c_str(), e.what());
+    }
+  }
+}
+
 }  // namespace
 
 Command add_list_command(CLI::App& app) {
   auto* sub = app.add_subcommand("list", "List models, datasets, partitions and triggers");
   auto what = std::make_shared<std::string>("all");
-  sub->add_option("what", *what, "models | datasets | partitions | triggers | clients | defenses | attacks | config | all")
-      ->check(CLI::IsMember({"models", "datasets", "partitions", "triggers", "clients", "defenses", "attacks", "config", "all"}));
+  sub->add_option("what", *what, "models | datasets | partitions | triggers | clients | defenses | attacks | config | presets | all")
+      ->check(CLI::IsMember({"models", "datasets", "partitions", "triggers", "clients", "defenses", "attacks", "config",
+                             "presets", "all"}));
   return [what]() {
     const bool all = *what == "all";
     if (all || *what == "models") {
@@ -86,6 +109,7 @@ Command add_list_command(CLI::App& app) {
     if (all || *what == "defenses") print_server_rules();
     if (all || *what == "attacks") print_attacks();
     if (all || *what == "config") print_config_keys();
+    if (all || *what == "presets") print_presets();
     return 0;
   };
 }

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
     bastion::cli::Command command = add(app);
     commands[app.get_subcommands({}).back()] = command;
   }
+  // reproduce writes its command line into table.md, so it is given argv.
+  bastion::cli::Command reproduce = bastion::cli::add_reproduce_command(app, argc, argv);
+  commands[app.get_subcommands({}).back()] = reproduce;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,105 @@
+// `bastion reproduce PRESET [--quick] [--seeds N] [--out DIR] [--resume] [--overwrite] [--threads N]`:
+// runs a paper table's grid (fl/core/preset.h, fl/core/reproduce.h) and writes table.md, table.csv and
+// table.svg. PRESET is a file, or a name looked up as configs/papers/<name>.toml. One progress line per
+// run with its time and the ETA; the last line says where the table is.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "fl/core/preset.h"
+#include "fl/core/reproduce.h"
+#include "tensor/error.h"
+
+namespace bastion::cli {
+
+namespace {
+
+struct ReproduceArgs {
+  std::string preset, out_dir;
+  int64_t seeds = 0;
+  int threads = 0;
+  bool quick = false, resume = false, overwrite = false;
+};
+
+std::string resolve_preset(const std::string& name) {
+  if (std::filesystem::is_regular_file(name)) return name;
+  const std::string candidate = "configs/papers/" + name + ".toml";
+  BASTION_CHECK(std::filesystem::is_regular_file(candidate), "no preset '", name, "': not a file, and no ", candidate,
+                " (bastion list presets shows them; run from the repository root)");
+  return candidate;
+}
+
+// The first line a command prints, or "" when it cannot run.
+std::string command_output(const char* command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command, "r"), pclose);
+  if (!pipe) return "";
+  char line[256] = {0};
+  if (!std::fgets(line, sizeof line, pipe.get())) return "";
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+std::string machine_description() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    model = line.substr(line.find(':') + 2);
+    break;
+  }
+  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
+}
+
+int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
+  const Preset preset = load_preset(resolve_preset(args.preset));
+  ReproduceOptions options;
+  options.out_dir = args.out_dir.empty() ? "results/reproduce/" + preset.name + (args.quick ? "-quick" : "") : args.out_dir;
+  options.quick = args.quick;
+  options.seeds = args.seeds;
+  options.resume = args.resume;
+  options.overwrite = args.overwrite;
+  options.threads = args.threads;
+  options.command = command_line;
+  options.commit = command_output("git rev-parse --short HEAD 2>/dev/null");
+  if (!options.commit.empty() && !command_output("git status --porcelain --untracked-files=no 2>/dev/null").empty())
+    options.commit += " (with uncommitted changes)";
+  options.machine = machine_description();
+  options.log = [](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  const PresetGrid grid = preset_grid(preset);
+  std::printf("reproduce %s: %s; %zu runs x %lld seeds%s, out %s\n", preset.name.c_str(), preset.title.c_str(),
+              grid.runs.size(), static_cast<long long>(args.seeds > 0 ? args.seeds : preset.seeds),
+              args.quick ? " (quick scale)" : "", options.out_dir.c_str());
+  std::fflush(stdout);
+  const ReproduceReport report = reproduce(preset, options);
+  std::printf("table: %s/table.md (and table.csv, table.svg); %lld run(s), %lld skipped, %lld failed\n",
+              options.out_dir.c_str(), static_cast<long long>(report.runs), static_cast<long long>(report.skipped),
+              static_cast<long long>(report.failed));
+  return report.failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
+  auto args = std::make_shared<ReproduceArgs>();
+  auto* sub = app.add_subcommand("reproduce", "Run a paper table's preset and write table.md beside the paper's numbers");
+  sub->add_option("preset", args->preset, "Preset file, or a name in configs/papers (bastion list presets)")->required();
+  sub->add_flag("--quick", args->quick, "The preset's small scale (smoke test)");
+  sub->add_option("--seeds", args->seeds, "Seeds per cell (default: the preset's)")->check(CLI::Range(1, 100));
+  sub->add_option("--out", args->out_dir, "Output folder (default results/reproduce/<preset>)");
+  sub->add_option("--threads", args->threads, "Clients trained in parallel (default: each config's run.threads)")
+      ->check(CLI::Range(1, 256));
+  sub->add_flag("--resume", args->resume, "Skip finished runs and continue the others from their checkpoints");
+  sub->add_flag("--overwrite", args->overwrite, "Replace results already in the output folder");
+  std::string command_line = "bastion";
+  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+  return [args, command_line]() { return run_reproduce(*args, command_line); };
+}
+
+}  // namespace bastion::cli

@@ -1,0 +1,225 @@
+#include "fl/core/preset.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "fl/core/config.h"
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// "file:line: " for errors about a node.
+std::string where(const std::string& path, const toml::node& node) {
+  return path + ":" + std::to_string(node.source().begin.line) + ": ";
+}
+
+std::string required_text(const toml::table& table, const char* key, const std::string& path, const std::string& scope) {
+  const toml::node* node = table.get(key);
+  BASTION_CHECK(node != nullptr, path, ":", table.source().begin.line, ": ", scope, " needs '", key, "'");
+  BASTION_CHECK(node->is_string(), where(path, *node), scope, ".", key, ": expected text");
+  return node->as_string()->get();
+}
+
+std::string optional_text(const toml::table& table, const char* key, const std::string& path) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return "";
+  BASTION_CHECK(node->is_string(), where(path, *node), key, ": expected text");
+  return node->as_string()->get();
+}
+
+double optional_number(const toml::table& table, const char* key, double fallback, const std::string& path) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return fallback;
+  BASTION_CHECK(node->is_number(), where(path, *node), key, ": expected a number");
+  return node->is_integer() ? static_cast<double>(node->as_integer()->get()) : node->as_floating_point()->get();
+}
+
+std::vector<std::string> text_list(const toml::table& table, const char* key, const std::string& path) {
+  std::vector<std::string> items;
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return items;
+  BASTION_CHECK(node->is_array(), where(path, *node), key, ": expected a list of \"key=value\" texts");
+  for (const toml::node& item : *node->as_array()) {
+    BASTION_CHECK(item.is_string(), where(path, item), key, ": expected a list of \"key=value\" texts");
+    const std::string text = item.as_string()->get();
+    BASTION_CHECK(text.find('=') != std::string::npos, where(path, item), key, ": '", text, "' is not key=value");
+    items.push_back(text);
+  }
+  return items;
+}
+
+const toml::array& table_array(const toml::table& root, const char* key, const std::string& path) {
+  const toml::node* node = root.get(key);
+  BASTION_CHECK(node != nullptr && node->is_array_of_tables(), path, ": needs at least one [[", key, "]] table");
+  return *node->as_array();
+}
+
+std::vector<PresetColumn> read_columns(const toml::table& root, const std::string& path) {
+  std::vector<PresetColumn> columns;
+  for (const toml::node& node : table_array(root, "columns", path)) {
+    const toml::table& t = *node.as_table();
+    PresetColumn column;
+    column.name = required_text(t, "name", path, "[[columns]]");
+    column.metric = required_text(t, "metric", path, "[[columns]]");
+    const auto& metrics = preset_metrics();
+    BASTION_CHECK(std::find(metrics.begin(), metrics.end(), column.metric) != metrics.end(), where(path, t),
+                  "column '", column.name, "': unknown metric '", column.metric, "'");
+    column.scale = optional_number(t, "scale", 100.0, path);
+    column.tolerance = optional_number(t, "tolerance", 0.0, path);
+    column.set = text_list(t, "set", path);
+    columns.push_back(column);
+  }
+  return columns;
+}
+
+std::vector<double> read_paper_numbers(const toml::table& row, size_t columns, const std::string& path,
+                                       const std::string& name) {
+  const toml::node* node = row.get("paper");
+  BASTION_CHECK(node != nullptr, where(path, row), "row '", name, "' needs 'paper' (one number per column, \"-\" for none)");
+  BASTION_CHECK(node->is_array(), where(path, *node), "row '", name, "': paper must be a list of numbers");
+  const toml::array& numbers = *node->as_array();
+  BASTION_CHECK(numbers.size() == columns, where(path, *node), "row '", name, "': paper has ", numbers.size(),
+                " numbers for ", columns, " columns");
+  std::vector<double> paper;
+  for (const toml::node& item : numbers) {
+    if (item.is_string() && item.as_string()->get() == "-") {
+      paper.push_back(kNaN);
+      continue;
+    }
+    BASTION_CHECK(item.is_number(), where(path, item), "row '", name, "': paper numbers must be numbers or \"-\"");
+    paper.push_back(item.is_integer() ? static_cast<double>(item.as_integer()->get()) : item.as_floating_point()->get());
+  }
+  return paper;
+}
+
+std::string slug(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "cell" : out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  BASTION_CHECK(in.is_open(), "cannot open preset '", path, "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Every cell's experiment must parse: a bad method, key or value fails here, naming the row's line.
+void validate_cells(const Preset& preset) {
+  const PresetGrid grid = preset_grid(preset);
+  for (size_t r = 0; r < preset.rows.size(); ++r) {
+    for (size_t c = 0; c < preset.columns.size(); ++c) {
+      try {
+        load_config(preset.base, grid.runs[grid.cell_run[r][c]].overrides);
+      } catch (const Error& e) {
+        BASTION_FAIL(preset.path, ":", preset.rows[r].line, ": row '", preset.rows[r].name, "', column '",
+                     preset.columns[c].name, "': ", e.what());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& preset_metrics() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"acc", "asr", "bfr", "v", "local_acc", "final_acc", "best_acc"};
+    for (const char* figure : {"p_acc", "p_gacc", "p_asr"})
+      for (const char* suffix : {"", "_w", "_min", "_med", "_max"}) n.push_back(std::string(figure) + suffix);
+    return n;
+  }();
+  return names;
+}
+
+Preset load_preset(const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse(read_file(path), path);
+  } catch (const toml::parse_error& e) {
+    BASTION_FAIL(path, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
+  }
+  static const std::set<std::string> known = {"title", "paper", "base", "set", "seeds", "quick", "estimated_minutes",
+                                              "columns", "rows"};
+  for (const auto& [key, node] : root)
+    BASTION_CHECK(known.count(std::string(key.str())), where(path, node), "unknown preset key '", key.str(),
+                  "'; valid: title, paper, base, set, seeds, quick, estimated_minutes, [[columns]], [[rows]]");
+  Preset preset;
+  preset.path = path;
+  preset.name = std::filesystem::path(path).stem().string();
+  preset.title = required_text(root, "title", path, "the preset");
+  preset.paper = optional_text(root, "paper", path);
+  preset.base = (std::filesystem::path(path).parent_path() / required_text(root, "base", path, "the preset")).string();
+  preset.set = text_list(root, "set", path);
+  preset.quick = text_list(root, "quick", path);
+  preset.seeds = static_cast<int64_t>(optional_number(root, "seeds", 3, path));
+  BASTION_CHECK(preset.seeds >= 1 && preset.seeds <= 100, path, ": seeds must be in [1, 100]");
+  preset.estimated_minutes = optional_number(root, "estimated_minutes", 0.0, path);
+  preset.columns = read_columns(root, path);
+  std::set<std::string> names;
+  for (const toml::node& node : table_array(root, "rows", path)) {
+    const toml::table& t = *node.as_table();
+    PresetRow row;
+    row.name = required_text(t, "name", path, "[[rows]]");
+    BASTION_CHECK(names.insert(row.name).second, where(path, t), "row '", row.name, "' appears twice");
+    row.set = text_list(t, "set", path);
+    row.paper = read_paper_numbers(t, preset.columns.size(), path, row.name);
+    row.line = t.source().begin.line;
+    preset.rows.push_back(row);
+  }
+  validate_cells(preset);
+  return preset;
+}
+
+PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& extra) {
+  PresetGrid grid;
+  for (const PresetRow& row : preset.rows) {
+    std::vector<size_t> runs_of_row;
+    for (const PresetColumn& column : preset.columns) {
+      std::vector<std::string> overrides = preset.set;
+      overrides.insert(overrides.end(), row.set.begin(), row.set.end());
+      overrides.insert(overrides.end(), column.set.begin(), column.set.end());
+      overrides.insert(overrides.end(), extra.begin(), extra.end());
+      const auto same = std::find_if(grid.runs.begin(), grid.runs.end(),
+                                     [&](const PresetRun& run) { return run.overrides == overrides; });
+      if (same != grid.runs.end()) {
+        runs_of_row.push_back(static_cast<size_t>(same - grid.runs.begin()));
+        continue;
+      }
+      const std::string folder = column.set.empty() ? slug(row.name) : slug(row.name) + "--" + slug(column.name);
+      grid.runs.push_back({folder, overrides});
+      runs_of_row.push_back(grid.runs.size() - 1);
+    }
+    grid.cell_run.push_back(runs_of_row);
+  }
+  return grid;
+}
+
+std::vector<std::string> find_presets(const std::string& folder) {
+  std::vector<std::string> paths;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    if (entry.path().extension() != ".toml") continue;
+    if (read_file(entry.path().string()).find("[[rows]]") != std::string::npos) paths.push_back(entry.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+}  // namespace bastion

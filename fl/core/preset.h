@@ -1,0 +1,77 @@
+// Paper-table presets (DESIGN.md "Reproduction: paper tables as data"): one TOML file per table,
+// configs/papers/<paper>-table<N>.toml:
+//
+//   title = "pFedSAM Table I: black-box BadNets, MNIST"
+//   paper = "pFedSAM (ICC 2025), Table I, MNIST column"
+//   base = "pfedsam-mnist.toml"        # the experiment every cell starts from (relative to this file)
+//   set = ["eval.every=10"]            # overrides for every cell (optional)
+//   seeds = 3                          # seeds per cell (repeat); bastion reproduce --seeds overrides
+//   quick = ["rounds=3", ...]          # the --quick scale (smoke tests, CI)
+//   estimated_minutes = 25             # measured full-scale cost with `seeds` seeds (bastion list presets)
+//   [[columns]]                        # one per table column
+//   name = "ACC"                       # header
+//   metric = "p_acc"                   # a summary.json figure: acc, asr, bfr, v, local_acc, p_acc, p_asr, ...
+//   scale = 100                        # shown as metric x scale (percent)
+//   tolerance = 3                      # |ours - paper| beyond this is marked in table.md
+//   set = []                           # overrides of this column (an attack, a ratio), optional
+//   [[rows]]                           # one per table row (a method with its settings)
+//   name = "FedRep"
+//   set = ["clients.rule=fedrep"]
+//   paper = [90.44, 35.86]             # the paper's number per column; "-" where the paper has none
+//
+// A cell is (row, column); its experiment is base + set + row.set + column.set. Cells with the same
+// overrides share one run (the ACC and ASR columns of a row come from one run). Every cell's config is
+// validated when the preset loads, so a bad method name or key fails before anything runs; errors name
+// the preset file and line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bastion {
+
+struct PresetColumn {
+  std::string name, metric;
+  double scale = 100.0, tolerance = 0.0;  // tolerance 0 = no marks
+  std::vector<std::string> set;
+};
+
+struct PresetRow {
+  std::string name;
+  std::vector<std::string> set;
+  std::vector<double> paper;  // one per column; NaN where the paper gives none
+  int64_t line = 0;           // in the preset file
+};
+
+struct Preset {
+  std::string path, name;     // file, and its stem (the results folder's default name)
+  std::string title, paper, base;  // base: resolved path of the base experiment
+  std::vector<std::string> set, quick;
+  int64_t seeds = 3;
+  double estimated_minutes = 0.0;  // 0 = not measured
+  std::vector<PresetColumn> columns;
+  std::vector<PresetRow> rows;
+};
+
+// One experiment of the grid: its results folder name and the overrides on top of the base.
+struct PresetRun {
+  std::string folder;
+  std::vector<std::string> overrides;
+};
+
+struct PresetGrid {
+  std::vector<PresetRun> runs;
+  std::vector<std::vector<size_t>> cell_run;  // [row][column] -> index into runs
+};
+
+// Reads and validates a preset (see above). Throws bastion::Error naming the file and line.
+Preset load_preset(const std::string& path);
+// The runs of the grid with `extra` overrides (quick scale, seeds) appended to every run.
+PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& extra = {});
+// Presets in a folder: the *.toml files that have [[rows]] (configs/papers/), sorted by name.
+std::vector<std::string> find_presets(const std::string& folder);
+// The figures a column may show (summary.json names).
+const std::vector<std::string>& preset_metrics();
+
+}  // namespace bastion

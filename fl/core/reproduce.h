@@ -1,0 +1,53 @@
+// `bastion reproduce PRESET`: runs a paper-table preset's grid (fl/core/preset.h) and writes, in the
+// output folder:
+//   runs/<cell>/    one ordinary experiment folder per run of the grid (config.toml, seed-<s>/rounds.csv,
+//                   summary.json, curves.svg, checkpoints)
+//   table.md        ours (mean ± std over seeds) | paper | difference, per cell, with the scale, seeds,
+//                   commit, machine and wall time; differences beyond a column's tolerance are marked
+//   table.csv       row,column,metric,mean,std,seeds,paper,diff (numbers as shown in table.md)
+//   table.svg       ours (with ± std) beside the paper's number, one panel per column
+// --resume skips runs whose summary.json exists and whose config.toml matches, and continues the others
+// from their checkpoints. A run that fails is reported with its error; the other runs still complete, its
+// cells show "error", and reproduce() reports the failure count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fl/core/preset.h"
+
+namespace bastion {
+
+struct ReproduceOptions {
+  std::string out_dir;                           // required
+  bool quick = false;                            // the preset's quick overrides
+  int64_t seeds = 0;                             // 0 = the preset's
+  bool resume = false, overwrite = false;
+  int threads = 0;                               // 0 = each config's run.threads
+  std::string command;                           // the command line, for table.md
+  std::string commit, machine;                   // for table.md ("unknown" when empty)
+  std::function<void(const std::string&)> log;   // progress lines; null = silent
+};
+
+struct CellResult {
+  double mean = 0.0, std = 0.0;                  // in the column's scale; NaN when missing
+  int64_t seeds = 0;
+  bool failed = false;
+};
+
+struct ReproduceReport {
+  std::vector<std::vector<CellResult>> cells;    // [row][column]
+  int64_t runs = 0, skipped = 0, failed = 0;
+  double seconds = 0.0;                          // wall time of this invocation
+};
+
+ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options);
+
+// The writers, separate for tests.
+std::string table_markdown(const Preset& preset, const ReproduceReport& report, const ReproduceOptions& options);
+std::string table_csv(const Preset& preset, const ReproduceReport& report);
+std::string table_svg(const Preset& preset, const ReproduceReport& report);
+
+}  // namespace bastion
