@@ -95,6 +95,25 @@ TEST(FlPersonalized, FedRepTrainsOnlyThePartOfEachPhaseAndCountsItsSteps) {
   }
 }
 
+// BapFL against FedRep: in the head phase the body is frozen and BapFL's poison step (body only) has
+// nothing to train; it used to call backward on a loss that reached no parameter.
+TEST(FlPersonalized, BapflAttackerUnderFedRepTrainsItsHeadOnCleanRowsInTheHeadPhase) {
+  const Dataset data = synthetic_train(64);
+  const std::vector<int64_t> indices = first_indices(64);
+  const TransformSpec identity;
+  const auto attack = testing::build_attack("bapfl", {{"per_batch", int64_t{4}}, {"trigger", std::string("spmc")}});
+  const auto model = make_model("mlp", kInput, 10, 5);
+  const std::vector<float> before = state_of(*model);
+  ClientState state;
+  ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12, attack.get(), 0};
+  const auto rule = client_rule("fedrep", {{"head_epochs", int64_t{1}}, {"body_epochs", int64_t{0}}, {"batch", int64_t{16}}});
+  const ClientResult result = rule->train(task);
+  EXPECT_EQ(result.head_steps, 4);
+  const HeadAndBody p = parts(*model);
+  EXPECT_TRUE(part_unchanged(p.body, before, state_of(*model)));
+  EXPECT_FALSE(part_unchanged(p.head, before, state_of(*model)));
+}
+
 TEST(FlPersonalized, FedRepRestoresItsOwnHeadOverTheReceivedModel) {
   const auto model = make_model("mlp", kInput, 10, 5);
   const auto other = make_model("mlp", kInput, 10, 6);
@@ -299,9 +318,9 @@ TEST(FlPersonalized, PersonalEvaluationOfConstructedClientsGivesTheKnownMeans) {
   const std::optional<PostSpec> no_post;
   const std::vector<int64_t> test_indices = first_indices(split.test.size()), none;
   const TransformSpec identity;
-  PersonalEvalInput input{rule, no_post, global, states, {0, 1, 2}, local, split.train, partition, identity, nullptr,
-                          split.test, test_indices, nullptr, none};
-  input.global_acc = true;
+  PersonalEvalInput input{rule,       no_post,      global,  states, {0, 1, 2}, local, split.train, partition,
+                          identity,   nullptr,      split.test, test_indices, nullptr, none, false, /*global_acc=*/true,
+                          true,       1000,         1,       1,      Generator(0)};
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
     const PersonalRecord record = evaluate_personal(input, pool, replicas);

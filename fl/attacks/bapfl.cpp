@@ -10,6 +10,7 @@
 //      noise is removed between them), then clip and step. Only the body moves.
 // BapFL's optional PGD projection is not reproduced; its optional scaling is the scale attack.
 // Returns the batch's mean per-sample loss: (CE_clean (B - k) + loss_poison k) / B.
+// With the body frozen by the client rule (FedRep's head phase) only step 1 runs.
 // backdoor_test: the trigger made for the test shape, and the target (BapFL measures ASR on test
 // images not of the target class; the evaluator decides which images).
 // Cost: three forward and three backward passes per step (one on B - k rows, two on k rows).
@@ -52,6 +53,9 @@ class BapflAttack final : public Attack {
 
   float training_step(TrainingStepContext& context) const override {
     const int64_t B = context.x.size(0), k = std::min(per_batch_, B);
+    // A phase that trains only the head (FedRep's head epochs, body frozen): the poison step has nothing
+    // to move, so the head learns the clean rows alone, as BapFL wants of every head.
+    if (!body_trainable(context.model)) return B > k ? static_cast<float>(clean_step(context, k, B)) : 0.0f;
     double loss_sum = 0.0;
     if (B > k) loss_sum += clean_step(context, k, B) * static_cast<double>(B - k);
     loss_sum += poison_step(context, k) * static_cast<double>(k);
@@ -120,6 +124,12 @@ class BapflAttack final : public Attack {
       std::copy(saved.begin() + next, saved.begin() + next + p.value.numel(), p.value.data());
       next += static_cast<size_t>(p.value.numel());
     }
+  }
+
+  static bool body_trainable(const Model& model) {
+    for (const ParameterView& p : model.parameters())
+      if (!p.is_head && p.value.requires_grad()) return true;
+    return false;
   }
 
   static bool head_trainable(const Model& model) {
