@@ -59,6 +59,16 @@ std::vector<std::string> text_list(const toml::table& table, const char* key, co
   return items;
 }
 
+void check_keys(const toml::table& table, const std::set<std::string>& known, const std::string& path,
+                const std::string& scope) {
+  for (const auto& [key, node] : table) {
+    if (known.count(std::string(key.str()))) continue;
+    std::string valid;
+    for (const std::string& k : known) valid += (valid.empty() ? "" : ", ") + k;
+    BASTION_FAIL(where(path, node), "unknown key '", key.str(), "' in ", scope, "; valid: ", valid);
+  }
+}
+
 const toml::array& table_array(const toml::table& root, const char* key, const std::string& path) {
   const toml::node* node = root.get(key);
   BASTION_CHECK(node != nullptr && node->is_array_of_tables(), path, ": needs at least one [[", key, "]] table");
@@ -69,6 +79,7 @@ std::vector<PresetColumn> read_columns(const toml::table& root, const std::strin
   std::vector<PresetColumn> columns;
   for (const toml::node& node : table_array(root, "columns", path)) {
     const toml::table& t = *node.as_table();
+    check_keys(t, {"name", "metric", "scale", "tolerance", "set"}, path, "[[columns]]");
     PresetColumn column;
     column.name = required_text(t, "name", path, "[[columns]]");
     column.metric = required_text(t, "metric", path, "[[columns]]");
@@ -175,6 +186,7 @@ Preset load_preset(const std::string& path) {
   std::set<std::string> names;
   for (const toml::node& node : table_array(root, "rows", path)) {
     const toml::table& t = *node.as_table();
+    check_keys(t, {"name", "set", "paper"}, path, "[[rows]]");
     PresetRow row;
     row.name = required_text(t, "name", path, "[[rows]]");
     BASTION_CHECK(names.insert(row.name).second, where(path, t), "row '", row.name, "' appears twice");

@@ -1,0 +1,169 @@
+// bastion reproduce: presets as data (validation with line numbers), the grid runner (--resume skips
+// finished runs), and the table writers. Runs on the synthetic set in a temporary folder.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "data/idx.h"
+#include "fl/core/preset.h"
+#include "fl/core/reproduce.h"
+#include "test_support.h"
+
+namespace bastion {
+namespace {
+
+using testing::expect_error;
+
+constexpr const char* kBase = R"(
+name = "base"
+seed = 3
+rounds = 2
+[data]
+dataset = "synthetic"
+partition = "dirichlet:0.5"
+clients = 8
+min_size = 5
+local_test = "like-train"
+[model]
+name = "mlp"
+[clients]
+per_round = 4
+[eval]
+batch = 128
+personalized = true
+)";
+
+std::string preset_text(const std::string& rows) {
+  return std::string(R"(title = "A tiny table"
+paper = "nobody 2026"
+base = "base.toml"
+seeds = 2
+quick = ["rounds=1"]
+[[columns]]
+name = "ACC"
+metric = "p_acc"
+tolerance = 3
+[[columns]]
+name = "global"
+metric = "acc"
+)") + rows;
+}
+
+constexpr const char* kTwoRows = R"(
+[[rows]]
+name = "FedAvg"
+set = ["clients.rule=sgd", "clients.sgd.epochs=1", "clients.sgd.batch=16"]
+paper = [50.0, "-"]
+[[rows]]
+name = "FedRep"
+set = ["clients.rule=fedrep", "clients.fedrep.batch=16"]
+paper = [60, 10.5]
+)";
+
+class Reproduce : public testing::TempDirTest {
+ protected:
+  std::string write_preset(const std::string& rows) {
+    testing::write_text(dir_ / "base.toml", kBase);
+    testing::write_text(dir_ / "table.toml", preset_text(rows));
+    return (dir_ / "table.toml").string();
+  }
+  ReproduceReport run(const Preset& preset, bool resume) {
+    ReproduceOptions options;
+    options.out_dir = (dir_ / "out").string();
+    options.resume = resume;
+    options.command = "bastion reproduce table.toml";
+    return reproduce(preset, options);
+  }
+};
+
+TEST_F(Reproduce, PresetReadsColumnsRowsAndPaperNumbers) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  EXPECT_EQ(preset.name, "table");
+  ASSERT_EQ(preset.columns.size(), 2u);
+  EXPECT_EQ(preset.columns[0].metric, "p_acc");
+  EXPECT_DOUBLE_EQ(preset.columns[0].scale, 100.0);
+  ASSERT_EQ(preset.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(preset.rows[0].paper[0], 50.0);
+  EXPECT_TRUE(std::isnan(preset.rows[0].paper[1]));  // "-": the paper has no number
+  EXPECT_DOUBLE_EQ(preset.rows[1].paper[0], 60.0);   // integers are numbers too
+  // Both columns of a row come from one run.
+  const PresetGrid grid = preset_grid(preset);
+  EXPECT_EQ(grid.runs.size(), 2u);
+  EXPECT_EQ(grid.cell_run[1][0], grid.cell_run[1][1]);
+  EXPECT_EQ(grid.runs[1].folder, "fedrep");
+}
+
+TEST_F(Reproduce, AnUnknownMethodFailsNamingTheRowsLine) {
+  const std::string rows = std::string(kTwoRows) + R"(
+[[rows]]
+name = "Mystery"
+set = ["clients.rule=fedmystery"]
+paper = [1, 2]
+)";
+  // The third [[rows]] header is on line 23 of the preset.
+  expect_error([&] { load_preset(write_preset(rows)); }, {"table.toml:23", "row 'Mystery'", "fedmystery"});
+}
+
+TEST_F(Reproduce, AMalformedPaperTableFailsNamingTheLine) {
+  expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\nset = []\npaper = [1]\n")); },
+               {"table.toml:16", "paper has 1 numbers for 2 columns"});
+  expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\nset = []\npaper = [1, \"n/a\"]\n")); },
+               {"table.toml:16", "numbers or \"-\""});
+  expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\nset = []\n")); }, {"table.toml:13", "needs 'paper'"});
+  expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\nset = [\"rounds\"]\npaper = [1, 2]\n")); },
+               {"table.toml:15", "not key=value"});
+  expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\npaper = [1, 2]\nwhat = 1\n")); },
+               {"table.toml:16", "unknown key 'what'"});
+  testing::write_text(dir_ / "broken.toml", "title = \"x\"\nbase = \"base.toml\"\nseeds = 3\n[[columns]]\nname = \"A\"\nmetric = \"accuracy\"\n");
+  expect_error([&] { load_preset((dir_ / "broken.toml").string()); }, {"broken.toml:4", "unknown metric 'accuracy'"});
+}
+
+TEST_F(Reproduce, ResumeSkipsFinishedRunsAndRunsOnlyTheNewOnes) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  const ReproduceReport first = run(preset, false);
+  EXPECT_EQ(first.runs, 2);
+  EXPECT_EQ(first.failed, 0);
+  ASSERT_EQ(first.cells.size(), 2u);
+  EXPECT_EQ(first.cells[0][0].seeds, 2);
+  EXPECT_GT(first.cells[1][0].mean, 0.0);
+  const std::string table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_NE(table.find("| FedRep |"), std::string::npos) << table;
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "table.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "table.svg"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "runs" / "fedavg" / "seed-4" / "rounds.csv"));
+
+  const ReproduceReport again = run(preset, true);
+  EXPECT_EQ(again.runs, 0);
+  EXPECT_EQ(again.skipped, 2);
+  EXPECT_DOUBLE_EQ(again.cells[1][0].mean, first.cells[1][0].mean);  // read back from summary.json
+
+  const Preset grown = load_preset(write_preset(std::string(kTwoRows) + R"(
+[[rows]]
+name = "Ditto"
+set = ["clients.rule=ditto", "clients.ditto.batch=16"]
+paper = [1, 2]
+)"));
+  const ReproduceReport third = run(grown, true);
+  EXPECT_EQ(third.runs, 1);
+  EXPECT_EQ(third.skipped, 2);
+  // Without --resume the finished results are not overwritten silently.
+  const ReproduceReport refused = run(grown, false);
+  EXPECT_EQ(refused.failed, 3);
+  EXPECT_TRUE(refused.cells[0][0].failed);
+}
+
+TEST_F(Reproduce, TableMarksCellsBeyondTheColumnsTolerance) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceReport report;
+  report.cells = {{{52.0, 1.0, 2, false}, {40.0, 0.5, 2, false}}, {{70.0, 2.0, 2, false}, {0, 0, 0, true}}};
+  const std::string md = table_markdown(preset, report, {});
+  EXPECT_NE(md.find("| FedAvg | 52.00 ± 1.00 | 50.00 | +2.00 | 40.00 ± 0.50 | – | – |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| FedRep | 70.00 ± 2.00 | 60.00 | +10.00 † | error | 10.50 | – |"), std::string::npos) << md;
+  const std::string csv = table_csv(preset, report);
+  EXPECT_NE(csv.find("\"FedRep\",\"ACC\",p_acc,70.0000,2.0000,2,60.0000,10.0000"), std::string::npos) << csv;
+  EXPECT_NE(table_svg(preset, report).find("</svg>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bastion
