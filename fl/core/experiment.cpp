@@ -13,6 +13,7 @@
 #include "fl/core/checkpoint.h"
 #include "fl/core/client_models.h"
 #include "fl/core/personal_eval.h"
+#include "fl/core/run_setup.h"
 #include "fl/core/sampling.h"
 #include "fl/core/server_side.h"
 #include "fl/core/thread_pool.h"
@@ -35,61 +36,6 @@ enum Stream : uint64_t {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Data shared by every seed of a run: loaded and normalised once, read-only afterwards.
-struct SharedData {
-  Dataset train, test;
-  TransformSpec train_transform, eval_transform;
-  InputShape input;
-};
-
-SharedData load_shared_data(const ExperimentConfig& c) {
-  DatasetSplit split = load_dataset(c.data.text("dataset"), c.data.text("data_dir"));
-  // FedFSA pools the two sets before partitioning; the test set stays the global test set.
-  if (c.data.boolean("pool_train_test")) split.train = concat_datasets(split.train, split.test);
-  SharedData shared{std::move(split.train), std::move(split.test), {}, {}, {}};
-  apply_normalization_preset(shared.train, c.data.text("normalization"));
-  apply_normalization_preset(shared.test, c.data.text("normalization"));
-  if (c.data.text("augment") == "default") shared.train_transform = default_train_transform(shared.train.name);
-  // Test time keeps only the deterministic steps (resize, channel replication): no crop, no flip.
-  shared.eval_transform.resize = shared.train_transform.resize;
-  shared.eval_transform.replicate_channels = shared.train_transform.replicate_channels;
-  const SampleShape shape = transformed_shape(shared.train, shared.train_transform);
-  shared.input = {shape.channels, shape.height, shape.width};
-  return shared;
-}
-
-PartitionSpec partition_spec(const Params& data) {
-  PartitionSpec spec = parse_partition(data.text("partition"));
-  spec.min_size = data.integer("min_size");
-  spec.dirichlet_cap = data.boolean("dirichlet_cap");
-  spec.dirichlet_client_prior = data.boolean("client_prior");
-  spec.max_per_client = data.integer("max_per_client");
-  spec.client_test_fraction = data.real("client_test_fraction");
-  spec.server_fraction = data.real("server_fraction");
-  return spec;
-}
-
-// The attacks of a run, sorted by where they act (fl/attacks/attack.h).
-struct AttackSet {
-  std::vector<std::unique_ptr<Attack>> owned;
-  const Attack* data = nullptr;       // Data or Training
-  const Attack* collusion = nullptr;
-  std::vector<const Attack*> upload;  // in config order
-};
-
-AttackSet make_attacks(const ExperimentConfig& c) {
-  AttackSet set;
-  for (const auto& [name, params] : c.attacks) {
-    const AttackEntry& entry = find_attack(name);
-    set.owned.push_back(entry.make(params));
-    const Attack* attack = set.owned.back().get();
-    if (entry.kind == AttackKind::Data || entry.kind == AttackKind::Training) set.data = attack;
-    else if (entry.kind == AttackKind::Collusion) set.collusion = attack;
-    else set.upload.push_back(attack);
-  }
-  return set;
 }
 
 std::string percent(double value) {
@@ -488,7 +434,8 @@ void SeedRun::log_progress(const RunOptions& options, int64_t round, double roun
                 static_cast<unsigned long long>(seed_), static_cast<long long>(round), static_cast<long long>(rounds),
                 percent(last.acc).c_str(), percent(last.asr).c_str(), last_train_loss_,
                 round_seconds, eta);
-  options.log(line);
+  if (!last.personal.present) return options.log(line);
+  options.log(std::string(line) + "  p_acc " + percent(last.personal.acc.mean) + "  p_asr " + percent(last.personal.asr.mean));
 }
 
 CheckpointState SeedRun::checkpoint_state() const {
@@ -521,20 +468,6 @@ void SeedRun::restore(const CheckpointState& state) {
   next_round_ = state.round + 1;
 }
 
-// The resolved config without its `rounds` line: a resumed run may extend the number of rounds, but
-// anything else that changed would make the continuation a different experiment.
-std::string without_rounds(const std::string& toml) {
-  std::string out, line;
-  for (size_t begin = 0; begin < toml.size();) {
-    size_t end = toml.find('\n', begin);
-    if (end == std::string::npos) end = toml.size();
-    line = toml.substr(begin, end - begin);
-    if (line.rfind("rounds =", 0) != 0) out += line + "\n";
-    begin = end + 1;
-  }
-  return out;
-}
-
 void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options) {
   const std::string path = run.dir_ + "/checkpoint.safetensors";
   if (!std::filesystem::exists(path)) {
@@ -546,17 +479,6 @@ void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions&
                 ": it was written by a different configuration (only `rounds` may change); see its config.toml");
   run.restore(state);
   if (options.log) options.log("resumed seed " + std::to_string(run.seed_) + " after round " + std::to_string(state.round));
-}
-
-void prepare_out_dir(const std::string& dir, const RunOptions& options) {
-  BASTION_CHECK(!dir.empty(), "no output folder given");
-  const bool has_results = std::filesystem::exists(dir + "/rounds.csv") || std::filesystem::exists(dir + "/summary.json");
-  BASTION_CHECK(!has_results || options.resume || options.overwrite, "'", dir,
-                "' already holds results: pass --resume to continue that run, --overwrite to replace it, or --out "
-                "for another folder");
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  BASTION_CHECK(!error, "cannot create the output folder '", dir, "': ", error.message());
 }
 
 }  // namespace

@@ -1,0 +1,46 @@
+// The parts of a run that are set up once, before the round loop (fl/core/experiment.cpp): the data
+// shared by every seed, the partition spec, the attacks sorted by where they act, and the results
+// folder checks.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/partition.h"
+#include "data/transforms.h"
+#include "fl/attacks/attack.h"
+#include "fl/core/config.h"
+#include "fl/core/experiment.h"
+#include "nn/model.h"
+
+namespace bastion {
+
+// Data shared by every seed of a run: loaded and normalised once, read-only afterwards.
+struct SharedData {
+  Dataset train, test;
+  TransformSpec train_transform, eval_transform;
+  InputShape input;
+};
+SharedData load_shared_data(const ExperimentConfig& c);
+
+PartitionSpec partition_spec(const Params& data);
+
+// The attacks of a run, sorted by where they act (fl/attacks/attack.h).
+struct AttackSet {
+  std::vector<std::unique_ptr<Attack>> owned;
+  const Attack* data = nullptr;       // Data or Training
+  const Attack* collusion = nullptr;
+  std::vector<const Attack*> upload;  // in config order
+};
+AttackSet make_attacks(const ExperimentConfig& c);
+
+// The resolved config without its `rounds` line: a resumed run may extend the number of rounds, but
+// anything else that changed would make the continuation a different experiment.
+std::string without_rounds(const std::string& toml);
+
+// Creates `dir`; refuses a folder that already holds results unless resuming or overwriting.
+void prepare_out_dir(const std::string& dir, const RunOptions& options);
+
+}  // namespace bastion
