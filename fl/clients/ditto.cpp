@@ -38,22 +38,17 @@ class DittoClient final : public ClientRule {
     Model& global = task.model;
     Model& personal = *task.second;
     const std::vector<float> reference(global.flat_state().begin(), global.flat_state().end());
-    load_personal(task.state, reference, personal);
+    if (!copy_stored(task.state, kPersonalKey, personal.flat_state(), "ditto"))  // first participation
+      std::copy(reference.begin(), reference.end(), personal.flat_state().begin());
     const GradientHook prox = [&](Model& m) { add_proximal_gradient(m, reference, lambda_); };
     ClientResult result = interleaved_ ? train_interleaved(task, personal, prox) : train_sequential(task, personal, prox);
-    const std::span<const float> v = personal.flat_state();
-    task.state.vectors[kPersonalKey].assign(v.begin(), v.end());
+    store(task.state, kPersonalKey, personal.flat_state());
     return result;
   }
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {
-    const auto found = state.vectors.find(kPersonalKey);
-    if (found == state.vectors.end()) return false;
-    BASTION_CHECK(found->second.size() == out.size(), "ditto: stored personal model of ", found->second.size(),
-                  " values, the model has ", out.size());
-    std::copy(found->second.begin(), found->second.end(), out.begin());
-    return true;
+    return copy_stored(state, kPersonalKey, out, "ditto");
   }
   bool uses_second_model() const override { return true; }
 
@@ -63,14 +58,6 @@ class DittoClient final : public ClientRule {
   int64_t personal_epochs_;
   bool interleaved_;
   double personal_lr_;
-
-  static void load_personal(const ClientState& state, const std::vector<float>& reference, Model& personal) {
-    const auto found = state.vectors.find(kPersonalKey);
-    const std::vector<float>& source = found != state.vectors.end() ? found->second : reference;
-    BASTION_CHECK(source.size() == personal.flat_state().size(), "ditto: stored personal model of ", source.size(),
-                  " values, the model has ", personal.flat_state().size());
-    std::copy(source.begin(), source.end(), personal.flat_state().begin());
-  }
 
   SgdOptions options(const ClientTask& task, bool for_personal) const {
     SgdOptions o = schedule_.sgd;

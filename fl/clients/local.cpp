@@ -21,15 +21,9 @@ class LocalClient final : public ClientRule {
   explicit LocalClient(const Params& p) : schedule_(local_schedule(p)), all_(p.text("participation") == "all") {}
 
   ClientResult train(ClientTask& task) const override {
-    const auto stored = task.state.vectors.find(kModelKey);
-    if (stored != task.state.vectors.end()) {
-      BASTION_CHECK(stored->second.size() == task.model.flat_state().size(), "local: stored model of ",
-                    stored->second.size(), " values, the model has ", task.model.flat_state().size());
-      std::copy(stored->second.begin(), stored->second.end(), task.model.flat_state().begin());
-    }
+    copy_stored(task.state, kModelKey, task.model.flat_state(), "local");  // else the common initial model
     ClientResult result = train_with_schedule(task, schedule_);
-    const std::span<const float> state = task.model.flat_state();
-    task.state.vectors[kModelKey].assign(state.begin(), state.end());
+    store(task.state, kModelKey, task.model.flat_state());
     return result;
   }
 
@@ -38,10 +32,7 @@ class LocalClient final : public ClientRule {
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {
-    const auto stored = state.vectors.find(kModelKey);
-    if (stored == state.vectors.end()) return false;
-    std::copy(stored->second.begin(), stored->second.end(), out.begin());
-    return true;
+    return copy_stored(state, kModelKey, out, "local");
   }
 
  private:

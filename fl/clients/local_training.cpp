@@ -165,6 +165,19 @@ void save_momentum(const LocalSchedule& schedule, ClientState& state, Sgd& sgd, 
   state.vectors[key].assign(v.begin(), v.end());
 }
 
+bool copy_stored(const ClientState& state, const std::string& key, std::span<float> out, const char* rule) {
+  const auto found = state.vectors.find(key);
+  if (found == state.vectors.end()) return false;
+  BASTION_CHECK(found->second.size() == out.size(), rule, ": stored ", key, " of ", found->second.size(),
+                " values, the model has ", out.size());
+  std::copy(found->second.begin(), found->second.end(), out.begin());
+  return true;
+}
+
+void store(ClientState& state, const std::string& key, std::span<const float> values) {
+  state.vectors[key].assign(values.begin(), values.end());
+}
+
 std::vector<std::pair<int64_t, int64_t>> head_columns(const Model& model) {
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (const ParameterView& p : model.parameters())

@@ -83,6 +83,12 @@ void add_proximal_gradient(Model& model, std::span<const float> reference, doubl
 void restore_momentum(const LocalSchedule& schedule, const ClientState& state, Sgd& sgd, const std::string& key);
 void save_momentum(const LocalSchedule& schedule, ClientState& state, Sgd& sgd, const std::string& key);
 
+// A whole model state kept in ClientState under `key` (local's model, Ditto's personal model, fedavg-ft's
+// tuned model): copy_stored writes it into `out` and returns true, or returns false when the client has
+// none yet; a stored vector of the wrong length is an error naming `rule`.
+bool copy_stored(const ClientState& state, const std::string& key, std::span<float> out, const char* rule);
+void store(ClientState& state, const std::string& key, std::span<const float> values);
+
 // The columns [begin, end) of the head parameters in the flat state, in model order.
 std::vector<std::pair<int64_t, int64_t>> head_columns(const Model& model);
 // Copies the head columns of `from` into `to` (both full flat states of `model`'s layout).

@@ -64,20 +64,12 @@ class FedAvgFtClient final : public ClientRule {
   }
   ClientResult train(ClientTask& task) const override {
     ClientResult result = train_with_schedule(task, schedule_);
-    if (variant_ == "after-local") {
-      const std::span<const float> state = task.model.flat_state();
-      task.state.vectors[kModelKey].assign(state.begin(), state.end());
-    }
+    if (variant_ == "after-local") store(task.state, kModelKey, task.model.flat_state());
     return result;
   }
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {
-    const auto found = state.vectors.find(kModelKey);
-    if (variant_ != "after-local" || found == state.vectors.end()) return false;
-    BASTION_CHECK(found->second.size() == out.size(), "fedavg-ft: stored model of ", found->second.size(),
-                  " values, the model has ", out.size());
-    std::copy(found->second.begin(), found->second.end(), out.begin());
-    return true;
+    return variant_ == "after-local" && copy_stored(state, kModelKey, out, "fedavg-ft");
   }
   std::optional<PostSpec> post_step() const override { return post_; }
 
