@@ -264,8 +264,9 @@ TEST(FlPersonalized, ClientSpreadGivesPlainAndWeightedMeansMinMedianMax) {
   EXPECT_TRUE(std::isnan(client_spread({kNoValue}, {1}).mean));
 }
 
-// A client rule whose own models predict a fixed class per client: client k's model says class k; a
-// client without state has no model of its own and is judged with the global model (which says 0).
+// A client rule whose own models predict a fixed class per client: a client with state is judged on its
+// model as that state stands, whenever it was written (stale clients); a client without state (never
+// sampled) has no model of its own and is judged with the global model (which says class 0).
 class ConstantClassRule final : public ClientRule {
  public:
   ClientResult train(ClientTask&) const override { return {}; }
@@ -472,6 +473,8 @@ TEST_F(FlPersonalizedRun, PersonalSettingsAreCheckedAgainstEachOther) {
                {"already takes a post-training step"});
   expect_error([&] { run(personal_config(""), "c", 1, {"eval.personalized=false", "post.rule=fine-tune"}); },
                {"post.rule", "eval.personalized"});
+  expect_error([&] { run(personal_config(""), "d", 1, {"data.pool_train_test=true"}); }, {"pool_train_test", "like-train"});
+  expect_error([&] { run(personal_config(""), "e", 1, {"data.client_test_fraction=0.2"}); }, {"client_test_fraction = 0"});
 }
 
 TEST_F(FlPersonalizedRun, APersonalSubsetCostsLessAndIsTheSameForAnyThreadCount) {

@@ -323,6 +323,9 @@ void check_personalization(const ExperimentConfig& c) {
   const bool has_split = like_train || c.data.real("client_test_fraction") > 0;
   BASTION_CHECK(!like_train || c.data.real("client_test_fraction") == 0,
                 "data.local_test = like-train deals out the global test set: set data.client_test_fraction = 0");
+  BASTION_CHECK(!like_train || !c.data.boolean("pool_train_test"),
+                "data.local_test = like-train deals out the test set, which data.pool_train_test = true puts into the "
+                "clients' training data: use client_test_fraction for local test sets of pooled data (FedFSA)");
   BASTION_CHECK(!c.eval.boolean("personalized") || has_split,
                 "eval.personalized = true needs local test sets: data.local_test = \"like-train\" or "
                 "data.client_test_fraction > 0");
