@@ -70,7 +70,7 @@ void print_presets() {
       const std::string cost = preset.estimated_minutes > 0
                                    ? "~" + std::to_string(static_cast<long long>(preset.estimated_minutes + 0.5)) + " min measured"
                                    : "cost not measured";
-      std::printf("  %-22s %s\n  %-22s %zu runs x %lld seeds, %s\n", preset.name.c_str(), preset.title.c_str(), "", runs,
+      std::printf("  %-22s %s\n  %-22s %zu run(s) x %lld seeds, %s\n", preset.name.c_str(), preset.title.c_str(), "", runs,
                   static_cast<long long>(preset.seeds), cost.c_str());
     } catch (const Error& e) {
       std::printf("  %s: invalid: %s\n", path.c_str(), e.what());
