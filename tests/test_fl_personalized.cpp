@@ -253,6 +253,26 @@ TEST(FlPersonalized, SimpleTuningKeepsTheBodyAndReinitialisesTheHeadFromItsSeed)
   for (const ParameterView& view : tuned->parameters()) EXPECT_TRUE(view.value.requires_grad()) << view.name;
 }
 
+TEST(FlPersonalized, FedAvgFtVariantsAndStTakeTheirPostSteps) {
+  EXPECT_FALSE(client_rule("fedavg-ft", {})->post_step().has_value());  // after-local: the kept model itself
+  const auto final_head = client_rule("fedavg-ft", {{"variant", std::string("final-head")}, {"epochs", int64_t{3}}})->post_step();
+  ASSERT_TRUE(final_head.has_value());
+  EXPECT_EQ(final_head->kind, PostSpec::Kind::HeadTune);
+  EXPECT_EQ(final_head->epochs, 3);  // tune_epochs 0 = the training epochs (FedFSA's local_ep)
+  EXPECT_FALSE(final_head->applies(4, 5));
+  EXPECT_TRUE(final_head->applies(5, 5));
+  const auto before_eval = client_rule("fedavg-ft", {{"variant", std::string("before-eval")}, {"tune_lr", 0.02}})->post_step();
+  ASSERT_TRUE(before_eval.has_value());
+  EXPECT_EQ(before_eval->kind, PostSpec::Kind::FineTune);
+  EXPECT_DOUBLE_EQ(before_eval->lr, 0.02);
+  EXPECT_TRUE(before_eval->applies(1, 5));  // before every evaluation
+  const auto st = client_rule("st", {})->post_step();
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->kind, PostSpec::Kind::SimpleTuning);
+  EXPECT_EQ(st->epochs, 5);
+  EXPECT_FALSE(client_rule("sgd", {})->post_step().has_value());
+}
+
 TEST(FlPersonalized, ClientSpreadGivesPlainAndWeightedMeansMinMedianMax) {
   const ClientSpread s = client_spread({1.0, 0.5, 0.0, kNoValue}, {10, 20, 70, 1000});
   EXPECT_DOUBLE_EQ(s.mean, 0.5);
@@ -425,6 +445,87 @@ TEST_F(FlPersonalizedRun, FedRepUploadsTheBodyOnlyAndTheGlobalHeadNeverMoves) {
   int heads = 0;
   for (const ClientState& state : four.clients) heads += state.vectors.count("head") ? 1 : 0;
   EXPECT_GT(heads, 4);
+}
+
+// A server rule that records what it is given and (optionally) sends client k a start state whose every
+// shared column is k (DESIGN.md pFL hook 1), delegating the aggregation to the configured rule.
+struct Observed {
+  std::vector<int64_t> n, D, parameters;
+  std::vector<int64_t> start_clients;
+};
+class ObservingRule final : public ServerRule {
+ public:
+  ObservingRule(std::unique_ptr<ServerRule> inner, Observed& seen, bool starts)
+      : inner_(std::move(inner)), seen_(seen), starts_(starts) {}
+  AggregationOutput aggregate(const AggregationInput& in) override {
+    seen_.n.push_back(in.n);
+    seen_.D.push_back(in.D);
+    seen_.parameters.push_back(in.num_parameters);
+    EXPECT_EQ(static_cast<int64_t>(in.global.size()), in.D);
+    return inner_->aggregate(in);
+  }
+  bool has_client_start_states() const override { return starts_; }
+  bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) override {
+    EXPECT_EQ(global.size(), out.size());
+    seen_.start_clients.push_back(client);
+    std::fill(out.begin(), out.end(), static_cast<float>(client));
+    return true;
+  }
+
+ private:
+  std::unique_ptr<ServerRule> inner_;
+  Observed& seen_;
+  bool starts_;
+};
+
+class FlHookRun : public testing::FlRunTest {
+ protected:
+  Observed seen_;
+  void run_observed(const std::string& out, const std::vector<std::string>& overrides, bool starts) {
+    RunOptions options;
+    options.out_dir = (dir_ / out).string();
+    options.threads = 2;
+    options.wrap_server_rule = [&](std::unique_ptr<ServerRule> rule) -> std::unique_ptr<ServerRule> {
+      return std::make_unique<ObservingRule>(std::move(rule), seen_, starts);
+    };
+    run_experiment(parse_config(personal_config(""), "pfl.toml", overrides), options);
+  }
+};
+
+TEST_F(FlHookRun, TheServerRuleSeesExactlyTheSharedColumns) {
+  const auto model = make_model("mlp", kInput, 10, 1);
+  const int64_t D = static_cast<int64_t>(model->flat_state().size());
+  const int64_t head = static_cast<int64_t>(gather_head(*model, model->flat_state()).size());
+  run_observed("fedrep", {"rounds=2"}, false);  // fedrep: the bodies
+  ASSERT_EQ(seen_.D.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(seen_.n[r], 4);
+    EXPECT_EQ(seen_.D[r], D - head);
+    EXPECT_EQ(seen_.parameters[r], model->num_parameters() - head);  // the MLP has no buffers
+  }
+  seen_ = {};
+  run_observed("sgd", {"rounds=1", "clients.rule=sgd"}, false);  // FedAvg: every column
+  ASSERT_EQ(seen_.D.size(), 1u);
+  EXPECT_EQ(seen_.D[0], D);
+  EXPECT_EQ(seen_.parameters[0], model->num_parameters());
+}
+
+TEST_F(FlHookRun, ServerStartStatesReachTheSampledClients) {
+  // fedavg-ft (after-local) keeps the model it trained; with lr 0 that is exactly its start state.
+  const std::vector<std::string> overrides = {"rounds=1", "clients.rule=fedavg-ft", "clients.fedavg-ft.lr=0"};
+  run_observed("starts", overrides, true);
+  ASSERT_EQ(seen_.start_clients.size(), 4u);
+  const CheckpointState state = load_checkpoint((dir_ / "starts" / "checkpoint.safetensors").string());
+  for (int64_t client : seen_.start_clients) {
+    const std::vector<float>& trained = state.clients[client].vectors.at("model");
+    EXPECT_TRUE(std::all_of(trained.begin(), trained.end(), [&](float v) { return v == static_cast<float>(client); }))
+        << "client " << client;
+  }
+  // Uploads are relative to the start state each client received: with lr 0 every row is zero and the
+  // global model stays where the same run without start states leaves it (its initial state).
+  run_observed("no-starts", overrides, false);
+  const CheckpointState plain = load_checkpoint((dir_ / "no-starts" / "checkpoint.safetensors").string());
+  EXPECT_EQ(state.global, plain.global);
 }
 
 TEST_F(FlPersonalizedRun, ServerRulesOnTheBodyRefuseAHeadOnlySelection) {

@@ -48,7 +48,8 @@ std::string percent(double value) {
 // One seed of an experiment.
 class SeedRun {
  public:
-  SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, std::string dir)
+  SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, std::string dir,
+          const RunOptions& options)
       : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(threads) {
     partition_ = make_partition(shared.train, partition_spec(c_.data), c_.data.integer("clients"),
                                 root_.fork(kPartition).next_u64());
@@ -69,6 +70,7 @@ class SeedRun {
     P_ = replicas_[0]->num_parameters();
     sharing_ = shared_columns(*replicas_[0], client_rule_->shared_part());
     server_rule_ = build_server_rule(c_, *replicas_[0], sharing_);
+    if (options.wrap_server_rule) server_rule_ = options.wrap_server_rule(std::move(server_rule_));
     post_ = client_rule_->post_step();
     if (!post_) post_ = post_spec_from_section(c_.post);
     if (client_rule_->uses_second_model())
@@ -497,7 +499,7 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
     const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
     const std::string dir = repeat == 1 ? options.out_dir : options.out_dir + "/seed-" + std::to_string(seed);
     if (repeat > 1) prepare_out_dir(dir, options);
-    SeedRun run(config, shared, seed, threads, dir);
+    SeedRun run(config, shared, seed, threads, dir, options);
     if (options.resume) resume_seed(run, config_toml, options);
     run.run(options);
     if (options.stop_after_round > 0) return summaries;  // simulated kill: no summary

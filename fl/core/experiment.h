@@ -16,10 +16,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fl/core/config.h"
+#include "fl/defenses/server_rule.h"
 #include "fl/metrics/results.h"
 
 namespace bastion {
@@ -31,6 +33,9 @@ struct RunOptions {
   bool overwrite = false;                             // replace results already in out_dir
   std::function<void(const std::string&)> log;        // progress lines; null = silent
   int64_t stop_after_round = 0;                       // tests: return after this round (a "kill"), 0 = off
+  // Tests and tools: wraps the server rule built from the config (once per seed), e.g. to observe what
+  // the rule is given or to hand clients start states; null = the rule as configured.
+  std::function<std::unique_ptr<ServerRule>(std::unique_ptr<ServerRule>)> wrap_server_rule;
 };
 
 // Runs every seed of the config (seed .. seed + repeat - 1), writes the files above and returns one
