@@ -226,6 +226,23 @@ TEST(FlPersonalized, DittoKeepsItsPersonalModelAndUploadsOnlyTheGlobalCopy) {
   }
 }
 
+// Ditto's personal learning rate is its own (decaying with the schedule), not a ratio to lr: lr 0 trains
+// the personal model only (a ratio made it 0/0 = NaN).
+TEST(FlPersonalized, DittoPersonalLearningRateDoesNotDependOnTheGlobalOne) {
+  const Dataset data = synthetic_train(32);
+  const std::vector<int64_t> indices = first_indices(32);
+  const TransformSpec identity;
+  const auto model = make_model("mlp", kInput, 10, 5), second = make_model("mlp", kInput, 10, 1);
+  const std::vector<float> received = state_of(*model);
+  ClientState state;
+  ClientTask task{*model, data, indices, identity, state, 0, 3, 11, 12, nullptr, 0, second.get()};
+  client_rule("ditto", {{"lr", 0.0}, {"personal_lr", 0.1}, {"lr_decay", 0.5}, {"batch", int64_t{16}}})->train(task);
+  EXPECT_EQ(state_of(*model), received);  // lr 0: the uploaded copy did not move
+  const std::vector<float>& personal = state.vectors.at("personal");
+  EXPECT_NE(personal, received);
+  EXPECT_TRUE(std::all_of(personal.begin(), personal.end(), [](float v) { return std::isfinite(v); }));
+}
+
 // Simple-Tuning: the body stays bit-identical; the head is re-initialised from its seed, then trained.
 TEST(FlPersonalized, SimpleTuningKeepsTheBodyAndReinitialisesTheHeadFromItsSeed) {
   const Dataset data = synthetic_train(64);

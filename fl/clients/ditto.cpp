@@ -62,7 +62,7 @@ class DittoClient final : public ClientRule {
   SgdOptions options(const ClientTask& task, bool for_personal) const {
     SgdOptions o = schedule_.sgd;
     o.lr = schedule_.lr_at(task.round);
-    if (for_personal && personal_lr_ > 0) o.lr = static_cast<float>(personal_lr_ * (schedule_.lr_at(task.round) / schedule_.sgd.lr));
+    if (for_personal && personal_lr_ > 0) o.lr = static_cast<float>(personal_lr_ * schedule_.decay_at(task.round));
     return o;
   }
 

@@ -42,7 +42,7 @@ class FedRepClient final : public ClientRule {
     model.train(true);
     const float lr = schedule_.lr_at(task.round);
     ClientResult head = phase(task, loader, attack_rng, /*head=*/true, head_epochs_, 0,
-                              head_lr_ > 0 ? static_cast<float>(head_lr_ * lr / schedule_.sgd.lr) : lr);
+                              head_lr_ > 0 ? static_cast<float>(head_lr_ * schedule_.decay_at(task.round)) : lr);
     ClientResult body = phase(task, loader, attack_rng, /*head=*/false, body_epochs_, head_epochs_, lr);
     model.set_all_trainable(true);
     task.state.vectors[kHeadKey] = gather_head(model, model.flat_state());

@@ -37,9 +37,9 @@ double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y) {
   return loss;
 }
 
-float LocalSchedule::lr_at(int64_t round) const {
-  return static_cast<float>(sgd.lr * std::pow(lr_decay, (round - 1) / lr_decay_every));
-}
+double LocalSchedule::decay_at(int64_t round) const { return std::pow(lr_decay, (round - 1) / lr_decay_every); }
+
+float LocalSchedule::lr_at(int64_t round) const { return static_cast<float>(sgd.lr * decay_at(round)); }
 
 std::vector<ParamSpec> local_schedule_params() {
   return {

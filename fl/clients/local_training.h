@@ -31,7 +31,8 @@ struct LocalSchedule {
   double grad_clip = 0.0;
   bool drop_last = false;
   float rho = 0.0f;  // > 0: SAM steps
-  float lr_at(int64_t round) const;
+  double decay_at(int64_t round) const;  // lr_decay^floor((round - 1) / lr_decay_every)
+  float lr_at(int64_t round) const;      // lr * decay_at(round)
 };
 
 // The schedule's ParamSpec rows (epochs, steps, batch, lr, momentum, weight_decay, nesterov, lr_decay,
