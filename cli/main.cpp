@@ -1,5 +1,7 @@
 // bastion: the command-line entry point. Subcommands live in cli/*.cpp (see cli/commands.h).
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <map>
 
 #include "cli/commands.h"
@@ -10,6 +12,8 @@ int main(int argc, char** argv) {
   bastion::gemm_select_blas_core(argv);  // may re-execute once with OPENBLAS_CORETYPE set
   CLI::App app{"Bastion: a from-scratch deep-learning engine and federated-learning security lab"};
   app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("--verbose", verbose, "Errors name the source file and line where they were raised (also BASTION_DEBUG=1)");
   std::map<CLI::App*, bastion::cli::Command> commands;
   for (auto add : {bastion::cli::add_train_command, bastion::cli::add_list_command,
                    bastion::cli::add_data_command, bastion::cli::add_run_command}) {
@@ -28,7 +32,10 @@ int main(int argc, char** argv) {
     for (auto& [sub, command] : commands)
       if (sub->parsed()) return command();
   } catch (const bastion::Error& e) {
-    std::fprintf(stderr, "bastion: error: %s\n", e.what());
+    // Users get the message; the source locations are for bug reports (--verbose, BASTION_DEBUG=1).
+    const char* debug = std::getenv("BASTION_DEBUG");
+    const bool locations = verbose || (debug != nullptr && std::string(debug) == "1");
+    std::fprintf(stderr, "bastion: error: %s\n", locations ? e.what() : bastion::without_source_locations(e.what()).c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bastion: unexpected error: %s\n", e.what());

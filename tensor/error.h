@@ -18,6 +18,11 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The message without the " [path/file.cpp:123]" locations that BASTION_CHECK appends (one per rethrow):
+// what the CLI shows a user unless BASTION_DEBUG=1 or --verbose asks for them. Brackets that are not a
+// source location ("[attack.badnets]") stay.
+std::string without_source_locations(const std::string& message);
+
 namespace detail {
 template <typename... Parts>
 [[noreturn]] void throw_error(const char* file, int line, const Parts&... parts) {

@@ -1,6 +1,7 @@
 // The `bastion` binary end to end: determinism across thread counts, saved weights, clear errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -103,4 +104,26 @@ TEST(Cli, ErrorsAreOneClearLineAndExitCodeOne) {
   const RunResult bad_dataset = run_bastion("train --dataset imagenet22k");
   EXPECT_EQ(bad_dataset.exit_code, 1);
   EXPECT_NE(bad_dataset.output.find("fmnist"), std::string::npos) << bad_dataset.output;
+}
+
+TEST(Cli, ErrorsShowSourceLocationsOnlyWhenAsked) {
+  const RunResult plain = run_bastion("reproduce no-such-preset");
+  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_NE(plain.output.find("bastion: error: no preset 'no-such-preset'"), std::string::npos) << plain.output;
+  EXPECT_EQ(plain.output.find(".cpp:"), std::string::npos) << plain.output;
+  EXPECT_EQ(std::count(plain.output.begin(), plain.output.end(), '\n'), 1) << plain.output;
+  const RunResult verbose = run_bastion("--verbose reproduce no-such-preset");
+  EXPECT_NE(verbose.output.find("reproduce.cpp:"), std::string::npos) << verbose.output;
+  const RunResult debug = run_bastion("reproduce no-such-preset 2>&1; BASTION_DEBUG=1 " + std::string(BASTION_BINARY) +
+                                      " reproduce no-such-preset");
+  EXPECT_NE(debug.output.find("reproduce.cpp:"), std::string::npos) << debug.output;
+}
+
+TEST(Cli, SourceLocationsAreStrippedButOtherBracketsStay) {
+  EXPECT_EQ(without_source_locations("[attack.badnets] is given [/work/fl/core/config.cpp:270] [fl/core/preset.cpp:132]"),
+            "[attack.badnets] is given");
+  EXPECT_EQ(without_source_locations("x [a.cu:3] y [b.h:12]"), "x y");
+  EXPECT_EQ(without_source_locations("keep [x:1] and [file.cpp:] and [c.cpp:1a]"), "keep [x:1] and [file.cpp:] and [c.cpp:1a]");
+  EXPECT_EQ(without_source_locations("--index 9 is outside [0, 9) [cli/data.cpp:99]"), "--index 9 is outside [0, 9)");
+  EXPECT_EQ(without_source_locations(""), "");
 }
