@@ -254,6 +254,20 @@ TEST(FlResults, CurvesSvgSeveralRunsDrawEachRunAndTheMean) {
   EXPECT_EQ(svg.find(">2</text>"), std::string::npos);
 }
 
+TEST(FlResults, CurvesSvgAddsTheClientsOwnModelsForPersonalisedRuns) {
+  std::vector<RoundRecord> records = {record(1, 0.2, 0.9), record(2, 0.5, 0.6)};
+  EXPECT_EQ(curves_svg("global only", {records}).find("p_acc"), std::string::npos);
+  for (RoundRecord& r : records) {
+    r.personal.present = true;
+    r.personal.acc.mean = 0.8;
+    r.personal.asr.mean = 0.1;
+  }
+  const std::string svg = curves_svg("personalised", {records});
+  EXPECT_EQ(count_of(svg, "<polyline"), 4u);  // acc, asr, p_acc, p_asr
+  EXPECT_NE(svg.find(">p_acc</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">p_asr</text>"), std::string::npos);
+}
+
 TEST(FlResults, CurvesSvgBreaksLinesAtNaN) {
   const std::vector<RoundRecord> records = {record(1, 0.1, kNaN), record(2, 0.2, 0.5), record(3, kNaN, kNaN),
                                             record(4, 0.4, 0.6),  record(5, 0.5, 0.7), record(6, 0.6, kNaN)};

@@ -1,4 +1,5 @@
-// curves.svg: acc (blue, solid) and asr (red, dashed; only when some run measured it) over rounds.
+// curves.svg: acc (blue, solid) and asr (red, dashed; only when some run measured it) over rounds, and
+// for personalised runs the mean over clients of their own models, p_acc (green) and p_asr (orange).
 // One run: one thick line per metric. Several runs (seeds): a thin, faint line per run and a thick
 // line for the mean over the runs that measured the metric at that round.
 // Self-contained SVG 1.1 (no scripts, fonts or CSS files), so a browser shows it as is. A NaN value
@@ -21,6 +22,8 @@ constexpr double kLeft = 64, kRight = 24, kTop = 56, kBottom = 52;  // margins a
 constexpr double kPlotWidth = kWidth - kLeft - kRight, kPlotHeight = kHeight - kTop - kBottom;
 constexpr const char* kAccColor = "#1f77b4";  // matplotlib's default blue and red: familiar to readers
 constexpr const char* kAsrColor = "#d62728";
+constexpr const char* kPersonalAccColor = "#2ca02c";
+constexpr const char* kPersonalAsrColor = "#ff7f0e";
 constexpr const char* kGridColor = "#e6e6e6";
 constexpr const char* kAxisColor = "#333333";
 
@@ -140,34 +143,60 @@ void append_series(std::string& out, const Series& series, const LineStyle& styl
   flush();
 }
 
-Series run_series(const std::vector<RoundRecord>& records, double RoundRecord::*field) {
+// A plotted figure of a round record.
+using Metric = double (*)(const RoundRecord&);
+double global_acc(const RoundRecord& r) { return r.acc; }
+double global_asr(const RoundRecord& r) { return r.asr; }
+double personal_acc(const RoundRecord& r) { return r.personal.present ? r.personal.acc.mean : kNoValue; }
+double personal_asr(const RoundRecord& r) { return r.personal.present ? r.personal.asr.mean : kNoValue; }
+
+Series run_series(const std::vector<RoundRecord>& records, Metric metric) {
   Series series;
-  for (const RoundRecord& r : records) series.emplace_back(static_cast<double>(r.round), r.*field);
+  for (const RoundRecord& r : records) series.emplace_back(static_cast<double>(r.round), metric(r));
   return series;
 }
 
 // Per round, the mean over the runs that measured the metric there (runs may stop at different
 // rounds, or evaluate different rounds); NaN where none did.
-Series mean_series(const std::vector<std::vector<RoundRecord>>& runs, double RoundRecord::*field) {
+Series mean_series(const std::vector<std::vector<RoundRecord>>& runs, Metric metric) {
   std::map<int64_t, std::vector<double>> by_round;
   for (const auto& records : runs)
-    for (const RoundRecord& r : records) by_round[r.round].push_back(r.*field);
+    for (const RoundRecord& r : records) by_round[r.round].push_back(metric(r));
   Series series;
   for (const auto& [round, values] : by_round) series.emplace_back(static_cast<double>(round), mean_std(values).mean);
   return series;
 }
 
-void append_legend(std::string& out, bool has_asr, size_t run_count) {
+struct Curve {
+  const char* label;
+  Metric metric;
+  const char* color;
+  bool dashed;
+};
+
+// The curves with at least one measured value, in legend order.
+std::vector<Curve> measured_curves(const std::vector<std::vector<RoundRecord>>& runs) {
+  std::vector<Curve> curves;
+  for (const Curve& curve : {Curve{"acc", global_acc, kAccColor, false}, Curve{"asr", global_asr, kAsrColor, true},
+                             Curve{"p_acc", personal_acc, kPersonalAccColor, false},
+                             Curve{"p_asr", personal_asr, kPersonalAsrColor, true}}) {
+    bool measured = curve.metric == global_acc;  // acc is always drawn
+    for (const auto& records : runs)
+      for (const RoundRecord& r : records) measured = measured || !std::isnan(curve.metric(r));
+    if (measured) curves.push_back(curve);
+  }
+  return curves;
+}
+
+void append_legend(std::string& out, const std::vector<Curve>& curves, size_t run_count) {
   const std::string y = num(kTop - 14);
   double x = kLeft;
-  const auto entry = [&](const char* label, const LineStyle& style) {
+  for (const Curve& curve : curves) {
     out += "<line x1=\"" + num(x) + "\" y1=\"" + y + "\" x2=\"" + num(x + 28) + "\" y2=\"" + y + "\" " +
-           stroke_attributes(style) + "/>\n";
-    out += "<text x=\"" + num(x + 34) + "\" y=\"" + y + "\" dy=\"0.35em\">" + label + "</text>\n";
+           stroke_attributes({curve.color, curve.dashed, 2, 1}) + "/>\n";
+    out += "<text x=\"" + num(x + 34) + "\" y=\"" + y + "\" dy=\"0.35em\">" + curve.label + "</text>\n";
     x += 90;
-  };
-  entry("acc", {kAccColor, false, 2, 1});
-  if (has_asr) entry("asr", {kAsrColor, true, 2, 1});
+  }
   if (run_count > 1)
     out += "<text x=\"" + num(x) + "\" y=\"" + y + "\" dy=\"0.35em\" fill=\"#666666\">thin: each of " +
            std::to_string(run_count) + " runs; thick: mean over runs</text>\n";
@@ -176,9 +205,7 @@ void append_legend(std::string& out, bool has_asr, size_t run_count) {
 }  // namespace
 
 std::string curves_svg(const std::string& title, const std::vector<std::vector<RoundRecord>>& runs) {
-  bool has_asr = false;
-  for (const auto& records : runs)
-    for (const RoundRecord& r : records) has_asr = has_asr || !std::isnan(r.asr);
+  const std::vector<Curve> curves = measured_curves(runs);
   const RoundAxis axis = round_axis(runs);
   const std::string escaped_title = xml_escape(title);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -190,17 +217,15 @@ std::string curves_svg(const std::string& title, const std::vector<std::vector<R
   out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   append_grid_and_axes(out, axis);
   const bool several = runs.size() > 1;
-  const LineStyle single_acc{kAccColor, false, 2, 1}, single_asr{kAsrColor, true, 2, 1};
-  const LineStyle each_acc{kAccColor, false, 1, 0.3}, each_asr{kAsrColor, true, 1, 0.3};
-  for (const auto& records : runs) {
-    append_series(out, run_series(records, &RoundRecord::acc), several ? each_acc : single_acc, axis);
-    if (has_asr) append_series(out, run_series(records, &RoundRecord::asr), several ? each_asr : single_asr, axis);
-  }
-  if (several) {
-    append_series(out, mean_series(runs, &RoundRecord::acc), single_acc, axis);
-    if (has_asr) append_series(out, mean_series(runs, &RoundRecord::asr), single_asr, axis);
-  }
-  append_legend(out, has_asr, runs.size());
+  for (const auto& records : runs)
+    for (const Curve& curve : curves) {
+      const LineStyle style = several ? LineStyle{curve.color, curve.dashed, 1, 0.3} : LineStyle{curve.color, curve.dashed, 2, 1};
+      append_series(out, run_series(records, curve.metric), style, axis);
+    }
+  if (several)
+    for (const Curve& curve : curves)
+      append_series(out, mean_series(runs, curve.metric), {curve.color, curve.dashed, 2, 1}, axis);
+  append_legend(out, curves, runs.size());
   out += "<text x=\"" + num(kLeft) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" + escaped_title +
          "</text>\n";
   out += "</svg>\n";
