@@ -18,6 +18,8 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
        make_ditto_client},
       {{"fedrep", "head epochs (body frozen), then body epochs (head frozen); only the body is shared", "Collins et al. 2021 (FedRep)", &fedrep_client_params()},
        make_fedrep_client},
+      {{"pfedsam", "FedRep whose body epochs take SAM steps (rho 0.05); only the body is shared", "pFedSAM (seed paper, ICC 2025)", &pfedsam_client_params()},
+       make_pfedsam_client},
       {{"st", "FedAvg, then Simple-Tuning: re-initialise the head and retrain it on clean local data", "Qin et al. 2023 (pFedSAM's ST)", &st_client_params()},
        make_st_client},
   };

@@ -114,6 +114,34 @@ TEST(FlPersonalized, BapflAttackerUnderFedRepTrainsItsHeadOnCleanRowsInTheHeadPh
   EXPECT_FALSE(part_unchanged(p.head, before, state_of(*model)));
 }
 
+// pFedSAM = FedRep + SAM in the body phase: the head phase is FedRep's bit for bit, the body phase
+// differs (SAM), the frozen head is never perturbed, and rho 0 is FedRep exactly.
+TEST(FlPersonalized, PfedsamIsFedRepWithSamOnTheBodyOnly) {
+  const Dataset data = synthetic_train(100);
+  const std::vector<int64_t> indices = first_indices(100);
+  const TransformSpec identity;
+  auto trained = [&](const std::string& rule, std::map<std::string, ParamValue> given) {
+    given["batch"] = int64_t{16};
+    given["lr"] = 0.05;
+    const auto model = make_model("mlp", kInput, 10, 5);
+    ClientState state;
+    ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12};
+    const ClientResult result = client_rule(rule, given)->train(task);
+    EXPECT_EQ(result.body_steps, std::get<int64_t>(given.count("body_epochs") ? given["body_epochs"] : ParamValue(int64_t{2})) * 7);
+    return state_of(*model);
+  };
+  const auto model = make_model("mlp", kInput, 10, 5);
+  const std::vector<float> before = state_of(*model);
+  const HeadAndBody p = parts(*model);
+  EXPECT_EQ(trained("pfedsam", {{"body_epochs", int64_t{0}}}), trained("fedrep", {{"body_epochs", int64_t{0}}}));
+  const std::vector<float> sam_body = trained("pfedsam", {{"head_epochs", int64_t{0}}});
+  const std::vector<float> sgd_body = trained("fedrep", {{"head_epochs", int64_t{0}}});
+  EXPECT_FALSE(part_unchanged(p.body, sam_body, sgd_body));
+  EXPECT_TRUE(part_unchanged(p.head, sam_body, before));  // frozen and never perturbed
+  EXPECT_EQ(trained("pfedsam", {{"rho", 0.0}}), trained("fedrep", {}));
+  expect_error([&] { client_rule("fedrep", {{"rho", 0.05}}); }, {"pfedsam"});
+}
+
 TEST(FlPersonalized, FedRepRestoresItsOwnHeadOverTheReceivedModel) {
   const auto model = make_model("mlp", kInput, 10, 5);
   const auto other = make_model("mlp", kInput, 10, 6);
@@ -554,7 +582,7 @@ TEST_F(FlPersonalizedRun, ServerRulesOnTheBodyRefuseAHeadOnlySelection) {
 }
 
 TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
-  for (const std::string rule : {"fedrep", "ditto", "local", "fedavg-ft", "st"}) {
+  for (const std::string rule : {"fedrep", "pfedsam", "ditto", "local", "fedavg-ft", "st"}) {
     const std::vector<std::string> overrides = {"clients.rule=" + rule};
     run(personal_config(""), rule + "-whole", 2, overrides);
     run(personal_config(""), rule + "-resumed", 1, overrides, false, /*stop_after=*/3);

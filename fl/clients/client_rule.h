@@ -110,5 +110,7 @@ const std::vector<ParamSpec>& ditto_client_params();
 std::unique_ptr<ClientRule> make_ditto_client(const Params& params);
 const std::vector<ParamSpec>& fedrep_client_params();
 std::unique_ptr<ClientRule> make_fedrep_client(const Params& params);
+const std::vector<ParamSpec>& pfedsam_client_params();  // fedrep.cpp: FedRep with SAM on the body
+std::unique_ptr<ClientRule> make_pfedsam_client(const Params& params);
 
 }  // namespace bastion

@@ -10,10 +10,17 @@
 // the steps of both phases and sees the phase's frozen part (BapFL's own head-freezing nests inside).
 // Non-sampled clients keep their head (pFedSAM Alg. 1 lines 17-19). pFedSAM's defaults: 2 + 2 epochs.
 // Cost: (head_epochs + body_epochs) x |D_k| forward/backward passes; memory: one head per client.
+//
+// pfedsam: pFedSAM (seed paper; PFL-FACTS §15.1, SPEC §6) is FedRep whose body phase takes SAM steps
+// (Foret et al. 2021): per batch, g = grad at phi; eps = rho g / ||g|| over the body's parameters (the
+// frozen head is not perturbed); the SGD step at phi uses the gradient at phi + eps. rho = 0.05. The
+// head phase is FedRep's. No public code exists: docs/decisions.md "pfedsam" lists the choices.
+// Cost: head_epochs + 2 x body_epochs passes per sample.
 #include <memory>
 
 #include "fl/clients/client_rule.h"
 #include "fl/clients/local_training.h"
+#include "nn/optim.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -23,10 +30,11 @@ constexpr const char* kHeadKey = "head";
 
 class FedRepClient final : public ClientRule {
  public:
-  explicit FedRepClient(const Params& p)
+  // body_sam: the schedule's rho is the SAM radius of the body phase (pfedsam); else it must be 0.
+  FedRepClient(const Params& p, bool body_sam)
       : schedule_(local_schedule(p)), head_epochs_(p.integer("head_epochs")), body_epochs_(p.integer("body_epochs")),
-        head_lr_(p.real("head_lr")) {
-    BASTION_CHECK(schedule_.rho == 0.0f, p.scope(), ".rho: FedRep trains with SGD (pfedsam is FedRep with SAM)");
+        head_lr_(p.real("head_lr")), body_rho_(body_sam ? schedule_.rho : 0.0f) {
+    BASTION_CHECK(body_sam || schedule_.rho == 0.0f, p.scope(), ".rho: FedRep trains with SGD (pfedsam is FedRep with SAM)");
     BASTION_CHECK(schedule_.steps == 0, p.scope(), ".steps: FedRep counts epochs per part (head_epochs, body_epochs)");
     BASTION_CHECK(head_epochs_ + body_epochs_ > 0, p.scope(), ": head_epochs + body_epochs must be at least 1");
   }
@@ -72,6 +80,17 @@ class FedRepClient final : public ClientRule {
   LocalSchedule schedule_;
   int64_t head_epochs_, body_epochs_;
   double head_lr_;
+  float body_rho_;
+
+  // SAM over the body's parameters only (the head is frozen in the body phase).
+  std::unique_ptr<Sam> body_sam(Model& model, Sgd& sgd) const {
+    if (body_rho_ <= 0.0f) return nullptr;
+    SamGroup body;
+    body.rho = body_rho_;
+    for (size_t i = 0; i < model.parameters().size(); ++i)
+      if (!model.parameters()[i].is_head) body.parameters.push_back(i);
+    return std::make_unique<Sam>(model, sgd, std::vector<SamGroup>{body});
+  }
 
   // Trains only the head (head = true) or only the body for `epochs` epochs.
   ClientResult phase(ClientTask& task, BatchLoader& loader, Generator& attack_rng, bool head, int64_t epochs,
@@ -82,21 +101,42 @@ class FedRepClient final : public ClientRule {
     SgdOptions options = schedule_.sgd;
     options.lr = lr;
     Sgd sgd(task.model, options);
-    LocalPass pass{task.model, loader, sgd, nullptr, task, attack_rng, schedule_.grad_clip};
+    const std::unique_ptr<Sam> sam = head ? nullptr : body_sam(task.model, sgd);
+    LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule_.grad_clip};
     return run_local_epochs(pass, epochs, 0, first_epoch);
   }
 };
 }  // namespace
 
-const std::vector<ParamSpec>& fedrep_client_params() {
-  static const std::vector<ParamSpec> specs = with_schedule_params({
+namespace {
+std::vector<ParamSpec> phase_params(double rho, const char* rho_doc) {
+  std::vector<ParamSpec> specs = with_schedule_params({
       {"head_epochs", ParamType::Integer, int64_t{2}, "epochs on the head with the body frozen (pFedSAM: 2)", 0, 1e6},
       {"body_epochs", ParamType::Integer, int64_t{2}, "epochs on the body with the head frozen (pFedSAM: 2)", 0, 1e6},
       {"head_lr", ParamType::Real, 0.0, "learning rate of the head phase (0 = lr; decays with it)", 0, 100},
   });
+  for (ParamSpec& spec : specs)
+    if (spec.name == "rho") spec.default_value = rho, spec.doc = rho_doc;
+  return specs;
+}
+}  // namespace
+
+const std::vector<ParamSpec>& fedrep_client_params() {
+  static const std::vector<ParamSpec> specs = phase_params(0.0, "must be 0 (pfedsam is FedRep with SAM in the body phase)");
   return specs;
 }
 
-std::unique_ptr<ClientRule> make_fedrep_client(const Params& params) { return std::make_unique<FedRepClient>(params); }
+std::unique_ptr<ClientRule> make_fedrep_client(const Params& params) {
+  return std::make_unique<FedRepClient>(params, /*body_sam=*/false);
+}
+
+const std::vector<ParamSpec>& pfedsam_client_params() {
+  static const std::vector<ParamSpec> specs = phase_params(0.05, "SAM radius of the body phase (pFedSAM: 0.05)");
+  return specs;
+}
+
+std::unique_ptr<ClientRule> make_pfedsam_client(const Params& params) {
+  return std::make_unique<FedRepClient>(params, /*body_sam=*/true);
+}
 
 }  // namespace bastion
