@@ -2,16 +2,13 @@
 
 #include <algorithm>
 
+#include "data/sampling.h"
 #include "fl/evaluate.h"
 #include "tensor/error.h"
 
 namespace bastion {
 
 namespace {
-
-void shuffle(std::vector<int64_t>& values, Generator& rng) {
-  for (size_t i = values.size(); i > 1; --i) std::swap(values[i - 1], values[rng.below(i)]);
-}
 
 // One client's figures and their weights.
 struct ClientFigures {
@@ -79,7 +76,7 @@ LocalTestSets make_local_test_sets(const std::string& mode, const Dataset& train
     for (int64_t i = 0; i < test.size(); ++i)
       if (test.labels[i] == c) pool.push_back(i);
     Generator class_rng = rng.fork(static_cast<uint64_t>(c));
-    shuffle(pool, class_rng);
+    shuffle_indices(pool, class_rng);
     int64_t total = 0;
     for (int64_t k = 0; k < clients; ++k) total += counts[k][c];
     if (total == 0) continue;
@@ -101,7 +98,7 @@ std::vector<int64_t> personal_eval_clients(const std::vector<uint8_t>& is_malici
   for (size_t i = 0; i < is_malicious.size(); ++i)
     if (!is_malicious[i]) benign.push_back(static_cast<int64_t>(i));
   if (k <= 0 || k >= static_cast<int64_t>(benign.size())) return benign;
-  shuffle(benign, rng);
+  shuffle_indices(benign, rng);
   benign.resize(static_cast<size_t>(k));
   std::sort(benign.begin(), benign.end());
   return benign;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <limits>
@@ -12,6 +11,7 @@
 #include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
+#include "fl/metrics/results.h"
 #include "tensor/error.h"
 #include "tensor/file_io.h"
 
@@ -21,18 +21,14 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string fixed(double value, int digits) {
-  if (std::isnan(value)) return "–";
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
+// Numbers in table.md/csv/svg go through fixed_text (std::to_chars), never printf: a process locale that
+// writes "0,81" must not change the files. "–" for a missing number.
+std::string fixed(double value, int digits) { return std::isnan(value) ? "–" : fixed_text(value, digits); }
 
 std::string signed_fixed(double value, int digits) {
-  if (std::isnan(value)) return "–";
-  char text[64];
-  std::snprintf(text, sizeof text, "%+.*f", digits, value);
-  return text;
+  if (std::isnan(value) || value < 0) return fixed(value, digits);
+  std::string text = "+";  // appended: GCC 12's -Wrestrict false positive on "+" + std::string
+  return text.append(fixed_text(value, digits));
 }
 
 double json_number(const nlohmann::json& object, const std::string& key) {
@@ -234,56 +230,48 @@ std::string table_svg(const Preset& preset, const ReproduceReport& report) {
   const double label_width = 190, panel_width = 260, bar = 9, row_height = 26, top = 46;
   const double height = top + row_height * static_cast<double>(preset.rows.size()) + 30;
   const double width = label_width + panel_width * static_cast<double>(preset.columns.size()) + 20;
-  char buffer[512];
-  std::string svg;
-  std::snprintf(buffer, sizeof buffer,
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
-                "font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-                width, height);
-  svg += buffer;
+  const auto n = [](double v) { return fixed_text(v, 1); };
+  const auto rect = [&](double x, double y, double w, const char* fill) {
+    return "<rect x=\"" + n(x) + "\" y=\"" + n(y) + "\" width=\"" + n(w) + "\" height=\"" + n(bar) + "\" fill=\"" +
+           fill + "\"/>\n";
+  };
+  const auto line = [&](double x1, double y1, double x2, double y2, const char* stroke) {
+    return "<line x1=\"" + n(x1) + "\" y1=\"" + n(y1) + "\" x2=\"" + n(x2) + "\" y2=\"" + n(y2) + "\" stroke=\"" +
+           stroke + "\"/>\n";
+  };
+  const auto text = [&](double x, double y, const std::string& body, const char* extra) {
+    return "<text x=\"" + n(x) + "\" y=\"" + n(y) + "\"" + extra + ">" + svg_escape(body) + "</text>\n";
+  };
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + n(width) + "\" height=\"" + n(height) +
+                    "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"10\" y=\"16\" font-size=\"13\">" + svg_escape(preset.title) + "</text>\n";
   svg += "<text x=\"10\" y=\"32\"><tspan fill=\"#1f77b4\">■ ours (± std)</tspan>  <tspan fill=\"#999\">■ paper</tspan></text>\n";
   for (size_t c = 0; c < preset.columns.size(); ++c) {
     const double x0 = label_width + panel_width * static_cast<double>(c), span = panel_width - 30;
     double top_value = preset.columns[c].scale;  // percentages: 0..100
     for (size_t r = 0; r < preset.rows.size(); ++r) {
-      top_value = std::max(top_value, std::isnan(report.cells[r][c].mean) ? 0.0 : report.cells[r][c].mean + report.cells[r][c].std);
-      top_value = std::max(top_value, std::isnan(preset.rows[r].paper[c]) ? 0.0 : preset.rows[r].paper[c]);
+      const CellResult& cell = report.cells[r][c];
+      if (!std::isnan(cell.mean)) top_value = std::max(top_value, cell.mean + cell.std);
+      if (!std::isnan(preset.rows[r].paper[c])) top_value = std::max(top_value, preset.rows[r].paper[c]);
     }
     auto x_of = [&](double v) { return x0 + span * std::clamp(v / top_value, 0.0, 1.0); };
-    std::snprintf(buffer, sizeof buffer, "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", x0, top - 6,
-                  svg_escape(preset.columns[c].name).c_str());
-    svg += buffer;
-    std::snprintf(buffer, sizeof buffer, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", x0, top,
-                  x0, height - 24);
-    svg += buffer;
-    std::snprintf(buffer, sizeof buffer, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", x0 + span,
-                  height - 10, top_value);
-    svg += buffer;
+    svg += text(x0, top - 6, preset.columns[c].name, " font-weight=\"bold\"");
+    svg += line(x0, top, x0, height - 24, "#333");
+    svg += text(x0 + span, height - 10, fixed_text(top_value, 0), " text-anchor=\"end\"");
     for (size_t r = 0; r < preset.rows.size(); ++r) {
       const double y = top + row_height * static_cast<double>(r) + 3;
       const CellResult& cell = report.cells[r][c];
       if (!std::isnan(cell.mean)) {
-        std::snprintf(buffer, sizeof buffer, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.0f\" fill=\"#1f77b4\"/>\n",
-                      x0, y, x_of(cell.mean) - x0, bar);
-        svg += buffer;
-        std::snprintf(buffer, sizeof buffer, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n",
-                      x_of(cell.mean - cell.std), y + bar / 2, x_of(cell.mean + cell.std), y + bar / 2);
-        svg += buffer;
+        svg += rect(x0, y, x_of(cell.mean) - x0, "#1f77b4");
+        svg += line(x_of(cell.mean - cell.std), y + bar / 2, x_of(cell.mean + cell.std), y + bar / 2, "#000");
       }
       const double paper = preset.rows[r].paper[c];
-      if (!std::isnan(paper)) {
-        std::snprintf(buffer, sizeof buffer, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.0f\" fill=\"#999\"/>\n",
-                      x0, y + bar + 1, x_of(paper) - x0, bar);
-        svg += buffer;
-      }
+      if (!std::isnan(paper)) svg += rect(x0, y + bar + 1, x_of(paper) - x0, "#999");
     }
   }
-  for (size_t r = 0; r < preset.rows.size(); ++r) {
-    std::snprintf(buffer, sizeof buffer, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", label_width - 8,
-                  top + row_height * static_cast<double>(r) + 3 + bar + 3, svg_escape(preset.rows[r].name).c_str());
-    svg += buffer;
-  }
+  for (size_t r = 0; r < preset.rows.size(); ++r)
+    svg += text(label_width - 8, top + row_height * static_cast<double>(r) + 3 + bar + 3, preset.rows[r].name,
+                " text-anchor=\"end\"");
   return svg + "</svg>\n";
 }
 

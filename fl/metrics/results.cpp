@@ -310,6 +310,8 @@ std::vector<RoundRecord> parse_rounds_csv(const std::string& text) {
   return records;
 }
 
+std::string fixed_text(double value, int digits) { return format_real(value, std::chars_format::fixed, digits); }
+
 std::string timing_csv(const std::vector<RoundTiming>& timings) {
   const auto seconds = [](double v) { return format_real(v, std::chars_format::fixed, 4); };
   std::string out = std::string(kTimingHeader) + '\n';

@@ -51,6 +51,9 @@ std::string rounds_csv(const std::vector<RoundRecord>& records);
 RoundRecord as_printed(RoundRecord record);
 // Parses rounds_csv output back (for resume and tests); throws on a malformed file.
 std::vector<RoundRecord> parse_rounds_csv(const std::string& text);
+// value with `digits` decimals, independent of the C/C++ locale ("" for NaN): for every results file.
+std::string fixed_text(double value, int digits);
+
 std::string timing_csv(const std::vector<RoundTiming>& timings);
 
 // {"name", "report", "runs": [per seed], "mean": {...}, "std": {...}} — mean/std over runs of acc,
