@@ -1,0 +1,221 @@
+// Personalised FL, whole runs on the synthetic set: what the server rule sees, server start states,
+// bytes, the global head under FedRep, kill + resume of every personalised rule, config cross-checks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "fl/core/checkpoint.h"
+#include "fl/core/experiment.h"
+#include "fl/clients/local_training.h"
+#include "fl_test_support.h"
+#include "nn/models.h"
+#include "personalized_test_support.h"
+#include "test_support.h"
+
+namespace bastion {
+namespace {
+
+using namespace pfl_testing;
+using testing::expect_error;
+
+std::string personal_config(const std::string& rule_table) {
+  return R"(
+name = "pfl"
+seed = 5
+rounds = 5
+[data]
+dataset = "synthetic"
+partition = "dirichlet:0.5"
+clients = 12
+min_size = 5
+local_test = "like-train"
+[model]
+name = "mlp"
+[clients]
+rule = "fedrep"
+per_round = 4
+[attack]
+names = ["badnets"]
+malicious_count = 2
+malicious_per_round = 1
+[attack.badnets]
+per_batch = 4
+[eval]
+every = 1
+batch = 128
+personalized = true
+[run]
+checkpoint_every = 2
+)" + rule_table;
+}
+
+using FlPersonalizedRun = testing::FlRunTest;
+
+TEST_F(FlPersonalizedRun, FedRepUploadsTheBodyOnlyAndTheGlobalHeadNeverMoves) {
+  const std::string config = personal_config("[clients.fedrep]\nbatch = 16\nlr = 0.05\n");
+  run(config, "two", 1, {"rounds=2"});
+  run(config, "four", 2, {"rounds=4"});
+  const CheckpointState two = load_checkpoint((dir_ / "two" / "checkpoint.safetensors").string());
+  const CheckpointState four = load_checkpoint((dir_ / "four" / "checkpoint.safetensors").string());
+  const auto model = make_model("mlp", kInput, 10, 1);
+  const HeadAndBody p = parts(*model);
+  EXPECT_TRUE(part_unchanged(p.head, two.global, four.global));   // nobody uploads a head
+  EXPECT_FALSE(part_unchanged(p.body, two.global, four.global));  // the bodies are aggregated
+  const int64_t head_size = static_cast<int64_t>(gather_head(*model, model->flat_state()).size());
+  const int64_t body_bytes = (static_cast<int64_t>(model->flat_state().size()) - head_size) * 4;
+  for (const RoundRecord& r : parse_rounds_csv(file("four", "rounds.csv"))) {
+    EXPECT_EQ(r.bytes_up, 4 * body_bytes) << "round " << r.round;  // 4 clients x the body's floats
+    EXPECT_EQ(r.bytes_down, 4 * body_bytes) << "round " << r.round;
+    EXPECT_TRUE(r.personal.present);
+    EXPECT_EQ(r.personal.clients, 10);  // the benign ones
+    EXPECT_GT(r.personal.acc.mean, 0.0);
+    EXPECT_FALSE(std::isnan(r.personal.asr.mean));
+  }
+  // Nine fedrep clients (of twelve) have a head after 4 rounds of 4: the run's states hold them.
+  int heads = 0;
+  for (const ClientState& state : four.clients) heads += state.vectors.count("head") ? 1 : 0;
+  EXPECT_GT(heads, 4);
+}
+
+// A server rule that records what it is given and (optionally) sends client k a start state whose every
+// shared column is k (DESIGN.md pFL hook 1), delegating the aggregation to the configured rule.
+struct Observed {
+  std::vector<int64_t> n, D, parameters;
+  std::vector<int64_t> start_clients;
+};
+class ObservingRule final : public ServerRule {
+ public:
+  ObservingRule(std::unique_ptr<ServerRule> inner, Observed& seen, bool starts)
+      : inner_(std::move(inner)), seen_(seen), starts_(starts) {}
+  AggregationOutput aggregate(const AggregationInput& in) override {
+    seen_.n.push_back(in.n);
+    seen_.D.push_back(in.D);
+    seen_.parameters.push_back(in.num_parameters);
+    EXPECT_EQ(static_cast<int64_t>(in.global.size()), in.D);
+    return inner_->aggregate(in);
+  }
+  bool has_client_start_states() const override { return starts_; }
+  bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) override {
+    EXPECT_EQ(global.size(), out.size());
+    seen_.start_clients.push_back(client);
+    std::fill(out.begin(), out.end(), static_cast<float>(client));
+    return true;
+  }
+
+ private:
+  std::unique_ptr<ServerRule> inner_;
+  Observed& seen_;
+  bool starts_;
+};
+
+class FlHookRun : public testing::FlRunTest {
+ protected:
+  Observed seen_;
+  void run_observed(const std::string& out, const std::vector<std::string>& overrides, bool starts) {
+    RunOptions options;
+    options.out_dir = (dir_ / out).string();
+    options.threads = 2;
+    options.wrap_server_rule = [&](std::unique_ptr<ServerRule> rule) -> std::unique_ptr<ServerRule> {
+      return std::make_unique<ObservingRule>(std::move(rule), seen_, starts);
+    };
+    run_experiment(parse_config(personal_config(""), "pfl.toml", overrides), options);
+  }
+};
+
+TEST_F(FlHookRun, TheServerRuleSeesExactlyTheSharedColumns) {
+  const auto model = make_model("mlp", kInput, 10, 1);
+  const int64_t D = static_cast<int64_t>(model->flat_state().size());
+  const int64_t head = static_cast<int64_t>(gather_head(*model, model->flat_state()).size());
+  run_observed("fedrep", {"rounds=2"}, false);  // fedrep: the bodies
+  ASSERT_EQ(seen_.D.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(seen_.n[r], 4);
+    EXPECT_EQ(seen_.D[r], D - head);
+    EXPECT_EQ(seen_.parameters[r], model->num_parameters() - head);  // the MLP has no buffers
+  }
+  seen_ = {};
+  run_observed("sgd", {"rounds=1", "clients.rule=sgd"}, false);  // FedAvg: every column
+  ASSERT_EQ(seen_.D.size(), 1u);
+  EXPECT_EQ(seen_.D[0], D);
+  EXPECT_EQ(seen_.parameters[0], model->num_parameters());
+}
+
+TEST_F(FlHookRun, ServerStartStatesReachTheSampledClients) {
+  // fedavg-ft (after-local) keeps the model it trained; with lr 0 that is exactly its start state.
+  const std::vector<std::string> overrides = {"rounds=1", "clients.rule=fedavg-ft", "clients.fedavg-ft.lr=0"};
+  run_observed("starts", overrides, true);
+  ASSERT_EQ(seen_.start_clients.size(), 4u);
+  const CheckpointState state = load_checkpoint((dir_ / "starts" / "checkpoint.safetensors").string());
+  for (int64_t client : seen_.start_clients) {
+    const std::vector<float>& trained = state.clients[client].vectors.at("model");
+    EXPECT_TRUE(std::all_of(trained.begin(), trained.end(), [&](float v) { return v == static_cast<float>(client); }))
+        << "client " << client;
+  }
+  // Uploads are relative to the start state each client received: with lr 0 every row is zero and the
+  // global model stays where the same run without start states leaves it (its initial state).
+  run_observed("no-starts", overrides, false);
+  const CheckpointState plain = load_checkpoint((dir_ / "no-starts" / "checkpoint.safetensors").string());
+  EXPECT_EQ(state.global, plain.global);
+}
+
+TEST_F(FlPersonalizedRun, ServerRulesOnTheBodyRefuseAHeadOnlySelection) {
+  expect_error([&] { run(personal_config(""), "x", 1, {"server.rule=multi-krum", "server.apply_to=[\"head\"]"}); },
+               {"server.apply_to", "keeps on the clients"});
+  // The robust rules run on the uploaded bodies (pFedSAM Table III's setting).
+  run(personal_config(""), "mk", 1, {"server.rule=multi-krum", "clients.per_round=5", "rounds=2"});
+  EXPECT_EQ(parse_rounds_csv(file("mk", "rounds.csv")).size(), 2u);
+}
+
+TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
+  for (const std::string rule : {"fedrep", "pfedsam", "ditto", "local", "fedavg-ft", "st"}) {
+    const std::vector<std::string> overrides = {"clients.rule=" + rule};
+    run(personal_config(""), rule + "-whole", 2, overrides);
+    run(personal_config(""), rule + "-resumed", 1, overrides, false, /*stop_after=*/3);
+    run(personal_config(""), rule + "-resumed", 2, overrides, /*resume=*/true);
+    EXPECT_EQ(file(rule + "-whole", "rounds.csv"), file(rule + "-resumed", "rounds.csv")) << rule;
+    const RunSummary whole = summarize_run(0, parse_rounds_csv(file(rule + "-whole", "rounds.csv")), {}, "last", 0);
+    EXPECT_FALSE(std::isnan(whole.personal_value("p_acc"))) << rule;
+    // summary.json agrees but for the wall times
+    auto without_times = [](std::string text) {
+      std::string out, line;
+      std::istringstream in(text);
+      while (std::getline(in, line))
+        if (line.find("seconds_per_round") == std::string::npos) out += line + "\n";
+      return out;
+    };
+    EXPECT_EQ(without_times(file(rule + "-whole", "summary.json")), without_times(file(rule + "-resumed", "summary.json")))
+        << rule;
+  }
+}
+
+TEST_F(FlPersonalizedRun, LocalTrainingNeverUploadsAndJudgesEachClientsOwnModel) {
+  run(personal_config(""), "local", 1, {"clients.rule=local", "clients.local.participation=all", "rounds=2"});
+  for (const RoundRecord& r : parse_rounds_csv(file("local", "rounds.csv"))) {
+    EXPECT_EQ(r.bytes_up, 0);
+    EXPECT_EQ(r.sampled, 12);  // every client trains every round
+    EXPECT_GT(r.personal.acc.mean, 0.0);
+  }
+}
+
+TEST_F(FlPersonalizedRun, PersonalSettingsAreCheckedAgainstEachOther) {
+  expect_error([&] { run(personal_config(""), "a", 1, {"eval.personalized=true", "data.local_test=split"}); },
+               {"eval.personalized", "local test sets"});
+  expect_error([&] { run(personal_config(""), "b", 1, {"clients.rule=st", "post.rule=st"}); },
+               {"already takes a post-training step"});
+  expect_error([&] { run(personal_config(""), "c", 1, {"eval.personalized=false", "post.rule=fine-tune"}); },
+               {"post.rule", "eval.personalized"});
+  expect_error([&] { run(personal_config(""), "d", 1, {"data.pool_train_test=true"}); }, {"pool_train_test", "like-train"});
+  expect_error([&] { run(personal_config(""), "e", 1, {"data.client_test_fraction=0.2"}); }, {"client_test_fraction = 0"});
+}
+
+TEST_F(FlPersonalizedRun, APersonalSubsetCostsLessAndIsTheSameForAnyThreadCount) {
+  run(personal_config(""), "s1", 1, {"eval.personal_clients=3", "rounds=2"});
+  run(personal_config(""), "s2", 2, {"eval.personal_clients=3", "rounds=2"});
+  EXPECT_EQ(file("s1", "rounds.csv"), file("s2", "rounds.csv"));
+  for (const RoundRecord& r : parse_rounds_csv(file("s1", "rounds.csv"))) EXPECT_EQ(r.personal.clients, 3);
+}
+
+}  // namespace
+}  // namespace bastion
