@@ -45,6 +45,19 @@ SharedColumns shared_columns(const Model& model, SharedPart part) {
   return shared;
 }
 
+void client_start_states(ServerRule& rule, const SharedColumns& shared, std::span<const float> global,
+                         std::span<const float> global_shared, const std::vector<int64_t>& sampled,
+                         std::vector<float>& starts) {
+  const size_t D = global.size();
+  std::vector<float> part(static_cast<size_t>(shared.width));
+  starts.resize(sampled.size() * D);
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    const std::span<float> start(starts.data() + i * D, D);
+    std::copy(global.begin(), global.end(), start.begin());
+    if (rule.client_start_state(sampled[i], global_shared, part)) shared.assign_into(part, start);
+  }
+}
+
 std::vector<ColumnRange> ranges_within_shared(const std::vector<ColumnRange>& ranges, const SharedColumns& shared) {
   std::vector<ColumnRange> out;
   int64_t offset = 0;  // the row position of the current shared range's first column

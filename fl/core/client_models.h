@@ -15,6 +15,7 @@
 
 #include "fl/clients/client_rule.h"
 #include "fl/defenses/column_subset.h"
+#include "fl/defenses/server_rule.h"
 #include "nn/model.h"
 
 namespace bastion {
@@ -36,6 +37,14 @@ struct SharedColumns {
 };
 
 SharedColumns shared_columns(const Model& model, SharedPart part);
+
+// DESIGN.md pFL hook 1: the start state of each sampled client, (sampled.size(), D) row-major in `starts`:
+// the global state, with the shared columns replaced by the server rule's start state for that client
+// where it gives one. `global_shared` is the global state's shared columns (the rule's view). The rule
+// is asked serially, in the order of `sampled` (client-id order).
+void client_start_states(ServerRule& rule, const SharedColumns& shared, std::span<const float> global,
+                         std::span<const float> global_shared, const std::vector<int64_t>& sampled,
+                         std::vector<float>& starts);
 
 // `ranges` (columns of the full state, e.g. server.apply_to's) restricted to the shared columns and
 // renumbered in the upload row's coordinates. Empty when they share no column.

@@ -185,19 +185,10 @@ std::span<const float> SeedRun::global_shared() {
   return global_shared_;
 }
 
-// DESIGN.md pFL hook 1: a server rule may send each sampled client its own start state (its shared
-// columns; the others come from the global state).
 void SeedRun::prepare_start_states(const std::vector<int64_t>& sampled) {
   starts_.clear();
-  if (sharing_.width == 0 || !server_rule_->has_client_start_states()) return;
-  const std::span<const float> global_part = global_shared();
-  std::vector<float> part(static_cast<size_t>(sharing_.width));
-  starts_.resize(sampled.size() * static_cast<size_t>(D_));
-  for (size_t i = 0; i < sampled.size(); ++i) {
-    const std::span<float> start(starts_.data() + i * D_, static_cast<size_t>(D_));
-    std::copy(global_.begin(), global_.end(), start.begin());
-    if (server_rule_->client_start_state(sampled[i], global_part, part)) sharing_.assign_into(part, start);
-  }
+  if (sharing_.width > 0 && server_rule_->has_client_start_states())
+    client_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, starts_);
 }
 
 void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on,
