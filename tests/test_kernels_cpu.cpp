@@ -1,5 +1,6 @@
 // Kernel-level tests for kernels/cpu: the two GEMMs against each other and against a double-precision
-// reference, im2col+GEMM conv against the direct loops (forward) and a direct double backward, small
+// reference, im2col+GEMM conv and the direct AVX-512 conv against the reference loops (forward) and a
+// double backward, small
 // hand-computed examples for conv and batch norm, and thread-count determinism (pooling and
 // softmax/cross-entropy/KL: test_kernels_cpu_pool_softmax.cpp). Output buffers start as NaN (or a sentinel) so an element a kernel forgot to write shows.
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/softmax.h"
@@ -171,9 +173,9 @@ TEST(KernelsCpuConv, Im2colGemmForwardMatchesDirect) {
       conv2d_forward_cpu(out.data(), d.in.data(), d.weight.data(), bias, g, workspace.data());
       // The direct loops give the value; the same loops over |in|, |weight|, |bias| give sum|terms|.
       std::vector<float> direct(out_numel, kNaN), magnitude_f(out_numel, kNaN);
-      conv2d_forward_direct_cpu(direct.data(), d.in.data(), d.weight.data(), bias, g);
+      conv2d_forward_reference_cpu(direct.data(), d.in.data(), d.weight.data(), bias, g);
       const std::vector<float> abs_in = absolute(d.in), abs_w = absolute(d.weight), abs_b = absolute(d.bias);
-      conv2d_forward_direct_cpu(magnitude_f.data(), abs_in.data(), abs_w.data(), with_bias ? abs_b.data() : nullptr,
+      conv2d_forward_reference_cpu(magnitude_f.data(), abs_in.data(), abs_w.data(), with_bias ? abs_b.data() : nullptr,
                                 g);
       // The direct result is a double sum rounded once to float: allow that rounding too.
       std::vector<double> want(direct.begin(), direct.end()), magnitude(out_numel);
@@ -243,6 +245,114 @@ TEST(KernelsCpuConv, Im2colGemmBackwardMatchesDirect) {
     conv2d_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(), g,
                         workspace.data());
     EXPECT_EQ(0, std::memcmp(grad_w.data(), grad_w_only.data(), grad_w.size() * sizeof(float)));
+  }
+}
+
+// ---- the direct path (kernels/cpu/conv_direct.h): the same oracles, on every case it supports plus the
+// FL layer shapes it was written for. Each shape exercises a different register-block choice: K = 6
+// (6-channel blocks), 16 and 32 (8), 7 and 50 (4, padded channels); row-strided planes whose last
+// vector is partial; padding up to R - 1 (the grad_in transposed convolution then pads by 0).
+const ConvCase kDirectConvCases[] = {
+    {3, 1, 28, 28, 6, 5, 5, 1, 0},    // LeNet-28 conv1
+    {2, 6, 12, 12, 16, 5, 5, 1, 0},   // LeNet-28 conv2
+    {2, 3, 14, 14, 32, 5, 5, 1, 0},   // cnn-fedcap-like
+    {2, 5, 9, 11, 7, 3, 3, 1, 1},     // K = 7, padding 1
+    {1, 2, 3, 40, 5, 3, 2, 1, 1},     // wide, short plane: many vectors per row block
+    {2, 4, 6, 5, 50, 3, 3, 1, 2},     // padding R - 1
+    {9, 2, 5, 5, 3, 2, 2, 1, 0},      // N not a multiple of the weight-gradient sample chunk
+};
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::vector<ConvCase> direct_cases() {
+  std::vector<ConvCase> cases;
+  for (const ConvCase& c : kConvCases)
+    if (conv2d_direct_supported(conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding)))
+      cases.push_back(c);
+  cases.insert(cases.end(), std::begin(kDirectConvCases), std::end(kDirectConvCases));
+  return cases;
+}
+
+TEST(KernelsCpuConvDirect, SupportsStrideOneWithPaddingBelowTheKernel) {
+  if (!conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 0))) GTEST_SKIP() << "built without AVX-512";
+  EXPECT_TRUE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 2)));
+  EXPECT_FALSE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 2, 0)));  // stride 2
+  EXPECT_FALSE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 3)));  // padding = R
+}
+
+TEST(KernelsCpuConvDirect, ForwardMatchesReference) {
+  uint64_t seed = 70;
+  for (const ConvCase& c : direct_cases()) {
+    SCOPED_TRACE(::testing::Message() << c);
+    const ConvData d = make_conv(c, seed++);
+    const Conv2dGeometry& g = d.g;
+    const int64_t out_numel = g.N * g.K * g.OH * g.OW;
+    for (const bool with_bias : {true, false}) {
+      const float* bias = with_bias ? d.bias.data() : nullptr;
+      std::vector<float> out(out_numel, kNaN), workspace(conv2d_direct_workspace_floats(g, 1), kNaN);
+      conv2d_direct_forward_cpu(out.data(), d.in.data(), d.weight.data(), bias, g, workspace.data(), 1);
+      std::vector<float> direct(out_numel, kNaN), magnitude_f(out_numel, kNaN);
+      conv2d_forward_reference_cpu(direct.data(), d.in.data(), d.weight.data(), bias, g);
+      const std::vector<float> abs_in = absolute(d.in), abs_w = absolute(d.weight), abs_b = absolute(d.bias);
+      conv2d_forward_reference_cpu(magnitude_f.data(), abs_in.data(), abs_w.data(), with_bias ? abs_b.data() : nullptr,
+                                   g);
+      std::vector<double> want(direct.begin(), direct.end()), magnitude(out_numel);
+      for (int64_t i = 0; i < out_numel; ++i) magnitude[i] = 2.0 * magnitude_f[i];
+      expect_close(out, want, magnitude, g.crs() + 1, "conv2d_direct_forward_cpu");
+    }
+  }
+  if (direct_cases().empty()) GTEST_SKIP() << "built without AVX-512";
+}
+
+TEST(KernelsCpuConvDirect, BackwardMatchesReference) {
+  uint64_t seed = 90;
+  for (const ConvCase& c : direct_cases()) {
+    SCOPED_TRACE(::testing::Message() << c);
+    const ConvData d = make_conv(c, seed++);
+    const Conv2dGeometry& g = d.g;
+    Generator gen(seed * 5);
+    const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
+    std::vector<float> grad_in(d.in.size(), kNaN), grad_w(d.weight.size(), kNaN), grad_b(g.K, kNaN);
+    std::vector<float> workspace(conv2d_direct_workspace_floats(g, 1), kNaN);
+    conv2d_direct_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), grad_out.data(), d.in.data(),
+                               d.weight.data(), g, workspace.data(), 1);
+    const ConvGrads want = conv_backward_reference(d, grad_out);
+    expect_close(grad_in, want.in, want.in_mag, g.K * g.R * g.S, "grad_in");
+    expect_close(grad_w, want.weight, want.weight_mag, g.N * g.out_plane(), "grad_weight");
+    expect_close(grad_b, want.bias, want.bias_mag, g.N * g.out_plane(), "grad_bias");
+
+    // Null outputs are skipped and the others come out bitwise the same.
+    std::vector<float> grad_w_only(d.weight.size(), kNaN);
+    std::fill(workspace.begin(), workspace.end(), kNaN);
+    conv2d_direct_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(), g,
+                               workspace.data(), 1);
+    EXPECT_TRUE(bitwise_equal(grad_w, grad_w_only));
+  }
+  if (direct_cases().empty()) GTEST_SKIP() << "built without AVX-512";
+}
+
+// The thread count changes who computes an output, never how: 1, 2 and 3 threads agree bitwise.
+TEST(KernelsCpuConvDirect, ResultsDoNotDependOnTheThreadCount) {
+  const ConvCase c{8, 6, 12, 12, 16, 5, 5, 1, 1};
+  const ConvData d = make_conv(c, 123);
+  const Conv2dGeometry& g = d.g;
+  if (!conv2d_direct_supported(g)) GTEST_SKIP() << "built without AVX-512";
+  Generator gen(124);
+  const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
+  auto run = [&](int threads) {
+    std::vector<float> workspace(conv2d_direct_workspace_floats(g, threads), kNaN);
+    std::vector<float> out(g.N * g.K * g.out_plane()), gi(d.in.size()), gw(d.weight.size()), gb(g.K);
+    conv2d_direct_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(), threads);
+    conv2d_direct_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
+                               workspace.data(), threads);
+    return std::vector<std::vector<float>>{out, gi, gw, gb};
+  };
+  const auto one = run(1);
+  for (const int threads : {2, 3}) {
+    const auto many = run(threads);
+    for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bitwise_equal(one[i], many[i])) << i << ", " << threads;
   }
 }
 
@@ -364,10 +474,6 @@ class ThreadCountGuard {
  private:
   int saved_;
 };
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 TEST(KernelsCpuDeterminism, ConvAndBatchNormDoNotDependOnThreadCount) {
   ThreadCountGuard guard;

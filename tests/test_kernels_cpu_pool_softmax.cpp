@@ -97,6 +97,21 @@ TEST(KernelsCpuPool, TwoByTwoTiesGoToTheFirstElement) {  // the 2x2 / stride 2 c
   EXPECT_EQ(grad_in, want);
 }
 
+// Ties in rows longer than one 16-window block: every window's gradient goes to its top-left element.
+TEST(KernelsCpuPool, TwoByTwoTiesInLongRowsGoToTheFirstElement) {
+  const Pool2dGeometry g = pool2d_geometry(2, 4, 42, 2, 2, 0);  // rows of 21 windows
+  const std::vector<float> flat(2 * 4 * 42, -1.5f);
+  std::vector<float> grad_out(g.planes * g.OH * g.OW), grad_in(flat.size(), kNaN);
+  for (size_t i = 0; i < grad_out.size(); ++i) grad_out[i] = static_cast<float>(i + 1);
+  max_pool2d_backward_cpu(grad_in.data(), grad_out.data(), flat.data(), g);
+  std::vector<float> want(flat.size(), 0.0f);
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow)
+        want[(p * g.H + 2 * oh) * g.W + 2 * ow] = grad_out[(p * g.OH + oh) * g.OW + ow];
+  EXPECT_EQ(grad_in, want);
+}
+
 // Plain loops over the clipped window, in double, as the oracle for every pooling geometry.
 // The *_mag arrays hold the same sums over absolute values, for the tolerance.
 struct PoolReference {
@@ -151,7 +166,9 @@ TEST(KernelsCpuPool, MatchesPlainLoopsOverGeometries) {
     int64_t planes, H, W, kernel, stride, padding;
   };
   const Case cases[] = {{6, 8, 8, 2, 2, 0}, {5, 7, 9, 2, 2, 0}, {3, 7, 6, 3, 2, 1}, {4, 5, 5, 3, 1, 1},
-                        {2, 6, 7, 2, 1, 1}, {3, 9, 4, 3, 3, 0}, {2, 1, 1, 1, 1, 0}, {130, 4, 4, 2, 2, 0}};
+                        {2, 6, 7, 2, 1, 1}, {3, 9, 4, 3, 3, 0}, {2, 1, 1, 1, 1, 0}, {130, 4, 4, 2, 2, 0},
+                        // 2x2 rows of 24, 19 and 11 windows: the vector path's full and partial blocks
+                        {3, 6, 48, 2, 2, 0}, {2, 6, 39, 2, 2, 0}, {2, 5, 22, 2, 2, 0}};
   Generator gen(21);
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << c.planes << " planes " << c.H << "x" << c.W << " kernel " << c.kernel

@@ -1,13 +1,43 @@
 // Recorded conv2d. Math, layouts and the im2col+GEMM plan: kernels/cpu/conv.h, kernels/cuda/conv.h.
 #include "autograd/ops.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_direct.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cuda/conv.h"
 
 namespace bastion {
 
 namespace {
 
+// The small stride-1 layers of FL's CNNs: register-blocked direct loops (kernels/cpu/conv_direct.h).
+// The thread count is read when each pass runs; the kernels use at most that many threads.
+Tensor conv2d_direct_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
+  Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
+  {
+    const int threads = num_threads();
+    Tensor workspace = Tensor::empty({conv2d_direct_workspace_floats(g, threads)});
+    conv2d_direct_forward_cpu(out.data(), x.data(), weight.data(), data_or_null(bias), g, workspace.data(), threads);
+  }
+  return record(out, "conv2d", {x, weight, bias}, [x, weight, g](const Tensor& grad, const Node& node) {
+    Tensor dx = node.needs_grad[0] ? Tensor::empty(x.shape()) : Tensor();
+    Tensor dw = node.needs_grad[1] ? Tensor::empty(weight.shape()) : Tensor();
+    Tensor db = node.needs_grad[2] ? Tensor::empty({g.K}) : Tensor();
+    if (conv2d_prefers_direct_backward(g)) {
+      const int threads = num_threads();
+      Tensor workspace = Tensor::empty({conv2d_direct_workspace_floats(g, threads)});
+      conv2d_direct_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(),
+                                 weight.data(), g, workspace.data(), threads);
+    } else {
+      Tensor workspace = Tensor::empty({conv2d_workspace_floats(g)});
+      conv2d_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(), weight.data(),
+                          g, workspace.data());
+    }
+    return std::vector<Tensor>{dx, dw, db};
+  });
+}
+
 Tensor conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
+  if (conv2d_prefers_direct(g)) return conv2d_direct_cpu(x, weight, bias, g);
   Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
   Tensor workspace = Tensor::empty({conv2d_workspace_floats(g)});
   conv2d_forward_cpu(out.data(), x.data(), weight.data(), data_or_null(bias), g, workspace.data());

@@ -126,6 +126,32 @@ void conv2d_forward_cpu(float* out, const float* in, const float* weight, const 
   }
 }
 
+namespace {
+// Sum of one output plane in 16 float lanes (element p goes to lane p % 16), then the lanes in order:
+// a fixed order the compiler can vectorize, unlike one serial double sum (7 % of a LeNet-28 step).
+double plane_sum(const float* src, int64_t P) {
+  constexpr int64_t kLanes = 16;
+  float lanes[kLanes] = {};
+  int64_t p = 0;
+  for (; p + kLanes <= P; p += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += src[p + l];
+  double total = 0.0;
+  for (; p < P; ++p) total += src[p];
+  for (float lane : lanes) total += lane;
+  return total;
+}
+}  // namespace
+
+void conv2d_backward_bias_cpu(float* grad_bias, const float* grad_out, const Conv2dGeometry& g) {
+  const int64_t P = g.out_plane();
+#pragma omp parallel for schedule(static) if (g.K * g.N * P >= kParallelMinWork)
+  for (int64_t k = 0; k < g.K; ++k) {
+    double total = 0.0;
+    for (int64_t n = 0; n < g.N; ++n) total += plane_sum(grad_out + (n * g.K + k) * P, P);
+    grad_bias[k] = static_cast<float>(total);
+  }
+}
+
 void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out, const float* in,
                          const float* weight, const Conv2dGeometry& g, float* workspace, bool workspace_holds_cols) {
   const int64_t P = g.out_plane(), chunk = conv2d_chunk_samples(g);
@@ -134,17 +160,7 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
   if (grad_in) std::fill_n(grad_in, g.N * g.C * g.H * g.W, 0.0f);
   // The chunk loop assigns grad_weight (beta = 0 on the first chunk); an empty batch has no chunk.
   if (grad_weight && g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
-  if (grad_bias) {
-#pragma omp parallel for schedule(static) if (g.K * g.N * P >= kParallelMinWork)
-    for (int64_t k = 0; k < g.K; ++k) {
-      double total = 0.0;
-      for (int64_t n = 0; n < g.N; ++n) {
-        const float* src = grad_out + (n * g.K + k) * P;
-        for (int64_t p = 0; p < P; ++p) total += src[p];
-      }
-      grad_bias[k] = static_cast<float>(total);
-    }
-  }
+  if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
   for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
     const int64_t nb = std::min(chunk, g.N - n0);
 #pragma omp parallel for schedule(static) if (nb * g.K * P >= kParallelMinWork)
@@ -165,7 +181,7 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
   }
 }
 
-void conv2d_forward_direct_cpu(float* out, const float* in, const float* weight, const float* bias,
+void conv2d_forward_reference_cpu(float* out, const float* in, const float* weight, const float* bias,
                                const Conv2dGeometry& g) {
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t k = 0; k < g.K; ++k)

@@ -14,7 +14,7 @@
 // Backward ASSIGNS grad_weight, grad_bias and grad_in; pass null for any that is not needed (the
 // first layer's grad_in is skipped, which saves its col2im and one GEMM).
 //
-// Reference path (conv2d_forward_direct_cpu): seven plain loops, for tests only.
+// Reference path (conv2d_forward_reference_cpu): seven plain loops, for tests only.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +44,10 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
                          const float* weight, const Conv2dGeometry& g, float* workspace,
                          bool workspace_holds_cols = false);
 
-void conv2d_forward_direct_cpu(float* out, const float* in, const float* weight, const float* bias,
+// grad_bias[k] = sum over n, oh, ow of grad_out (ASSIGNED; summed in double, one thread per channel).
+void conv2d_backward_bias_cpu(float* grad_bias, const float* grad_out, const Conv2dGeometry& g);
+
+void conv2d_forward_reference_cpu(float* out, const float* in, const float* weight, const float* bias,
                                const Conv2dGeometry& g);
 
 // Building blocks, exposed for tests and benchmarks.

@@ -1,0 +1,53 @@
+// conv2d_direct: the stride-1 convolution of the small CNNs FL trains, by register-blocked AVX-512 loops
+// (no im2col copy, no GEMM packing). Same math, layouts and contracts as conv2d (kernels/cpu/conv.h):
+//   out[n, k, oh, ow] = bias[k] + sum_{c, r, s} weight[k, c, r, s] * in[n, c, oh - pad + r, ow - pad + s]
+// PyTorch equivalent: F.conv2d(x, w, b, stride=1, padding=pad)
+//
+// Plan ("row-strided planes"). A valid (unpadded) stride-1 correlation of planes of width Wp writes
+// output q = oh * Wp + ow, i.e. with the INPUT's row stride: then filter tap (r, s) of output q reads
+// input q + r * Wp + s, so one contiguous 16-float load feeds 16 outputs for any plane size. The lanes
+// with ow >= OW (the last S - 1 of each row) wrap into the next row, compute garbage and are dropped
+// when the rows are copied out: Wp / OW more multiply-adds (LeNet conv2: 12 / 8) against no im2col and
+// no packing of the columns (together 37 % of a LeNet-28 step with im2col + OpenBLAS, 2026-11-23).
+//   forward      out = valid(in zero-padded by pad, weight) + bias
+//   grad_in      valid(grad_out zero-padded by R-1-pad / S-1-pad, weight flipped and transposed)
+//   grad_weight  dw[k, c, r, s] = sum_n sum_q dyS[n, k, q] * inP[n, c, q + r * Wp + s], where dyS is
+//                grad_out in the row-strided layout with zeros in the dropped columns
+// A register block holds KB output channels x NV vectors of 16 outputs (24 of the 32 zmm registers);
+// the weight gradient's block holds KB channels x TB filter taps, summed over every sample and position.
+//
+// Determinism: forward and grad_in split samples over threads, grad_weight splits (channel block, input
+// channel, tap block) items; every output is computed by one thread in a fixed order, so results do
+// not depend on the thread count. Rounding differs from the im2col path (a different summation order).
+// Backward ASSIGNS grad_in, grad_weight and grad_bias; any may be null.
+// The caller provides conv2d_direct_workspace_floats(g, threads) floats and passes the same `threads`:
+// the kernels run at most that many OpenMP threads and never allocate.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/conv.h"
+
+namespace bastion {
+
+// True when this build has the AVX-512 kernels and g is stride 1 with padding < R and < S (the grad_in
+// transposed convolution needs R - 1 - pad >= 0). Whether the direct path is also the FASTER one is
+// the op's choice (conv2d_prefers_direct).
+bool conv2d_direct_supported(const Conv2dGeometry& g);
+
+// Where the direct path beat im2col + OpenBLAS in bench_kernels' conv ladder (bench/RESULTS.md,
+// 2026-11-23, 1 thread): the forward on every layer measured (x1.3 to x5.2, ResNet18's 3x3 included);
+// the backward except where the output plane fills few of the 16 lanes AND the columns are long
+// enough for OpenBLAS to run near its peak (cnn-fedcap conv2: 10x10 outputs, C*R*S = 800: x0.85).
+bool conv2d_prefers_direct(const Conv2dGeometry& g);
+bool conv2d_prefers_direct_backward(const Conv2dGeometry& g);
+
+int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads);
+
+void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
+                               const Conv2dGeometry& g, float* workspace, int threads);
+void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
+                                const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
+                                int threads);
+
+}  // namespace bastion
