@@ -13,6 +13,9 @@
 //                                     forward's columns); only for such layers. The backward overwrites the
 //                                     kept columns with dcols, so later iterations multiply stale columns:
 //                                     same shapes and work, values irrelevant to the timing.
+//   conv_direct_forward/<layer>, conv_direct_backward/<layer>   rung 1 of the conv ladder: the direct
+//                                     AVX-512 path (kernels/cpu/conv_direct.h), the product's choice for
+//                                     these layers (conv2d_prefers_direct)
 //   conv_im2col/<layer>, conv_col2im/<layer>   the building blocks alone, to split conv time
 //   max_pool2d_forward/<shape>/threads:T, max_pool2d_backward/<shape>/threads:T
 //   max_pool2d_backward_v1/..., conv_col2im_v1/..., conv_col2im_v2/...
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
 #include "tensor/random.h"
@@ -279,6 +283,36 @@ void bm_conv_backward(benchmark::State& state, ConvLayer layer, int threads, boo
   state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The direct path (kernels/cpu/conv_direct.h), rung 1 of the conv ladder whose rung 0 is im2col +
+// OpenBLAS (conv_forward / conv_backward above): same layers, same flop counts.
+void bm_conv_direct_forward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
+      workspace(conv2d_direct_workspace_floats(g, threads), 5);
+  for (auto _ : state) {
+    conv2d_direct_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_conv_direct_backward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), grad_out(g.N * g.K * g.out_plane(), 3),
+      grad_in(g.N * g.C * g.H * g.W, 4), grad_weight(g.K * g.crs(), 5), grad_bias(g.K, 6),
+      workspace(conv2d_direct_workspace_floats(g, threads), 7);
+  float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
+  for (auto _ : state) {
+    conv2d_direct_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(),
+                               weight.get(), g, workspace.get(), threads);
+    benchmark::ClobberMemory();
+  }
+  const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
+  state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // im2col / col2im of the first chunk alone: bytes = input read + columns written (im2col), or
 // columns read + input gradient read and written (col2im adds into it).
 void bm_im2col(benchmark::State& state, ConvLayer layer, int threads) {
@@ -373,6 +407,14 @@ void register_all() {
         benchmark::RegisterBenchmark(("conv_backward_kept" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer,
                                      t, true)
             ->UseRealTime();
+      if (conv2d_direct_supported(layer.g)) {
+        benchmark::RegisterBenchmark(("conv_direct_forward" + suffix(layer.name, t)).c_str(), bm_conv_direct_forward,
+                                     layer, t)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("conv_direct_backward" + suffix(layer.name, t)).c_str(),
+                                     bm_conv_direct_backward, layer, t)
+            ->UseRealTime();
+      }
       benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)
           ->UseRealTime();
       if (!layer.first_layer) {

@@ -1,4 +1,6 @@
-// bench_train: one full SGD training step of a zoo model at batch 64, the unit of all FL client work.
+// bench_train: one full SGD training step of a zoo model at batch 64 (cnn-fedfsa: 48, FedFSA's batch),
+// the unit of all FL client work. The models the seed papers train on CPU: mlp (pFedSAM), lenet,
+// cnn-fedcap (FedCAP), cnn-fedfsa 1x28x28 (FedFSA), cnn-spmc (SPMC) and resnet18 (3 steps, for the record).
 //
 //   train_step/<model>/<C>x<H>x<W>/threads:T
 // One step = model->zero_grad(); loss = cross_entropy(model->forward(x), y); loss.backward(); sgd.step()
@@ -7,7 +9,7 @@
 // bench/reference/pytorch_train_step.py times the same steps in PyTorch for the side-by-side table.
 //
 // Counters (per repetition; bench/summarize.py takes medians):
-//   samples_per_s          64 / wall time of a step
+//   samples_per_s          batch / wall time of a step
 //   forward_ms, backward_ms, step_ms   wall time of the three phases of a step (manual timers; zero_grad
 //                          is counted in step_ms), to see where a step goes
 //   fresh_allocs_per_step  storage-pool fresh allocations during the timed steps / steps, after
@@ -17,9 +19,12 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "autograd/ops.h"
+#include "fl/core/thread_pool.h"
+#include "fl/evaluate.h"
 #include "kernels/cpu/gemm.h"
 #include "nn/models.h"
 #include "nn/optim.h"
@@ -30,12 +35,15 @@ using namespace bastion;
 namespace {
 
 constexpr int64_t kBatch = 64;
+constexpr int64_t kFedfsaBatch = 48;  // FedFSA's FMNIST batch size (IMPLEMENTATION-FACTS §3)
 constexpr int64_t kClasses = 10;
 constexpr int kWarmupSteps = 3;
 
 struct TrainCase {
   const char* model;
   InputShape input;
+  int64_t batch;
+  int iterations;  // 0: Google Benchmark decides; ResNet18 is timed over a fixed few steps (seconds each)
 };
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -48,9 +56,9 @@ void bm_train_step(benchmark::State& state, TrainCase c, int threads) {
   model->train(true);
   Sgd sgd(*model, SgdOptions{0.01f, 0.9f, 0.0f, false});
   Generator gen(2);
-  Tensor x = Tensor::randn({kBatch, c.input.channels, c.input.height, c.input.width}, gen);
-  LabelTensor y(kBatch);
-  for (int64_t i = 0; i < kBatch; ++i) y[i] = static_cast<int32_t>(gen.below(kClasses));
+  Tensor x = Tensor::randn({c.batch, c.input.channels, c.input.height, c.input.width}, gen);
+  LabelTensor y(c.batch);
+  for (int64_t i = 0; i < c.batch; ++i) y[i] = static_cast<int32_t>(gen.below(kClasses));
 
   float loss_value = 0.0f;
   auto step = [&] {
@@ -81,13 +89,53 @@ void bm_train_step(benchmark::State& state, TrainCase c, int threads) {
 
   const double steps = static_cast<double>(state.iterations());
   state.counters["samples_per_s"] =
-      benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(static_cast<double>(c.batch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["forward_ms"] = forward_ms / steps;
   state.counters["backward_ms"] = backward_ms / steps;
   state.counters["step_ms"] = step_ms / steps;
   state.counters["fresh_allocs_per_step"] =
       static_cast<double>(after.fresh_allocations - before.fresh_allocations) / steps;
   state.counters["final_loss"] = loss_value;
+}
+
+// evaluate/lenet/1x28x28/10000/threads:T: the global-model evaluation of every FL round on a test set
+// the size of Fashion-MNIST's (10,000 random 28x28 images, LeNet), done as SeedRun::evaluate_global does
+// it: chunks of 1000 (eval.batch) as tasks of a T-worker ThreadPool, each worker with its own model
+// replica and single-threaded kernels, each chunk through fl/evaluate.h's evaluate() (no graph).
+// The wall time of one iteration is the time of one evaluation.
+void bm_evaluate(benchmark::State& state, int threads) {
+  constexpr int64_t kTestImages = 10000, kChunk = 1000;
+  set_num_threads(1);  // threads = 1 runs the tasks inline on this thread: single-threaded kernels too
+  Dataset data;
+  data.name = "synthetic-fmnist";
+  data.height = data.width = 28;
+  data.num_classes = kClasses;
+  data.mean = {0.0f};
+  data.std = {1.0f};
+  Generator gen(3);
+  data.pixels.resize(kTestImages * 28 * 28);
+  for (uint8_t& p : data.pixels) p = static_cast<uint8_t>(gen.below(256));
+  data.labels.resize(kTestImages);
+  for (int32_t& label : data.labels) label = static_cast<int32_t>(gen.below(kClasses));
+  std::vector<std::unique_ptr<Model>> replicas;
+  for (int w = 0; w < threads; ++w) replicas.push_back(make_model("lenet", {1, 28, 28}, kClasses, /*seed=*/1));
+  ThreadPool pool(threads);
+  const int64_t chunks = kTestImages / kChunk;
+  std::vector<int64_t> correct(chunks);
+  auto evaluate_all = [&] {
+    pool.run(chunks, [&](int64_t k, int worker) {
+      std::vector<int64_t> part(kChunk);
+      for (int64_t i = 0; i < kChunk; ++i) part[i] = k * kChunk + i;
+      correct[k] = evaluate(*replicas[worker], data, kChunk, part).correct;
+    });
+  };
+  evaluate_all();  // warm-up: the storage pool's first allocations
+  for (auto _ : state) evaluate_all();
+  int64_t total = 0;
+  for (int64_t c : correct) total += c;
+  state.counters["samples_per_s"] =
+      benchmark::Counter(static_cast<double>(kTestImages), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["accuracy"] = static_cast<double>(total) / kTestImages;
 }
 
 }  // namespace
@@ -98,19 +146,25 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("openblas_core", blas_core);
   const TrainCase cases[] = {
-      {"mlp", {1, 28, 28}},
-      {"lenet", {1, 28, 28}},
-      {"lenet", {3, 32, 32}},
-      {"cnn-fedcap", {3, 32, 32}},
+      {"mlp", {1, 28, 28}, kBatch, 0},         {"lenet", {1, 28, 28}, kBatch, 0},
+      {"lenet", {3, 32, 32}, kBatch, 0},       {"cnn-fedcap", {3, 32, 32}, kBatch, 0},
+      {"cnn-fedfsa", {1, 28, 28}, kFedfsaBatch, 0}, {"cnn-spmc", {3, 32, 32}, kBatch, 0},
+      {"resnet18", {3, 32, 32}, kBatch, 3},
   };
   for (const TrainCase& c : cases) {
     for (int threads : {1, 2}) {
       const std::string name = std::string("train_step/") + c.model + "/" + std::to_string(c.input.channels) + "x" +
                                std::to_string(c.input.height) + "x" + std::to_string(c.input.width) +
                                "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), bm_train_step, c, threads)->UseRealTime();
+      auto* bench = benchmark::RegisterBenchmark(name.c_str(), bm_train_step, c, threads)->UseRealTime();
+      if (c.iterations > 0) bench->Iterations(c.iterations);
     }
   }
+  for (int threads : {1, 2})
+    benchmark::RegisterBenchmark(("evaluate/lenet/1x28x28/10000/threads:" + std::to_string(threads)).c_str(),
+                                 bm_evaluate, threads)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -21,7 +21,7 @@ for r in $(seq 1 "$repeats"); do
       rho=0.0
       [ "$step" = sam ] && rho=0.05
       dir="$out/$step-$threads-$r"
-      build/bastion run configs/bench/fl-round.toml --quiet --out "$dir" --threads "$threads" \
+      ${BASTION_BIN:-build/bastion} run configs/bench/fl-round.toml --quiet --out "$dir" --threads "$threads" \
         --set "clients.sgd.rho=$rho" > /dev/null
       printf "%-4s %-7s %-7s %s\n" "$step" "$threads" "$r" "$(round_seconds "$dir/timing.csv")"
     done
