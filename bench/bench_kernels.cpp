@@ -13,9 +13,11 @@
 //                                     forward's columns); only for such layers. The backward overwrites the
 //                                     kept columns with dcols, so later iterations multiply stale columns:
 //                                     same shapes and work, values irrelevant to the timing.
-//   conv_direct_forward/<layer>, conv_direct_backward/<layer>   rung 1 of the conv ladder: the direct
-//                                     AVX-512 path (kernels/cpu/conv_direct.h), the product's choice for
-//                                     these layers (conv2d_prefers_direct)
+//   conv_direct_rows_{forward,backward}/<layer>       rung 1 of the conv ladder: the direct AVX-512 path
+//                                     over row-strided planes (kernels/cpu/conv_direct.h)
+//   conv_direct_channels_{forward,backward}/<layer>   rung 2: 16 output channels per vector
+//                                     (conv_direct_channels.cpp), layers with K % 16 == 0; the product
+//                                     picks per layer and pass (conv2d_prefers_direct*, ConvDirectVariant::Auto)
 //   conv_im2col/<layer>, conv_col2im/<layer>   the building blocks alone, to split conv time
 //   max_pool2d_forward/<shape>/threads:T, max_pool2d_backward/<shape>/threads:T
 //   max_pool2d_backward_v1/..., conv_col2im_v1/..., conv_col2im_v2/...
@@ -42,6 +44,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
@@ -285,19 +288,19 @@ void bm_conv_backward(benchmark::State& state, ConvLayer layer, int threads, boo
 
 // The direct path (kernels/cpu/conv_direct.h), rung 1 of the conv ladder whose rung 0 is im2col +
 // OpenBLAS (conv_forward / conv_backward above): same layers, same flop counts.
-void bm_conv_direct_forward(benchmark::State& state, ConvLayer layer, int threads) {
+void bm_conv_direct_forward(benchmark::State& state, ConvLayer layer, int threads, ConvDirectVariant variant) {
   set_num_threads(threads);
   const Conv2dGeometry& g = layer.g;
   Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
       workspace(conv2d_direct_workspace_floats(g, threads), 5);
   for (auto _ : state) {
-    conv2d_direct_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads);
+    conv2d_direct_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads, variant);
     benchmark::ClobberMemory();
   }
   state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void bm_conv_direct_backward(benchmark::State& state, ConvLayer layer, int threads) {
+void bm_conv_direct_backward(benchmark::State& state, ConvLayer layer, int threads, ConvDirectVariant variant) {
   set_num_threads(threads);
   const Conv2dGeometry& g = layer.g;
   Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), grad_out(g.N * g.K * g.out_plane(), 3),
@@ -306,7 +309,7 @@ void bm_conv_direct_backward(benchmark::State& state, ConvLayer layer, int threa
   float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
   for (auto _ : state) {
     conv2d_direct_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(),
-                               weight.get(), g, workspace.get(), threads);
+                               weight.get(), g, workspace.get(), threads, variant);
     benchmark::ClobberMemory();
   }
   const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
@@ -407,12 +410,16 @@ void register_all() {
         benchmark::RegisterBenchmark(("conv_backward_kept" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer,
                                      t, true)
             ->UseRealTime();
-      if (conv2d_direct_supported(layer.g)) {
-        benchmark::RegisterBenchmark(("conv_direct_forward" + suffix(layer.name, t)).c_str(), bm_conv_direct_forward,
-                                     layer, t)
+      for (const auto& [rung, variant] : {std::pair{"rows", ConvDirectVariant::RowStrided},
+                                          std::pair{"channels", ConvDirectVariant::ChannelVector}}) {
+        // channels: K % 16 == 0 (else every pass would fall back to rows); its grad_in needs C % 16 too.
+        if (!conv2d_direct_supported(layer.g) || (variant == ConvDirectVariant::ChannelVector && layer.g.K % 16 != 0))
+          continue;
+        benchmark::RegisterBenchmark((std::string("conv_direct_") + rung + "_forward" + suffix(layer.name, t)).c_str(),
+                                     bm_conv_direct_forward, layer, t, variant)
             ->UseRealTime();
-        benchmark::RegisterBenchmark(("conv_direct_backward" + suffix(layer.name, t)).c_str(),
-                                     bm_conv_direct_backward, layer, t)
+        benchmark::RegisterBenchmark((std::string("conv_direct_") + rung + "_backward" + suffix(layer.name, t)).c_str(),
+                                     bm_conv_direct_backward, layer, t, variant)
             ->UseRealTime();
       }
       benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)

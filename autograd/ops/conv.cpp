@@ -22,16 +22,10 @@ Tensor conv2d_direct_cpu(const Tensor& x, const Tensor& weight, const Tensor& bi
     Tensor dx = node.needs_grad[0] ? Tensor::empty(x.shape()) : Tensor();
     Tensor dw = node.needs_grad[1] ? Tensor::empty(weight.shape()) : Tensor();
     Tensor db = node.needs_grad[2] ? Tensor::empty({g.K}) : Tensor();
-    if (conv2d_prefers_direct_backward(g)) {
-      const int threads = num_threads();
-      Tensor workspace = Tensor::empty({conv2d_direct_workspace_floats(g, threads)});
-      conv2d_direct_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(),
-                                 weight.data(), g, workspace.data(), threads);
-    } else {
-      Tensor workspace = Tensor::empty({conv2d_workspace_floats(g)});
-      conv2d_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(), weight.data(),
-                          g, workspace.data());
-    }
+    const int threads = num_threads();
+    Tensor workspace = Tensor::empty({conv2d_direct_workspace_floats(g, threads)});
+    conv2d_direct_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(),
+                               weight.data(), g, workspace.data(), threads);
     return std::vector<Tensor>{dx, dw, db};
   });
 }

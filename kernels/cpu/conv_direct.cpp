@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/cpu/conv_direct_internal.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
 
@@ -333,12 +334,30 @@ bool conv2d_direct_supported(const Conv2dGeometry& g) {
 int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads) {
   BASTION_CHECK(threads >= 1, "conv2d_direct: threads must be >= 1, got ", threads);
   const int64_t shared = std::max(forward_shared_floats(g), backward_shared_floats(g));
-  return shared + threads * std::max(forward_thread_floats(g), grad_in_thread_floats(g));
+  const int64_t row_strided = shared + threads * std::max(forward_thread_floats(g), grad_in_thread_floats(g));
+  const bool any_channel_pass = conv_direct_detail::channel_forward_ok(g) || conv_direct_detail::channel_grad_in_ok(g);
+  return any_channel_pass ? std::max(row_strided, conv_direct_detail::channel_workspace_floats(g, threads))
+                          : row_strided;
 }
 
-void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
-                               const Conv2dGeometry& g, float* workspace, int threads) {
-  BASTION_ASSERT(conv2d_direct_supported(g));
+namespace {
+
+// The pass runs channel vectors: asked for (and possible), or Auto and measured faster.
+bool use_channels(ConvDirectVariant variant, bool possible, double row_strided_lane_share) {
+  // bench_kernels' conv ladder, 2026-11-23 (bench/RESULTS.md): channel vectors win where the row-strided
+  // plan leaves a third of its lanes empty (cnn-fedcap conv2, 10x10 outputs, 69 % filled: forward x1.36)
+  // and lose where it fills most (cnn-fedcap conv1, 88 %: forward x0.88).
+  constexpr double kChannelVectorsBelowLaneShare = 0.75;
+  if (!possible || variant == ConvDirectVariant::RowStrided) return false;
+  return variant == ConvDirectVariant::ChannelVector || row_strided_lane_share < kChannelVectorsBelowLaneShare;
+}
+
+double lane_share(const ValidConv& v) {
+  return static_cast<double>(v.OH * v.OW) / static_cast<double>(v.vectors * kLanes);
+}
+
+void row_strided_forward(float* out, const float* in, const float* weight, const float* bias, const Conv2dGeometry& g,
+                         float* workspace, int threads) {
   const ValidConv v = forward_conv(g);
   float* packed = workspace;
   float* bias_packed = packed + packed_filter_floats(v);
@@ -363,44 +382,74 @@ void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight,
   }
 }
 
-void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
-                                const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
-                                int threads) {
-  BASTION_ASSERT(conv2d_direct_supported(g));
-  if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
+void row_strided_grad_weight(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
+                             float* workspace, int threads) {
   const ValidConv f = forward_conv(g), b = grad_in_conv(g);
-  float* packed = workspace;
-  float* padded_inputs = packed + packed_filter_floats(b);
+  float* padded_inputs = workspace + packed_filter_floats(b);
   float* grad_rows = padded_inputs + (g.padding > 0 ? g.N * f.C * f.plane() : 0);
+  const float* inputs = in;
+  if (g.padding > 0) {
+    for (int64_t n = 0; n < g.N; ++n)
+      pad_planes(padded_inputs + n * f.C * f.plane(), in + n * g.C * g.H * g.W, g.C, g.H, g.W, g.padding, g.padding);
+    inputs = padded_inputs;
+  }
+  grad_out_rows(grad_rows, grad_out, g, f, threads);
+  __m512* totals = aligned_totals(grad_rows + g.N * f.K_padded * f.out_stride());
+  weight_grad(grad_weight, totals, grad_rows, inputs, f, g.N, threads);
+}
+
+void row_strided_grad_in(float* grad_in, const float* grad_out, const float* weight, const Conv2dGeometry& g,
+                         float* workspace, int threads) {
+  const ValidConv b = grad_in_conv(g);
+  float* packed = workspace;
+  pack_filters(packed, weight, b, true);
   float* thread_base = workspace + std::max(forward_shared_floats(g), backward_shared_floats(g));
   const int64_t thread_floats = std::max(forward_thread_floats(g), grad_in_thread_floats(g));
-  if (grad_weight) {
-    if (g.N == 0) {
-      std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
-    } else {
-      const float* inputs = in;
-      if (g.padding > 0) {
-        for (int64_t n = 0; n < g.N; ++n)
-          pad_planes(padded_inputs + n * f.C * f.plane(), in + n * g.C * g.H * g.W, g.C, g.H, g.W, g.padding,
-                     g.padding);
-        inputs = padded_inputs;
-      }
-      grad_out_rows(grad_rows, grad_out, g, f, threads);
-      __m512* totals = aligned_totals(grad_rows + g.N * f.K_padded * f.out_stride());
-      weight_grad(grad_weight, totals, grad_rows, inputs, f, g.N, threads);
-    }
+  const int64_t ph = g.R - 1 - g.padding, pw = g.S - 1 - g.padding;
+#pragma omp parallel for schedule(static) num_threads(threads) if (g.N * g.K * g.crs() * b.Q >= kParallelMinWork)
+  for (int64_t n = 0; n < g.N; ++n) {
+    float* padded = thread_base + omp_get_thread_num() * thread_floats;
+    float* rows = padded + b.C * b.plane();
+    pad_planes(padded, grad_out + n * g.K * g.out_plane(), g.K, g.OH, g.OW, ph, pw);
+    valid_conv_sample(rows, padded, packed, nullptr, b);
+    copy_out_rows(grad_in + n * g.C * g.H * g.W, rows, b, g.C);
+  }
+}
+
+}  // namespace
+
+double conv2d_row_strided_lane_share(int64_t OH, int64_t OW, int64_t Wp) {
+  const int64_t Q = (OH - 1) * Wp + OW;
+  return static_cast<double>(OH * OW) / static_cast<double>((Q + kLanes - 1) / kLanes * kLanes);
+}
+
+void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
+                               const Conv2dGeometry& g, float* workspace, int threads, ConvDirectVariant variant) {
+  BASTION_ASSERT(conv2d_direct_supported(g));
+  if (use_channels(variant, conv_direct_detail::channel_forward_ok(g), lane_share(forward_conv(g))))
+    conv_direct_detail::channel_forward(out, in, weight, bias, g, workspace, threads);
+  else
+    row_strided_forward(out, in, weight, bias, g, workspace, threads);
+}
+
+void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
+                                const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
+                                int threads, ConvDirectVariant variant) {
+  BASTION_ASSERT(conv2d_direct_supported(g));
+  if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
+  if (grad_weight && g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
+  if (grad_weight && g.N > 0) {
+    if (use_channels(variant, conv_direct_detail::channel_weight_ok(g), lane_share(forward_conv(g))))
+      conv_direct_detail::channel_grad_weight(grad_weight, grad_out, in, g, workspace, threads);
+    else
+      row_strided_grad_weight(grad_weight, grad_out, in, g, workspace, threads);
   }
   if (grad_in) {
-    pack_filters(packed, weight, b, true);
-    const int64_t ph = g.R - 1 - g.padding, pw = g.S - 1 - g.padding;
-#pragma omp parallel for schedule(static) num_threads(threads) if (g.N * g.K * g.crs() * b.Q >= kParallelMinWork)
-    for (int64_t n = 0; n < g.N; ++n) {
-      float* padded = thread_base + omp_get_thread_num() * thread_floats;
-      float* rows = padded + b.C * b.plane();
-      pad_planes(padded, grad_out + n * g.K * g.out_plane(), g.K, g.OH, g.OW, ph, pw);
-      valid_conv_sample(rows, padded, packed, nullptr, b);
-      copy_out_rows(grad_in + n * g.C * g.H * g.W, rows, b, g.C);
-    }
+    // grad_in: channel vectors whenever C allows (they also skip the filter rows that meet only padding).
+    if (use_channels(variant, conv_direct_detail::channel_grad_in_ok(g), 0.0))
+      conv_direct_detail::channel_grad_in(grad_in, grad_out, weight, g, workspace, threads);
+    else
+      row_strided_grad_in(grad_in, grad_out, weight, g, workspace, threads);
   }
 }
 
@@ -408,11 +457,13 @@ void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_
 
 bool conv2d_direct_supported(const Conv2dGeometry&) { return false; }
 int64_t conv2d_direct_workspace_floats(const Conv2dGeometry&, int) { return 0; }
-void conv2d_direct_forward_cpu(float*, const float*, const float*, const float*, const Conv2dGeometry&, float*, int) {
+double conv2d_row_strided_lane_share(int64_t, int64_t, int64_t) { return 1.0; }
+void conv2d_direct_forward_cpu(float*, const float*, const float*, const float*, const Conv2dGeometry&, float*, int,
+                               ConvDirectVariant) {
   BASTION_FAIL("conv2d_direct: built without AVX-512");
 }
 void conv2d_direct_backward_cpu(float*, float*, float*, const float*, const float*, const float*,
-                                const Conv2dGeometry&, float*, int) {
+                                const Conv2dGeometry&, float*, int, ConvDirectVariant) {
   BASTION_FAIL("conv2d_direct: built without AVX-512");
 }
 
@@ -420,15 +471,5 @@ void conv2d_direct_backward_cpu(float*, float*, float*, const float*, const floa
 
 bool conv2d_prefers_direct(const Conv2dGeometry& g) { return conv2d_direct_supported(g); }
 
-bool conv2d_prefers_direct_backward(const Conv2dGeometry& g) {
-  if (!conv2d_direct_supported(g)) return false;
-  // Share of the row-strided lanes that hold real outputs (the rest is the wrapped S - 1 columns of
-  // every row and the last vector's tail).
-  const int64_t Wp = g.W + 2 * g.padding, Q = (g.OH - 1) * Wp + g.OW;
-  const double lane_share = static_cast<double>(g.out_plane()) / static_cast<double>((Q + 15) / 16 * 16);
-  constexpr double kMinLaneShare = 0.75;
-  constexpr int64_t kGemmFriendlyColumns = 512;
-  return lane_share >= kMinLaneShare || g.crs() < kGemmFriendlyColumns;
-}
 
 }  // namespace bastion

@@ -36,18 +36,26 @@ namespace bastion {
 bool conv2d_direct_supported(const Conv2dGeometry& g);
 
 // Where the direct path beat im2col + OpenBLAS in bench_kernels' conv ladder (bench/RESULTS.md,
-// 2026-11-23, 1 thread): the forward on every layer measured (x1.3 to x5.2, ResNet18's 3x3 included);
-// the backward except where the output plane fills few of the 16 lanes AND the columns are long
-// enough for OpenBLAS to run near its peak (cnn-fedcap conv2: 10x10 outputs, C*R*S = 800: x0.85).
+// 2026-11-23, 1 thread): every layer measured, forward and backward (LeNet, cnn-fedcap, ResNet18's 3x3).
 bool conv2d_prefers_direct(const Conv2dGeometry& g);
-bool conv2d_prefers_direct_backward(const Conv2dGeometry& g);
 
 int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads);
 
+// Which loops a pass runs. RowStrided: the plan above. ChannelVector: 16 output channels per vector
+// (kernels/cpu/conv_direct_channels.cpp) for passes whose output channels are a multiple of 16 (forward
+// and grad_weight: K; grad_in: C); other passes fall back to RowStrided. Auto: the measured choice
+// (conv2d_direct_uses_channel_vectors). Tests and bench_kernels pin a variant; the op uses Auto.
+enum class ConvDirectVariant { Auto, RowStrided, ChannelVector };
+
+// Share of the 16-float lanes the row-strided plan fills with real outputs, for a valid conv whose
+// input planes have width Wp and whose outputs are (OH, OW): OH * OW / (16 * ceil(Q / 16)).
+double conv2d_row_strided_lane_share(int64_t OH, int64_t OW, int64_t Wp);
+
 void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
-                               const Conv2dGeometry& g, float* workspace, int threads);
+                               const Conv2dGeometry& g, float* workspace, int threads,
+                               ConvDirectVariant variant = ConvDirectVariant::Auto);
 void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
                                 const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
-                                int threads);
+                                int threads, ConvDirectVariant variant = ConvDirectVariant::Auto);
 
 }  // namespace bastion

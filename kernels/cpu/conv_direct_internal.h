@@ -1,0 +1,24 @@
+// Internal to kernels/cpu/conv_direct*.cpp: the channel-vector variant (conv_direct_channels.cpp),
+// which conv_direct.cpp dispatches to per pass. Workspace: channel_workspace_floats(g, threads) floats,
+// laid out as [packed filters][per-thread slices][weight-gradient region]; the passes of one backward
+// run one after another and may reuse it.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/conv.h"
+
+namespace bastion::conv_direct_detail {
+
+bool channel_forward_ok(const Conv2dGeometry& g);  // K % 16 == 0
+bool channel_grad_in_ok(const Conv2dGeometry& g);  // C % 16 == 0
+bool channel_weight_ok(const Conv2dGeometry& g);   // K % 16 == 0
+int64_t channel_workspace_floats(const Conv2dGeometry& g, int threads);
+void channel_forward(float* out, const float* in, const float* weight, const float* bias, const Conv2dGeometry& g,
+                     float* workspace, int threads);
+void channel_grad_in(float* grad_in, const float* grad_out, const float* weight, const Conv2dGeometry& g,
+                     float* workspace, int threads);
+void channel_grad_weight(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
+                         float* workspace, int threads);
+
+}  // namespace bastion::conv_direct_detail
