@@ -19,7 +19,17 @@ namespace bastion {
 
 #if defined(__AVX512F__)
 
+void conv_direct_detail::pad_planes(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t ph,
+                                    int64_t pw) {
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
+  std::fill_n(dst, C * Hp * Wp, 0.0f);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t h = 0; h < H; ++h) std::memcpy(dst + (c * Hp + h + ph) * Wp + pw, src + (c * H + h) * W, W * sizeof(float));
+}
+
 namespace {
+
+using conv_direct_detail::pad_planes;
 
 constexpr int64_t kLanes = 16;
 // Register budget of a block: 24 accumulators, leaving 8 of the 32 zmm registers for the loaded
@@ -145,14 +155,6 @@ void copy_out_rows(float* dst, const float* buffer, const ValidConv& v, int64_t 
   for (int64_t k = 0; k < channels; ++k)
     for (int64_t oh = 0; oh < v.OH; ++oh)
       std::memcpy(dst + (k * v.OH + oh) * v.OW, buffer + k * v.out_stride() + oh * v.Wp, v.OW * sizeof(float));
-}
-
-// planes (C, H, W) -> zero-padded (C, H + 2 ph, W + 2 pw).
-void pad_planes(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw) {
-  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
-  std::fill_n(dst, C * Hp * Wp, 0.0f);
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t h = 0; h < H; ++h) std::memcpy(dst + (c * Hp + h + ph) * Wp + pw, src + (c * H + h) * W, W * sizeof(float));
 }
 
 // ---- the three passes' plans: geometry of each valid convolution and the workspace layout --------------

@@ -137,14 +137,6 @@ void channel_conv_sample(float* out, const float* in, const float* packed, const
   }
 }
 
-// planes (C, H, W) -> zero-padded (C, H + 2 ph, W + 2 pw).
-void pad_planes(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw) {
-  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
-  std::fill_n(dst, C * Hp * Wp, 0.0f);
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t h = 0; h < H; ++h) std::memcpy(dst + (c * Hp + h + ph) * Wp + pw, src + (c * H + h) * W, W * sizeof(float));
-}
-
 int64_t filter_floats(const Conv2dGeometry& g) { return g.K * g.C * g.R * g.S; }
 
 // Per-thread floats of the forward / grad_in sample pass: the padded input and the transposed result.

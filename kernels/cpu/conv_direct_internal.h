@@ -10,6 +10,9 @@
 
 namespace bastion::conv_direct_detail {
 
+// planes (C, H, W) -> zero-padded (C, H + 2 ph, W + 2 pw), padding ASSIGNED zero.
+void pad_planes(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw);
+
 bool channel_forward_ok(const Conv2dGeometry& g);  // K % 16 == 0
 bool channel_grad_in_ok(const Conv2dGeometry& g);  // C % 16 == 0
 bool channel_weight_ok(const Conv2dGeometry& g);   // K % 16 == 0
