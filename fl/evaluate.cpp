@@ -8,6 +8,13 @@
 
 namespace bastion {
 
+namespace {
+// Samples per forward pass. The loader still reads eval.batch samples at a time, but the model sees at
+// most this many, so evaluation memory (one forward's activations per worker replica) no longer grows
+// with eval.batch: ResNet18 on CIFAR-10 at eval.batch 1000 peaked at 5.5 GB RSS (issue 19).
+constexpr int64_t kEvalForwardSamples = 128;
+}  // namespace
+
 std::vector<int32_t> argmax_rows(const Tensor& logits) {
   check_rank(logits, 2, "argmax_rows", "logits");
   const int64_t N = logits.size(0), C = logits.size(1);
@@ -57,15 +64,19 @@ EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const
   double loss_sum = 0.0;
   int64_t correct = 0;
   while (loader.next(x, y)) {
-    // Batches come from the host loader; a CUDA model gets a device copy and returns its logits to the
-    // host, where the loss, entropy and argmax are computed the same way for both devices.
-    const Tensor logits = model.forward(x.to(model.device())).to(Device::CPU);
-    const int64_t n = x.size(0);
-    loss_sum += static_cast<double>(cross_entropy(logits, y).item()) * n;
-    result.entropy_sum += softmax_entropy_sum(logits);
-    const std::vector<int32_t> predicted = argmax_rows(logits);
-    for (int64_t i = 0; i < n; ++i) correct += predicted[i] == y[i];
-    result.samples += n;
+    for (int64_t begin = 0; begin < x.size(0); begin += kEvalForwardSamples) {
+      const int64_t end = std::min(x.size(0), begin + kEvalForwardSamples), n = end - begin;
+      const LabelTensor labels =
+          LabelTensor::from_vector(std::vector<int32_t>(y.data() + begin, y.data() + end));
+      // Batches come from the host loader; a CUDA model gets a device copy and returns its logits to the
+      // host, where the loss, entropy and argmax are computed the same way for both devices.
+      const Tensor logits = model.forward(x.slice_rows(begin, end).to(model.device())).to(Device::CPU);
+      loss_sum += static_cast<double>(cross_entropy(logits, labels).item()) * n;
+      result.entropy_sum += softmax_entropy_sum(logits);
+      const std::vector<int32_t> predicted = argmax_rows(logits);
+      for (int64_t i = 0; i < n; ++i) correct += predicted[i] == labels[i];
+      result.samples += n;
+    }
   }
   model.train(was_training);
   result.correct = correct;

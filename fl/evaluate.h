@@ -19,7 +19,8 @@ struct EvalResult {
   double entropy_sum = 0.0;
 };
 
-// `indices` empty = the whole dataset. Restores the model's train/eval mode afterwards.
+// `indices` empty = the whole dataset, read batch_size samples at a time and fed to the model in forward
+// passes of at most 128 (so memory does not grow with batch_size). Restores the model's train/eval mode.
 // transform (optional): the deterministic part of a training transform (resize, channel replication;
 // no crop or flip at test time). poison (optional): e.g. every sample triggered and relabelled with the
 // target (per_batch = batch_size), so `accuracy` is the attack success rate on `indices`.
