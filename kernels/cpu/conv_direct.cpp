@@ -45,6 +45,7 @@ int block_channels(int64_t K) { return K % 8 == 0 ? 8 : K % 6 == 0 ? 6 : 4; }
 // A valid stride-1 correlation of C planes (Hp, Wp) with (K, C, R, S) filters, row-strided output.
 struct ValidConv {
   int64_t C, Hp, Wp, K, R, S;
+  int64_t pad_rows;  // zero rows above (and below) the data rows of every plane
   int KB;            // output channels per register block
   int64_t K_padded;  // K rounded up to KB
   int64_t OH, OW;    // valid output size
@@ -58,8 +59,8 @@ struct ValidConv {
   }
 };
 
-ValidConv valid_conv(int64_t C, int64_t Hp, int64_t Wp, int64_t K, int64_t R, int64_t S) {
-  ValidConv v{C, Hp, Wp, K, R, S, block_channels(K), 0, Hp - R + 1, Wp - S + 1, 0, 0};
+ValidConv valid_conv(int64_t C, int64_t Hp, int64_t Wp, int64_t K, int64_t R, int64_t S, int64_t pad_rows) {
+  ValidConv v{C, Hp, Wp, K, R, S, pad_rows, block_channels(K), 0, Hp - R + 1, Wp - S + 1, 0, 0};
   v.K_padded = ceil_div(K, v.KB) * v.KB;
   v.Q = (v.OH - 1) * Wp + v.OW;
   v.vectors = ceil_div(v.Q, kLanes);
@@ -95,10 +96,14 @@ void valid_block(float* out, const float* in, const float* packed, const float* 
     #pragma GCC unroll 24
     for (int j = 0; j < NV; ++j) acc[kk][j] = b;
   }
-  const float* w = packed;
+  // Filter rows that meet only zero padding for every output row of the block are skipped (grad_in pads
+  // by R - 1 - pad: in LeNet conv2's grad_in 4 of 5 filter rows at the top and bottom output rows).
+  const int64_t oh_lo = v0 * kLanes / v.Wp, oh_hi = std::min(v.OH - 1, ((v0 + NV) * kLanes - 1) / v.Wp);
+  const int64_t r0 = std::max<int64_t>(0, v.pad_rows - oh_hi), r1 = std::min(v.R, v.Hp - v.pad_rows - oh_lo);
   for (int64_t c = 0; c < v.C; ++c) {
-    for (int64_t r = 0; r < v.R; ++r) {
+    for (int64_t r = r0; r < r1; ++r) {
       const float* row = in + c * v.plane() + r * v.Wp + v0 * kLanes;
+      const float* w = packed + (c * v.R + r) * v.S * KB;
       for (int64_t s = 0; s < v.S; ++s, w += KB) {
         __m512 x[NV];
         #pragma GCC unroll 24
@@ -160,21 +165,14 @@ void copy_out_rows(float* dst, const float* buffer, const ValidConv& v, int64_t 
 // ---- the three passes' plans: geometry of each valid convolution and the workspace layout --------------
 
 ValidConv forward_conv(const Conv2dGeometry& g) {
-  return valid_conv(g.C, g.H + 2 * g.padding, g.W + 2 * g.padding, g.K, g.R, g.S);
+  return valid_conv(g.C, g.H + 2 * g.padding, g.W + 2 * g.padding, g.K, g.R, g.S, g.padding);
 }
 
 // grad_in = valid(grad_out padded by R-1-pad, S-1-pad; flipped filters with C outputs and K inputs).
 ValidConv grad_in_conv(const Conv2dGeometry& g) {
-  return valid_conv(g.K, g.OH + 2 * (g.R - 1 - g.padding), g.OW + 2 * (g.S - 1 - g.padding), g.C, g.R, g.S);
+  return valid_conv(g.K, g.OH + 2 * (g.R - 1 - g.padding), g.OW + 2 * (g.S - 1 - g.padding), g.C, g.R, g.S,
+                    g.R - 1 - g.padding);
 }
-
-struct Workspace {
-  float *packed, *bias_packed;        // forward filters (or the grad_in filters in the backward)
-  float* padded_inputs;               // backward, pad > 0: every sample padded, (N, C, Hp, Wp)
-  float* grad_rows;                   // backward: grad_out row-strided, (N, K_padded, vectors * 16)
-  float* thread_base;                 // per-thread slices of thread_floats
-  int64_t thread_floats;
-};
 
 int64_t forward_thread_floats(const Conv2dGeometry& g) {
   const ValidConv v = forward_conv(g);
