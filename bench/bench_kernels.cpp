@@ -17,7 +17,7 @@
 //                                     over row-strided planes (kernels/cpu/conv_direct.h)
 //   conv_direct_channels_{forward,backward}/<layer>   rung 2: 16 output channels per vector
 //                                     (conv_direct_channels.cpp), layers with K % 16 == 0; the product
-//                                     picks per layer and pass (conv2d_prefers_direct*, ConvDirectVariant::Auto)
+//                                     picks per layer and pass (ConvDirectVariant::Auto)
 //   conv_im2col/<layer>, conv_col2im/<layer>   the building blocks alone, to split conv time
 //   max_pool2d_forward/<shape>/threads:T, max_pool2d_backward/<shape>/threads:T
 //   max_pool2d_backward_v1/..., conv_col2im_v1/..., conv_col2im_v2/...

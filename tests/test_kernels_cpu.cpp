@@ -1,6 +1,6 @@
 // Kernel-level tests for kernels/cpu: the two GEMMs against each other and against a double-precision
-// reference, im2col+GEMM conv and the direct AVX-512 conv against the reference loops (forward) and a
-// double backward, small
+// reference, im2col+GEMM conv against the reference loops (forward) and a double backward (the direct
+// AVX-512 conv: test_kernels_cpu_conv_direct.cpp), small
 // hand-computed examples for conv and batch norm, and thread-count determinism (pooling and
 // softmax/cross-entropy/KL: test_kernels_cpu_pool_softmax.cpp). Output buffers start as NaN (or a sentinel) so an element a kernel forgot to write shows.
 #include <gtest/gtest.h>
@@ -14,11 +14,11 @@
 
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/conv.h"
-#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/softmax.h"
 #include "tensor/random.h"
+#include "tests/conv_test_support.h"
 #include "tests/kernel_test_support.h"
 
 namespace bastion {
@@ -118,42 +118,6 @@ TEST(KernelsCpuGemm, TwoByTwoKnownAnswer) {
 
 // ================================================================================================ conv
 
-struct ConvCase {
-  int64_t N, C, H, W, K, R, S, stride, padding;
-};
-
-std::ostream& operator<<(std::ostream& os, const ConvCase& c) {
-  return os << "N" << c.N << " C" << c.C << " " << c.H << "x" << c.W << " K" << c.K << " " << c.R << "x" << c.S
-            << " stride " << c.stride << " pad " << c.padding;
-}
-
-const ConvCase kConvCases[] = {
-    {1, 1, 1, 1, 1, 1, 1, 1, 0},   // smallest possible
-    {2, 3, 7, 9, 4, 3, 3, 1, 1},   // same padding, non-square input
-    {3, 2, 8, 7, 5, 5, 5, 2, 2},   // kernel 5, stride 2, padding 2
-    {2, 3, 9, 7, 4, 3, 3, 2, 0},   // stride 2 leaves a remainder row/column
-    {2, 4, 5, 5, 3, 1, 1, 1, 0},   // 1x1 conv
-    {2, 1, 6, 6, 2, 3, 3, 3, 1},   // stride 3
-    {2, 3, 5, 4, 4, 5, 3, 1, 2},   // non-square kernel
-    {3, 2, 4, 4, 2, 4, 4, 1, 0},   // kernel covers the whole input: 1x1 output
-    {2, 2, 3, 3, 3, 3, 3, 1, 2},   // padding 2 on 3x3: corner outputs see a single input pixel
-    {16, 8, 64, 64, 3, 3, 3, 1, 1} // columns exceed one chunk: chunks of 14 and 2 samples
-};
-
-struct ConvData {
-  Conv2dGeometry g;
-  std::vector<float> in, weight, bias;
-};
-
-ConvData make_conv(const ConvCase& c, uint64_t seed) {
-  Generator gen(seed);
-  ConvData d{conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding), {}, {}, {}};
-  d.in = randn(c.N * c.C * c.H * c.W, gen);
-  d.weight = randn(c.K * c.C * c.R * c.S, gen);
-  d.bias = randn(c.K, gen);
-  return d;
-}
-
 TEST(KernelsCpuConv, MultiChunkCaseReallyHasSeveralChunks) {
   const ConvCase& c = kConvCases[std::size(kConvCases) - 1];
   const Conv2dGeometry g = conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding);
@@ -172,54 +136,9 @@ TEST(KernelsCpuConv, Im2colGemmForwardMatchesDirect) {
       const float* bias = with_bias ? d.bias.data() : nullptr;
       std::vector<float> out(out_numel, kNaN), workspace(conv2d_workspace_floats(g), kNaN);
       conv2d_forward_cpu(out.data(), d.in.data(), d.weight.data(), bias, g, workspace.data());
-      // The direct loops give the value; the same loops over |in|, |weight|, |bias| give sum|terms|.
-      std::vector<float> direct(out_numel, kNaN), magnitude_f(out_numel, kNaN);
-      conv2d_forward_reference_cpu(direct.data(), d.in.data(), d.weight.data(), bias, g);
-      const std::vector<float> abs_in = absolute(d.in), abs_w = absolute(d.weight), abs_b = absolute(d.bias);
-      conv2d_forward_reference_cpu(magnitude_f.data(), abs_in.data(), abs_w.data(), with_bias ? abs_b.data() : nullptr,
-                                g);
-      // The direct result is a double sum rounded once to float: allow that rounding too.
-      std::vector<double> want(direct.begin(), direct.end()), magnitude(out_numel);
-      for (int64_t i = 0; i < out_numel; ++i) magnitude[i] = 2.0 * magnitude_f[i];
-      expect_close(out, want, magnitude, g.crs() + 1, with_bias ? "conv2d_forward_cpu (bias)" : "conv2d_forward_cpu");
+      expect_forward_matches_reference(out, d, with_bias, with_bias ? "conv2d_forward_cpu (bias)" : "conv2d_forward_cpu");
     }
   }
-}
-
-// Direct backward in double: gradients and the sums of |terms| they are made of.
-struct ConvGrads {
-  std::vector<double> in, weight, bias, in_mag, weight_mag, bias_mag;
-};
-
-ConvGrads conv_backward_reference(const ConvData& d, const std::vector<float>& grad_out) {
-  const Conv2dGeometry& g = d.g;
-  ConvGrads r;
-  r.in.assign(d.in.size(), 0.0);
-  r.in_mag.assign(d.in.size(), 0.0);
-  r.weight.assign(d.weight.size(), 0.0);
-  r.weight_mag.assign(d.weight.size(), 0.0);
-  r.bias.assign(g.K, 0.0);
-  r.bias_mag.assign(g.K, 0.0);
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t k = 0; k < g.K; ++k)
-      for (int64_t oh = 0; oh < g.OH; ++oh)
-        for (int64_t ow = 0; ow < g.OW; ++ow) {
-          const double dy = grad_out[((n * g.K + k) * g.OH + oh) * g.OW + ow];
-          r.bias[k] += dy;
-          r.bias_mag[k] += std::abs(dy);
-          for (int64_t c = 0; c < g.C; ++c)
-            for (int64_t rr = 0; rr < g.R; ++rr)
-              for (int64_t s = 0; s < g.S; ++s) {
-                const int64_t ih = oh * g.stride - g.padding + rr, iw = ow * g.stride - g.padding + s;
-                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
-                const int64_t wi = ((k * g.C + c) * g.R + rr) * g.S + s, xi = ((n * g.C + c) * g.H + ih) * g.W + iw;
-                r.weight[wi] += dy * d.in[xi];
-                r.weight_mag[wi] += std::abs(dy * d.in[xi]);
-                r.in[xi] += dy * d.weight[wi];
-                r.in_mag[xi] += std::abs(dy * d.weight[wi]);
-              }
-        }
-  return r;
 }
 
 TEST(KernelsCpuConv, Im2colGemmBackwardMatchesDirect) {
@@ -246,135 +165,6 @@ TEST(KernelsCpuConv, Im2colGemmBackwardMatchesDirect) {
     conv2d_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(), g,
                         workspace.data());
     EXPECT_EQ(0, std::memcmp(grad_w.data(), grad_w_only.data(), grad_w.size() * sizeof(float)));
-  }
-}
-
-// ---- the direct path (kernels/cpu/conv_direct.h): the same oracles, on every case it supports plus the
-// FL layer shapes it was written for. Each shape exercises a different register-block choice: K = 6
-// (6-channel blocks), 16 and 32 (8), 7 and 50 (4, padded channels); row-strided planes whose last
-// vector is partial; padding up to R - 1 (the grad_in transposed convolution then pads by 0).
-const ConvCase kDirectConvCases[] = {
-    {3, 1, 28, 28, 6, 5, 5, 1, 0},    // LeNet-28 conv1
-    {2, 6, 12, 12, 16, 5, 5, 1, 0},   // LeNet-28 conv2
-    {2, 3, 14, 14, 32, 5, 5, 1, 0},   // cnn-fedcap-like
-    {2, 5, 9, 11, 7, 3, 3, 1, 1},     // K = 7, padding 1
-    {1, 2, 3, 40, 5, 3, 2, 1, 1},     // wide, short plane: many vectors per row block
-    {2, 4, 6, 5, 50, 3, 3, 1, 2},     // padding R - 1
-    {9, 2, 5, 5, 3, 2, 2, 1, 0},      // N not a multiple of the weight-gradient sample chunk
-    // channel vectors (K % 16 == 0; grad_in also C % 16 == 0): 1, 2 and 4 vectors per block
-    {3, 16, 14, 14, 64, 5, 5, 1, 0},  // cnn-fedcap conv2 shape, smaller C
-    {2, 16, 7, 9, 32, 3, 3, 1, 1},    // padding 1, rows split into unequal blocks
-    {5, 32, 6, 6, 16, 5, 5, 1, 2},    // padding R - 1: most filter rows of grad_in meet only padding
-    {2, 3, 30, 30, 16, 3, 3, 1, 0},   // wide rows (28 outputs: two 14-blocks), C not a multiple of 16
-};
-
-const ConvDirectVariant kDirectVariants[] = {ConvDirectVariant::RowStrided, ConvDirectVariant::ChannelVector,
-                                             ConvDirectVariant::Auto};
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-std::vector<ConvCase> direct_cases() {
-  std::vector<ConvCase> cases;
-  for (const ConvCase& c : kConvCases)
-    if (conv2d_direct_supported(conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding)))
-      cases.push_back(c);
-  cases.insert(cases.end(), std::begin(kDirectConvCases), std::end(kDirectConvCases));
-  return cases;
-}
-
-TEST(KernelsCpuConvDirect, SupportsStrideOneWithPaddingBelowTheKernel) {
-  if (!conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 0))) GTEST_SKIP() << "built without AVX-512";
-  EXPECT_TRUE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 2)));
-  EXPECT_FALSE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 2, 0)));  // stride 2
-  EXPECT_FALSE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 3)));  // padding = R
-}
-
-TEST(KernelsCpuConvDirect, ForwardMatchesReference) {
-  uint64_t seed = 70;
-  for (const ConvCase& c : direct_cases()) {
-    SCOPED_TRACE(::testing::Message() << c);
-    const ConvData d = make_conv(c, seed++);
-    const Conv2dGeometry& g = d.g;
-    const int64_t out_numel = g.N * g.K * g.OH * g.OW;
-    for (const auto [with_bias, variant] : {std::pair{true, ConvDirectVariant::RowStrided},
-                                            std::pair{false, ConvDirectVariant::RowStrided},
-                                            std::pair{true, ConvDirectVariant::ChannelVector},
-                                            std::pair{false, ConvDirectVariant::ChannelVector},
-                                            std::pair{true, ConvDirectVariant::Auto}}) {
-      SCOPED_TRACE(::testing::Message() << "variant " << static_cast<int>(variant) << " bias " << with_bias);
-      const float* bias = with_bias ? d.bias.data() : nullptr;
-      std::vector<float> out(out_numel, kNaN), workspace(conv2d_direct_workspace_floats(g, 1), kNaN);
-      conv2d_direct_forward_cpu(out.data(), d.in.data(), d.weight.data(), bias, g, workspace.data(), 1, variant);
-      std::vector<float> direct(out_numel, kNaN), magnitude_f(out_numel, kNaN);
-      conv2d_forward_reference_cpu(direct.data(), d.in.data(), d.weight.data(), bias, g);
-      const std::vector<float> abs_in = absolute(d.in), abs_w = absolute(d.weight), abs_b = absolute(d.bias);
-      conv2d_forward_reference_cpu(magnitude_f.data(), abs_in.data(), abs_w.data(), with_bias ? abs_b.data() : nullptr,
-                                   g);
-      std::vector<double> want(direct.begin(), direct.end()), magnitude(out_numel);
-      for (int64_t i = 0; i < out_numel; ++i) magnitude[i] = 2.0 * magnitude_f[i];
-      expect_close(out, want, magnitude, g.crs() + 1, "conv2d_direct_forward_cpu");
-    }
-  }
-  if (direct_cases().empty()) GTEST_SKIP() << "built without AVX-512";
-}
-
-TEST(KernelsCpuConvDirect, BackwardMatchesReference) {
-  uint64_t seed = 90;
-  for (const ConvCase& c : direct_cases()) {
-    SCOPED_TRACE(::testing::Message() << c);
-    const ConvData d = make_conv(c, seed++);
-    const Conv2dGeometry& g = d.g;
-    Generator gen(seed * 5);
-    const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
-    const ConvGrads want = conv_backward_reference(d, grad_out);
-    for (const ConvDirectVariant variant : kDirectVariants) {
-      SCOPED_TRACE(::testing::Message() << "variant " << static_cast<int>(variant));
-      std::vector<float> grad_in(d.in.size(), kNaN), grad_w(d.weight.size(), kNaN), grad_b(g.K, kNaN);
-      std::vector<float> workspace(conv2d_direct_workspace_floats(g, 1), kNaN);
-      conv2d_direct_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), grad_out.data(), d.in.data(),
-                                 d.weight.data(), g, workspace.data(), 1, variant);
-      expect_close(grad_in, want.in, want.in_mag, g.K * g.R * g.S, "grad_in");
-      expect_close(grad_w, want.weight, want.weight_mag, g.N * g.out_plane(), "grad_weight");
-      expect_close(grad_b, want.bias, want.bias_mag, g.N * g.out_plane(), "grad_bias");
-
-      // Null outputs are skipped and the others come out bitwise the same.
-      std::vector<float> grad_w_only(d.weight.size(), kNaN);
-      std::fill(workspace.begin(), workspace.end(), kNaN);
-      conv2d_direct_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(),
-                                 g, workspace.data(), 1, variant);
-      EXPECT_TRUE(bitwise_equal(grad_w, grad_w_only));
-    }
-  }
-  if (direct_cases().empty()) GTEST_SKIP() << "built without AVX-512";
-}
-
-// The thread count changes who computes an output, never how: 1, 2 and 3 threads agree bitwise.
-TEST(KernelsCpuConvDirect, ResultsDoNotDependOnTheThreadCount) {
-  const ConvCase c{8, 16, 12, 12, 32, 5, 5, 1, 1};
-  const ConvData d = make_conv(c, 123);
-  const Conv2dGeometry& g = d.g;
-  if (!conv2d_direct_supported(g)) GTEST_SKIP() << "built without AVX-512";
-  Generator gen(124);
-  const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
-  for (const ConvDirectVariant variant : kDirectVariants) {
-    auto run = [&](int threads) {
-      std::vector<float> workspace(conv2d_direct_workspace_floats(g, threads), kNaN);
-      std::vector<float> out(g.N * g.K * g.out_plane()), gi(d.in.size()), gw(d.weight.size()), gb(g.K);
-      conv2d_direct_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(), threads,
-                                variant);
-      conv2d_direct_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
-                                 workspace.data(), threads, variant);
-      return std::vector<std::vector<float>>{out, gi, gw, gb};
-    };
-    const auto one = run(1);
-    for (const int threads : {2, 3}) {
-      const auto many = run(threads);
-      for (size_t i = 0; i < one.size(); ++i)
-        EXPECT_TRUE(bitwise_equal(one[i], many[i])) << i << ", " << threads << " threads, variant "
-                                                    << static_cast<int>(variant);
-    }
   }
 }
 

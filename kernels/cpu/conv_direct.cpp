@@ -345,8 +345,8 @@ namespace {
 // The pass runs channel vectors: asked for (and possible), or Auto and measured faster.
 bool use_channels(ConvDirectVariant variant, bool possible, double row_strided_lane_share) {
   // bench_kernels' conv ladder, 2026-11-23 (bench/RESULTS.md): channel vectors win where the row-strided
-  // plan leaves a third of its lanes empty (cnn-fedcap conv2, 10x10 outputs, 69 % filled: forward x1.36)
-  // and lose where it fills most (cnn-fedcap conv1, 88 %: forward x0.88).
+  // plan leaves a third of its lanes empty (cnn-fedcap conv2, 10x10 outputs, 69 % filled: forward x1.39)
+  // and lose where it fills most (cnn-fedcap conv1, 88 %: forward x0.83).
   constexpr double kChannelVectorsBelowLaneShare = 0.75;
   if (!possible || variant == ConvDirectVariant::RowStrided) return false;
   return variant == ConvDirectVariant::ChannelVector || row_strided_lane_share < kChannelVectorsBelowLaneShare;
@@ -418,11 +418,6 @@ void row_strided_grad_in(float* grad_in, const float* grad_out, const float* wei
 
 }  // namespace
 
-double conv2d_row_strided_lane_share(int64_t OH, int64_t OW, int64_t Wp) {
-  const int64_t Q = (OH - 1) * Wp + OW;
-  return static_cast<double>(OH * OW) / static_cast<double>((Q + kLanes - 1) / kLanes * kLanes);
-}
-
 void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
                                const Conv2dGeometry& g, float* workspace, int threads, ConvDirectVariant variant) {
   BASTION_ASSERT(conv2d_direct_supported(g));
@@ -457,7 +452,6 @@ void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_
 
 bool conv2d_direct_supported(const Conv2dGeometry&) { return false; }
 int64_t conv2d_direct_workspace_floats(const Conv2dGeometry&, int) { return 0; }
-double conv2d_row_strided_lane_share(int64_t, int64_t, int64_t) { return 1.0; }
 void conv2d_direct_forward_cpu(float*, const float*, const float*, const float*, const Conv2dGeometry&, float*, int,
                                ConvDirectVariant) {
   BASTION_FAIL("conv2d_direct: built without AVX-512");
@@ -468,8 +462,6 @@ void conv2d_direct_backward_cpu(float*, float*, float*, const float*, const floa
 }
 
 #endif
-
-bool conv2d_prefers_direct(const Conv2dGeometry& g) { return conv2d_direct_supported(g); }
 
 
 }  // namespace bastion

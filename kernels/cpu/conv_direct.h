@@ -31,25 +31,18 @@
 namespace bastion {
 
 // True when this build has the AVX-512 kernels and g is stride 1 with padding < R and < S (the grad_in
-// transposed convolution needs R - 1 - pad >= 0). Whether the direct path is also the FASTER one is
-// the op's choice (conv2d_prefers_direct).
+// transposed convolution needs R - 1 - pad >= 0). The op takes the direct path for every such layer:
+// it beat im2col + OpenBLAS on every layer of bench_kernels' conv ladder, forward and backward
+// (bench/RESULTS.md, "CPU speed", 2026-11-23, 1 thread).
 bool conv2d_direct_supported(const Conv2dGeometry& g);
-
-// Where the direct path beat im2col + OpenBLAS in bench_kernels' conv ladder (bench/RESULTS.md,
-// 2026-11-23, 1 thread): every layer measured, forward and backward (LeNet, cnn-fedcap, ResNet18's 3x3).
-bool conv2d_prefers_direct(const Conv2dGeometry& g);
 
 int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads);
 
 // Which loops a pass runs. RowStrided: the plan above. ChannelVector: 16 output channels per vector
 // (kernels/cpu/conv_direct_channels.cpp) for passes whose output channels are a multiple of 16 (forward
 // and grad_weight: K; grad_in: C); other passes fall back to RowStrided. Auto: the measured choice
-// (conv2d_direct_uses_channel_vectors). Tests and bench_kernels pin a variant; the op uses Auto.
+// (conv_direct.cpp, use_channels). Tests and bench_kernels pin a variant; the op uses Auto.
 enum class ConvDirectVariant { Auto, RowStrided, ChannelVector };
-
-// Share of the 16-float lanes the row-strided plan fills with real outputs, for a valid conv whose
-// input planes have width Wp and whose outputs are (OH, OW): OH * OW / (16 * ceil(Q / 16)).
-double conv2d_row_strided_lane_share(int64_t OH, int64_t OW, int64_t Wp);
 
 void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
                                const Conv2dGeometry& g, float* workspace, int threads,

@@ -1,0 +1,141 @@
+// Kernel-level tests of the direct AVX-512 convolution (kernels/cpu/conv_direct.h): forward and backward
+// of every variant against the reference loops and the double backward of conv_test_support.h, on the
+// supported cases of kConvCases plus the FL layer shapes, and thread-count determinism. Outputs and
+// workspaces start as NaN so an unwritten element or an uninitialised read shows. Without AVX-512 the
+// tests are reported skipped.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/conv_direct.h"
+#include "tests/conv_test_support.h"
+#include "tests/kernel_test_support.h"
+
+namespace bastion {
+namespace {
+
+using namespace bastion::testing;
+
+// ---- the direct path (kernels/cpu/conv_direct.h): the same oracles, on every case it supports plus the
+// FL layer shapes it was written for. Each shape exercises a different register-block choice: K = 6
+// (6-channel blocks), 16 and 32 (8), 7 and 50 (4, padded channels); row-strided planes whose last
+// vector is partial; padding up to R - 1 (the grad_in transposed convolution then pads by 0).
+const ConvCase kDirectConvCases[] = {
+    {3, 1, 28, 28, 6, 5, 5, 1, 0},    // LeNet-28 conv1
+    {2, 6, 12, 12, 16, 5, 5, 1, 0},   // LeNet-28 conv2
+    {2, 3, 14, 14, 32, 5, 5, 1, 0},   // cnn-fedcap-like
+    {2, 5, 9, 11, 7, 3, 3, 1, 1},     // K = 7, padding 1
+    {1, 2, 3, 40, 5, 3, 2, 1, 1},     // wide, short plane: many vectors per row block
+    {2, 4, 6, 5, 50, 3, 3, 1, 2},     // padding R - 1
+    {9, 2, 5, 5, 3, 2, 2, 1, 0},      // N not a multiple of the weight-gradient sample chunk
+    // channel vectors (K % 16 == 0; grad_in also C % 16 == 0): 1, 2 and 4 vectors per block
+    {3, 16, 14, 14, 64, 5, 5, 1, 0},  // cnn-fedcap conv2 shape, smaller C
+    {2, 16, 7, 9, 32, 3, 3, 1, 1},    // padding 1, rows split into unequal blocks
+    {5, 32, 6, 6, 16, 5, 5, 1, 2},    // padding R - 1: most filter rows of grad_in meet only padding
+    {2, 3, 30, 30, 16, 3, 3, 1, 0},   // wide rows (28 outputs: two 14-blocks), C not a multiple of 16
+};
+
+const ConvDirectVariant kDirectVariants[] = {ConvDirectVariant::RowStrided, ConvDirectVariant::ChannelVector,
+                                             ConvDirectVariant::Auto};
+
+std::vector<ConvCase> direct_cases() {
+  std::vector<ConvCase> cases;
+  for (const ConvCase& c : kConvCases)
+    if (conv2d_direct_supported(conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding)))
+      cases.push_back(c);
+  cases.insert(cases.end(), std::begin(kDirectConvCases), std::end(kDirectConvCases));
+  return cases;
+}
+
+TEST(KernelsCpuConvDirect, SupportsStrideOneWithPaddingBelowTheKernel) {
+  if (!conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 0))) GTEST_SKIP() << "built without AVX-512";
+  EXPECT_TRUE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 2)));
+  EXPECT_FALSE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 2, 0)));  // stride 2
+  EXPECT_FALSE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 3)));  // padding = R
+}
+
+TEST(KernelsCpuConvDirect, ForwardMatchesReference) {
+  uint64_t seed = 70;
+  for (const ConvCase& c : direct_cases()) {
+    SCOPED_TRACE(::testing::Message() << c);
+    const ConvData d = make_conv(c, seed++);
+    const Conv2dGeometry& g = d.g;
+    const int64_t out_numel = g.N * g.K * g.OH * g.OW;
+    for (const auto& [with_bias, variant] : {std::pair{true, ConvDirectVariant::RowStrided},
+                                            std::pair{false, ConvDirectVariant::RowStrided},
+                                            std::pair{true, ConvDirectVariant::ChannelVector},
+                                            std::pair{false, ConvDirectVariant::ChannelVector},
+                                            std::pair{true, ConvDirectVariant::Auto}}) {
+      SCOPED_TRACE(::testing::Message() << "variant " << static_cast<int>(variant) << " bias " << with_bias);
+      const float* bias = with_bias ? d.bias.data() : nullptr;
+      std::vector<float> out(out_numel, kNaN), workspace(conv2d_direct_workspace_floats(g, 1), kNaN);
+      conv2d_direct_forward_cpu(out.data(), d.in.data(), d.weight.data(), bias, g, workspace.data(), 1, variant);
+      expect_forward_matches_reference(out, d, with_bias, "conv2d_direct_forward_cpu");
+    }
+  }
+  if (direct_cases().empty()) GTEST_SKIP() << "built without AVX-512";
+}
+
+TEST(KernelsCpuConvDirect, BackwardMatchesReference) {
+  uint64_t seed = 90;
+  for (const ConvCase& c : direct_cases()) {
+    SCOPED_TRACE(::testing::Message() << c);
+    const ConvData d = make_conv(c, seed++);
+    const Conv2dGeometry& g = d.g;
+    Generator gen(seed * 5);
+    const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
+    const ConvGrads want = conv_backward_reference(d, grad_out);
+    for (const ConvDirectVariant variant : kDirectVariants) {
+      SCOPED_TRACE(::testing::Message() << "variant " << static_cast<int>(variant));
+      std::vector<float> grad_in(d.in.size(), kNaN), grad_w(d.weight.size(), kNaN), grad_b(g.K, kNaN);
+      std::vector<float> workspace(conv2d_direct_workspace_floats(g, 1), kNaN);
+      conv2d_direct_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), grad_out.data(), d.in.data(),
+                                 d.weight.data(), g, workspace.data(), 1, variant);
+      expect_close(grad_in, want.in, want.in_mag, g.K * g.R * g.S, "grad_in");
+      expect_close(grad_w, want.weight, want.weight_mag, g.N * g.out_plane(), "grad_weight");
+      expect_close(grad_b, want.bias, want.bias_mag, g.N * g.out_plane(), "grad_bias");
+
+      // Null outputs are skipped and the others come out bitwise the same.
+      std::vector<float> grad_w_only(d.weight.size(), kNaN);
+      std::fill(workspace.begin(), workspace.end(), kNaN);
+      conv2d_direct_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(),
+                                 g, workspace.data(), 1, variant);
+      EXPECT_TRUE(bitwise_equal(grad_w, grad_w_only));
+    }
+  }
+  if (direct_cases().empty()) GTEST_SKIP() << "built without AVX-512";
+}
+
+// The thread count changes who computes an output, never how: 1, 2 and 3 threads agree bitwise.
+TEST(KernelsCpuConvDirect, ResultsDoNotDependOnTheThreadCount) {
+  const ConvCase c{8, 16, 12, 12, 32, 5, 5, 1, 1};
+  const ConvData d = make_conv(c, 123);
+  const Conv2dGeometry& g = d.g;
+  if (!conv2d_direct_supported(g)) GTEST_SKIP() << "built without AVX-512";
+  Generator gen(124);
+  const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
+  for (const ConvDirectVariant variant : kDirectVariants) {
+    auto run = [&](int threads) {
+      std::vector<float> workspace(conv2d_direct_workspace_floats(g, threads), kNaN);
+      std::vector<float> out(g.N * g.K * g.out_plane()), gi(d.in.size()), gw(d.weight.size()), gb(g.K);
+      conv2d_direct_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(), threads,
+                                variant);
+      conv2d_direct_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
+                                 workspace.data(), threads, variant);
+      return std::vector<std::vector<float>>{out, gi, gw, gb};
+    };
+    const auto one = run(1);
+    for (const int threads : {2, 3}) {
+      const auto many = run(threads);
+      for (size_t i = 0; i < one.size(); ++i)
+        EXPECT_TRUE(bitwise_equal(one[i], many[i])) << i << ", " << threads << " threads, variant "
+                                                    << static_cast<int>(variant);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bastion
