@@ -71,45 +71,80 @@ void Sgd::step() {
   first_step_ = false;
 }
 
-Sam::Sam(Model& model, Sgd& base, float rho) : Sam(model, base, std::vector<SamGroup>{}) {
-  SamGroup all;
-  all.rho = rho;
-  for (size_t i = 0; i < model.parameters().size(); ++i) all.parameters.push_back(i);
-  groups_ = {all};
+namespace {
+SamOptions plain_sam(float rho) {
+  SamOptions options;
+  options.rho = rho;
+  return options;
+}
+}  // namespace
+
+Sam::Sam(Model& model, Sgd& base, float rho) : Sam(model, base, plain_sam(rho)) {}
+
+Sam::Sam(Model& model, Sgd& base, SamOptions options)
+    : model_(model), base_(base), options_(std::move(options)), perturbation_(model.num_parameters(), 0.0f) {
+  const size_t P = perturbation_.size();
+  BASTION_CHECK(options_.rho >= 0.0f, "sam: radius ", options_.rho, " must be >= 0");
+  BASTION_CHECK(options_.tensor_rho.empty() || options_.tensor_rho.size() == model.parameters().size(), "sam: ",
+                options_.tensor_rho.size(), " tensor radii for ", model.parameters().size(), " parameter tensors");
+  for (float rho : options_.tensor_rho) BASTION_CHECK(rho >= 0.0f, "sam: tensor radius ", rho, " must be >= 0");
+  BASTION_CHECK(options_.linear_term.empty() || options_.linear_term.size() == P, "sam: linear term of ",
+                options_.linear_term.size(), " values for ", P, " parameters");
+  BASTION_CHECK(options_.dual.empty() || options_.dual.size() == P, "sam: dual of ", options_.dual.size(),
+                " values for ", P, " parameters");
+  BASTION_CHECK(options_.dual_correction.empty() || options_.dual_correction.size() == P, "sam: dual correction of ",
+                options_.dual_correction.size(), " values for ", P, " parameters");
+  BASTION_CHECK(options_.dual_correction.empty() || !options_.dual.empty(), "sam: a dual correction needs a dual");
 }
 
-Sam::Sam(Model& model, Sgd& base, std::vector<SamGroup> groups)
-    : model_(model), base_(base), groups_(std::move(groups)), perturbation_(model.num_parameters(), 0.0f) {
-  for (const SamGroup& g : groups_) {
-    BASTION_CHECK(g.rho >= 0.0f, "sam: radius ", g.rho, " must be >= 0");
-    for (size_t index : g.parameters)
-      BASTION_CHECK(index < model.parameters().size(), "sam: parameter index ", index, " out of range");
+// Step 2: e = rho_k d / (||d|| + 1e-12) with d = g - dual - correction over the trainable tensors; w += e.
+void Sam::perturb(float* w, const float* grad) {
+  std::fill(perturbation_.begin(), perturbation_.end(), 0.0f);
+  const float* mu = options_.dual.empty() ? nullptr : options_.dual.data();
+  const float* s = options_.dual_correction.empty() ? nullptr : options_.dual_correction.data();
+  auto direction = [&](int64_t i) { return grad[i] - (mu ? mu[i] : 0.0f) - (s ? s[i] : 0.0f); };
+  double squared = 0.0;
+  for (const ParameterView& p : model_.parameters()) {
+    if (!p.value.requires_grad()) continue;
+    for (int64_t i = p.begin; i < p.end; ++i) squared += static_cast<double>(direction(i)) * direction(i);
   }
+  // The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then); the FL codes use
+  // 1e-7, which differs only for gradients of norm below ~1e-5.
+  const double norm = std::sqrt(squared) + 1e-12;
+  const std::vector<ParameterView>& parameters = model_.parameters();
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const ParameterView& p = parameters[k];
+    if (!p.value.requires_grad()) continue;
+    const double rho = options_.tensor_rho.empty() ? options_.rho : options_.tensor_rho[k];
+    const float scale = static_cast<float>(rho / norm);
+    for (int64_t i = p.begin; i < p.end; ++i) perturbation_[i] = scale * direction(i);
+  }
+  if (!options_.dual.empty())
+    for (size_t i = 0; i < perturbation_.size(); ++i) options_.dual[i] += perturbation_[i] - (s ? s[i] : 0.0f);
+  // Restore w from a copy rather than subtracting e: (w + e) - e is not w in float arithmetic.
+  saved_weights_.assign(w, w + perturbation_.size());
+  for (size_t i = 0; i < perturbation_.size(); ++i) w[i] += perturbation_[i];
+}
+
+// Step 3 after the second pass: g' = alpha g' + linear term, clipped.
+void Sam::finish_direction(float* grad) const {
+  const int64_t P = static_cast<int64_t>(perturbation_.size());
+  if (options_.ascent_scale != 1.0f) vector_scale_cpu(grad, options_.ascent_scale, P);
+  if (!options_.linear_term.empty())
+    for (const ParameterView& p : model_.parameters())
+      if (p.value.requires_grad())
+        for (int64_t i = p.begin; i < p.end; ++i) grad[i] += options_.linear_term[i];
+  clip_gradient_norm(model_, options_.clip_after);
 }
 
 float Sam::step(const std::function<float()>& loss_and_backward) {
   const float loss = loss_and_backward();
+  clip_gradient_norm(model_, options_.clip_before);
   float* w = model_.flat_parameters().data();
-  const float* grad = model_.flat_gradients().data();
-  std::fill(perturbation_.begin(), perturbation_.end(), 0.0f);
-  for (const SamGroup& group : groups_) {
-    double squared = 0.0;
-    for (size_t index : group.parameters) {
-      const ParameterView& p = model_.parameters()[index];
-      for (int64_t i = p.begin; i < p.end; ++i) squared += static_cast<double>(grad[i]) * grad[i];
-    }
-    // The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then).
-    const float scale = static_cast<float>(group.rho / (std::sqrt(squared) + 1e-12));
-    for (size_t index : group.parameters) {
-      const ParameterView& p = model_.parameters()[index];
-      for (int64_t i = p.begin; i < p.end; ++i) perturbation_[i] = scale * grad[i];
-    }
-  }
-  // Restore w from a copy rather than subtracting e: (w + e) - e is not w in float arithmetic.
-  saved_weights_.assign(w, w + perturbation_.size());
-  for (size_t i = 0; i < perturbation_.size(); ++i) w[i] += perturbation_[i];
+  perturb(w, model_.flat_gradients().data());
   loss_and_backward();
   std::copy(saved_weights_.begin(), saved_weights_.end(), w);
+  finish_direction(model_.flat_gradients().data());
   base_.step();
   return loss;
 }

@@ -10,16 +10,23 @@
 // The update itself is sgd_step_cpu / sgd_step_cuda (kernels/*/optim), one call per contiguous range
 // of trainable parameters, on the model's device.
 //
-// SAM (Foret et al. 2021), two passes per step, with one radius per parameter group so FedFSA can
-// perturb chosen layers more:
-//   1. gradient g at w (the caller's first forward/backward);
-//   2. for each group G with radius rho_G: e_G = rho_G * g_G / ||g_G||;  w <- w + e;
-//   3. gradient at w + e (second forward/backward); restore w; base SGD step with that gradient.
-//
+// SAM (Foret et al. 2021) and its FL variants (PFL-FACTS §§12-14, IMPLEMENTATION-FACTS §3.3) are ONE
+// step whose options are the rules' differences (FedSAM, MoFedSAM, FedFSA, FedSpeed, FedSMOO, pFedSAM):
+//   1. g = gradient at w (the caller's first forward/backward); clip ||g|| to clip_before;
+//   2. d = g - dual - dual_correction (FedSMOO's mu_i and s; without them d = g);
+//      e_k = rho_k d_k / (||d|| + 1e-12) per tensor k, ||d|| the global L2 norm over the trainable tensors,
+//      rho_k = tensor_rho[k] (FedFSA's larger radius on chosen layers) or rho;
+//      dual += e - dual_correction (FedSMOO);  w <- w + e;
+//   3. g' = ascent_scale * gradient at w + e (MoFedSAM's alpha; same batch); w restored bit for bit;
+//      g' += linear_term ((1 - alpha) m of MoFedSAM/FedFSA, lambda (h_i - w_g) of FedSpeed/FedSMOO);
+//      clip ||g'|| to clip_after; base SGD step (whose weight decay comes after the clip, as in PyTorch).
+// Only trainable tensors are perturbed and moved (pFedSAM's body phase leaves the frozen head alone).
+// Cost: two forward/backward passes and about six passes over the P parameters per step.
 // StepDecay: lr(epoch) = lr0 * gamma^(floor(epoch / step_size)).
 #pragma once
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "nn/model.h"
@@ -53,27 +60,36 @@ class Sgd {
   bool first_step_ = true;
 };
 
-// A SAM perturbation group: parameter indices into model.parameters() and their radius.
-struct SamGroup {
-  std::vector<size_t> parameters;
+// The options of a SAM step (above). Spans are borrowed: the caller keeps them alive across steps.
+struct SamOptions {
   float rho = 0.05f;
+  std::vector<float> tensor_rho;             // one radius per model.parameters() entry; empty = rho for all
+  double clip_before = 0.0, clip_after = 0.0;  // global L2 norms; 0 = no clipping
+  float ascent_scale = 1.0f;                 // alpha
+  std::span<const float> linear_term;        // P values added to the direction, or empty
+  std::span<float> dual;                     // P values updated in place (FedSMOO's mu_i), or empty
+  std::span<const float> dual_correction;    // P values (FedSMOO's s), or empty; needs dual
 };
 
 // SAM runs on CPU models only (its perturbation loops read the flat buffers on the host).
 class Sam {
  public:
-  // Default: one group with every parameter and radius `rho`.
-  Sam(Model& model, Sgd& base, float rho);
-  Sam(Model& model, Sgd& base, std::vector<SamGroup> groups);
-  // `loss_and_backward` must zero the gradients, run forward + backward and return the loss.
-  // Returns the loss at the unperturbed weights.
+  Sam(Model& model, Sgd& base, float rho);   // plain SAM: every trainable tensor, radius rho
+  Sam(Model& model, Sgd& base, SamOptions options);
+  // `loss_and_backward` must zero the gradients, run forward + backward and return the loss (it may add
+  // terms to the gradient, such as Ditto's proximal gradient; it must not clip). Returns the loss at the
+  // unperturbed weights.
   float step(const std::function<float()>& loss_and_backward);
+  // The perturbation e of the last step (P values, 0 on frozen tensors).
+  std::span<const float> last_perturbation() const { return perturbation_; }
 
  private:
   Model& model_;
   Sgd& base_;
-  std::vector<SamGroup> groups_;
+  SamOptions options_;
   std::vector<float> perturbation_, saved_weights_;
+  void perturb(float* w, const float* grad);
+  void finish_direction(float* grad) const;
 };
 
 // Rescales the whole gradient buffer to global L2 norm max_norm when it is larger (norm in double);

@@ -172,9 +172,7 @@ TEST(Optim, SamUsesTheGradientAtThePerturbedPoint) {
   // and rho = 1: e = g/||g|| = (1, 4, 0, ...)/sqrt(17); SGD(lr 0.1) steps with the gradient at w + e.
   auto model = make_model("mlp", {1, 1, 1}, 2, 1);
   Sgd sgd(*model, {0.1f, 0.0f, 0.0f, false});
-  std::vector<size_t> all;
-  for (size_t i = 0; i < model->parameters().size(); ++i) all.push_back(i);
-  Sam sam(*model, sgd, {SamGroup{all, 1.0f}});
+  Sam sam(*model, sgd, 1.0f);
   auto w = model->flat_parameters();
   for (float& v : w) v = 0.0f;
   w[0] = 1.0f;

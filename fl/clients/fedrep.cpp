@@ -82,14 +82,10 @@ class FedRepClient final : public ClientRule {
   double head_lr_;
   float body_rho_;
 
-  // SAM over the body's parameters only (the head is frozen in the body phase).
+  // SAM over the trainable part: the body (the head is frozen in the body phase).
   std::unique_ptr<Sam> body_sam(Model& model, Sgd& sgd) const {
     if (body_rho_ <= 0.0f) return nullptr;
-    SamGroup body;
-    body.rho = body_rho_;
-    for (size_t i = 0; i < model.parameters().size(); ++i)
-      if (!model.parameters()[i].is_head) body.parameters.push_back(i);
-    return std::make_unique<Sam>(model, sgd, std::vector<SamGroup>{body});
+    return std::make_unique<Sam>(model, sgd, schedule_.sam_options(body_rho_));
   }
 
   // Trains only the head (head = true) or only the body for `epochs` epochs.

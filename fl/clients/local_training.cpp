@@ -13,6 +13,7 @@ namespace bastion {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr const char* kClientLrKey = "lr";  // ClientState scalar: the client's decayed lr (client-epoch)
 constexpr uint64_t kAttackStream = 0x61747461636bULL, kDropoutStream = 0x64726f70ULL;
 
 }  // namespace
@@ -27,7 +28,7 @@ double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y) {
     pass.model.zero_grad();
     Tensor loss = cross_entropy(pass.model.forward(x), y);
     loss.backward();
-    clip_gradient_norm(pass.model, pass.grad_clip);
+    if (!pass.sam) clip_gradient_norm(pass.model, pass.grad_clip);  // SAM clips per its options
     if (pass.hook) (*pass.hook)(pass.model);
     return loss.item();
   };
@@ -37,7 +38,43 @@ double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y) {
   return loss;
 }
 
-double LocalSchedule::decay_at(int64_t round) const { return std::pow(lr_decay, (round - 1) / lr_decay_every); }
+double LocalSchedule::decay_at(int64_t round) const {
+  if (decay_per_client_epoch) return 1.0;  // the client's own lr carries the decay (client_lr)
+  return std::pow(lr_decay, (round - 1) / lr_decay_every);
+}
+
+SamOptions LocalSchedule::sam_options(float radius) const {
+  SamOptions options;
+  options.rho = radius;
+  options.clip_before = clip_before_ascent ? grad_clip : 0.0;
+  options.clip_after = clip_after_ascent ? grad_clip : 0.0;
+  return options;
+}
+
+float client_lr(const LocalSchedule& schedule, const ClientTask& task) {
+  if (!schedule.decay_per_client_epoch) return schedule.lr_at(task.round);
+  const auto found = task.state.scalars.find(kClientLrKey);
+  return found == task.state.scalars.end() ? schedule.sgd.lr : static_cast<float>(found->second);
+}
+
+ClientResult run_scheduled_epochs(LocalPass& pass, const LocalSchedule& schedule, ClientState& state) {
+  if (!schedule.decay_per_client_epoch) return run_local_epochs(pass, schedule.epochs, schedule.steps);
+  ClientResult total;
+  double loss_sum = 0.0;
+  for (int64_t epoch = 0; epoch < schedule.epochs; ++epoch) {
+    const ClientResult one = run_local_epochs(pass, 1, 0, epoch);
+    loss_sum += one.train_loss * static_cast<double>(one.steps);
+    total.steps += one.steps;
+    total.samples += one.samples;
+    // StepLR(step_size = 1 epoch, gamma = lr_decay), stored in double so a long run does not drift.
+    const auto found = state.scalars.find(kClientLrKey);
+    const double lr = (found == state.scalars.end() ? schedule.sgd.lr : found->second) * schedule.lr_decay;
+    state.scalars[kClientLrKey] = lr;
+    pass.sgd.set_lr(static_cast<float>(lr));
+  }
+  total.train_loss = total.steps > 0 ? loss_sum / static_cast<double>(total.steps) : 0.0;
+  return total;
+}
 
 float LocalSchedule::lr_at(int64_t round) const { return static_cast<float>(sgd.lr * decay_at(round)); }
 
@@ -56,6 +93,14 @@ std::vector<ParamSpec> local_schedule_params() {
       {"grad_clip", ParamType::Real, 0.0, "clip the gradient's global L2 norm to this (0 = off)", 0, kInf},
       {"drop_last", ParamType::Boolean, false, "drop the last partial batch of each epoch"},
       {"rho", ParamType::Real, 0.0, "SAM radius: > 0 makes every step a SAM step (FedSAM's client); 0 = plain SGD", 0, 10},
+      {"sam_clip", ParamType::Text, std::string("both"),
+       "SAM steps: where grad_clip applies: both (before the ascent and on the final direction; FedFSA's codes) | "
+       "after (the final direction only; FL-Simulator) | before",
+       -kInf, kInf, {"both", "after", "before"}},
+      {"lr_decay_scope", ParamType::Text, std::string("round"),
+       "round: lr_t = lr * lr_decay^floor((round - 1) / lr_decay_every) | client-epoch: the client's own lr decays "
+       "by lr_decay after each of its local epochs and is kept across rounds (FedFSA's codes)",
+       -kInf, kInf, {"round", "client-epoch"}},
   };
 }
 
@@ -78,6 +123,11 @@ LocalSchedule local_schedule(const Params& p) {
   s.grad_clip = p.real("grad_clip");
   s.drop_last = p.boolean("drop_last");
   s.rho = static_cast<float>(p.real("rho"));
+  s.clip_before_ascent = p.text("sam_clip") != "after";
+  s.clip_after_ascent = p.text("sam_clip") != "before";
+  s.decay_per_client_epoch = p.text("lr_decay_scope") == "client-epoch";
+  BASTION_CHECK(!s.decay_per_client_epoch || s.steps == 0, p.scope(),
+                ".lr_decay_scope = \"client-epoch\" decays per local epoch: count epochs, not steps");
   BASTION_CHECK(s.epochs > 0 || s.steps > 0, p.scope(), ": set epochs or steps to at least 1");
   BASTION_CHECK(!s.sgd.nesterov || s.sgd.momentum > 0.0f, p.scope(), ".nesterov needs momentum > 0");
   return s;
@@ -116,19 +166,21 @@ ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, in
   return result;
 }
 
-ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule) {
+ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam_options) {
   BatchLoader loader(task.data, schedule.batch, /*shuffle=*/true, task.seed, task.indices, schedule.drop_last);
   Generator attack_rng = attack_stream(task);
   prepare_loader(loader, task, attack_rng);
   SgdOptions options = schedule.sgd;
-  options.lr = schedule.lr_at(task.round);
+  options.lr = client_lr(schedule, task);
   Sgd sgd(task.model, options);
   restore_momentum(schedule, task.state, sgd, "momentum");
   task.model.reseed_dropout(dropout_seed(task));
   task.model.train(true);
-  std::unique_ptr<Sam> sam = schedule.rho > 0.0f ? std::make_unique<Sam>(task.model, sgd, schedule.rho) : nullptr;
+  std::unique_ptr<Sam> sam;
+  if (sam_options) sam = std::make_unique<Sam>(task.model, sgd, *sam_options);
+  else if (schedule.rho > 0.0f) sam = std::make_unique<Sam>(task.model, sgd, schedule.sam_options(schedule.rho));
   LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule.grad_clip};
-  ClientResult result = run_local_epochs(pass, schedule.epochs, schedule.steps);
+  ClientResult result = run_scheduled_epochs(pass, schedule, task.state);
   save_momentum(schedule, task.state, sgd, "momentum");
   return result;
 }

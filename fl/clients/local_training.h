@@ -3,7 +3,9 @@
 // attacker the attack's poisoning), then steps of SGD or SAM:
 //   for E epochs (or exactly K steps when steps > 0, cycling through epochs):
 //     for each batch (x, y):  zero grads; CE(f_w(x), y).backward(); clip; hook; optimizer step
-//   lr_t = lr * lr_decay^floor((round - 1) / lr_decay_every)
+//   lr_t = lr * lr_decay^floor((round - 1) / lr_decay_every)     (lr_decay_scope = round)
+//   or the client's own lr, decayed after each of its local epochs   (lr_decay_scope = client-epoch)
+// SAM steps (rho > 0, nn/optim.h) clip by sam_clip: before the ascent and/or on the final direction.
 // The hook (Ditto's proximal term) edits the gradient after clipping, before the step. Frozen
 // parameters (Model::set_trainable) get no gradient and do not move, so FedRep's phases and the head
 // tuning of the post steps are the same loop over different trainable parts.
@@ -31,8 +33,11 @@ struct LocalSchedule {
   double grad_clip = 0.0;
   bool drop_last = false;
   float rho = 0.0f;  // > 0: SAM steps
-  double decay_at(int64_t round) const;  // lr_decay^floor((round - 1) / lr_decay_every)
+  bool clip_before_ascent = true, clip_after_ascent = true;  // sam_clip: where grad_clip applies in a SAM step
+  bool decay_per_client_epoch = false;                      // lr_decay_scope = client-epoch
+  double decay_at(int64_t round) const;  // lr_decay^floor((round - 1) / lr_decay_every); 1 for client-epoch
   float lr_at(int64_t round) const;      // lr * decay_at(round)
+  SamOptions sam_options(float radius) const;  // radius and the clipping of sam_clip
 };
 
 // The schedule's ParamSpec rows (epochs, steps, batch, lr, momentum, weight_decay, nesterov, lr_decay,
@@ -65,8 +70,16 @@ struct LocalPass {
 };
 
 // The sgd client's whole round on task.model: loader (seeded by task.seed, with the attack's poisoning),
-// SGD (or SAM when rho > 0) with lr_t, momentum kept under "momentum" when keep_momentum.
-ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule);
+// SGD (or SAM when rho > 0) with lr_t, momentum kept under "momentum" when keep_momentum. `sam`, when
+// given, sets every step's SAM options (the SAM family's radii, linear term and duals) instead of rho's.
+ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam = nullptr);
+
+// The lr a client starts its round with: lr_at(round), or with lr_decay_scope = client-epoch the client's
+// own decayed lr (ClientState scalar "lr"; the initial lr before its first round).
+float client_lr(const LocalSchedule& schedule, const ClientTask& task);
+// The schedule's epochs (or steps) on the pass; with client-epoch decay, the lr decays after each epoch
+// and the decayed lr is stored in `state`.
+ClientResult run_scheduled_epochs(LocalPass& pass, const LocalSchedule& schedule, ClientState& state);
 
 // One step of the pass on the batch (x, y); returns its loss.
 double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y);
