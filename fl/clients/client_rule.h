@@ -13,6 +13,11 @@
 //                     FedAvg-FT's fine-tuning; fl/clients/post_step.h). Empty = none.
 // Personal parts live in ClientState (checkpointed), never in the rule.
 //
+// Methods with server-side state (MoFedSAM's momentum, FedSpeed's h_i, FedSMOO's duals) add a
+// MethodServer (fl/clients/method_server.h): it writes each sampled client's message before training
+// (ClientTask::message), reads extra uploads (ClientResult::extra_upload) and adds its term to the
+// server rule's update.
+//
 // Threads: the run loop calls train() for different clients concurrently, each on its own Model
 // replica and ClientState, on a thread whose kernels run single-threaded. A rule keeps no mutable
 // members; anything that must survive to the next round goes into ClientState (checkpointed).
@@ -43,6 +48,9 @@ struct ClientState {
   std::map<std::string, double> scalars;
 };
 
+// What a method's server part sends a client besides the model (named float vectors).
+using ClientMessage = std::map<std::string, std::vector<float>>;
+
 struct ClientTask {
   Model& model;                           // holds the start state on entry; trained in place
   const Dataset& data;                    // the shared training set
@@ -60,6 +68,8 @@ struct ClientTask {
   // A second replica of the same architecture for rules that train two models at once (Ditto's
   // personal model); its state is undefined on entry. Null unless the rule asks (uses_second_model).
   Model* second = nullptr;
+  // The method server's message for this client this round (fl/clients/method_server.h), or nullptr.
+  const ClientMessage* message = nullptr;
 };
 
 struct ClientResult {
@@ -68,12 +78,14 @@ struct ClientResult {
   int64_t samples = 0;                    // samples processed (epochs × local size, or steps × batch)
   int64_t head_steps = 0, body_steps = 0; // FedRep's phases (steps with only the head / only the body trainable)
   int64_t personal_steps = 0;             // Ditto: steps of the personal model
+  std::vector<float> extra_upload;        // sent to the method server besides the update (FedSMOO's mu_i)
 };
 
 // Which columns of the flat state a client uploads (the rest stays on the client).
 enum class SharedPart { All, Body, None };
 
-struct PostSpec;  // fl/clients/post_step.h
+struct PostSpec;      // fl/clients/post_step.h
+class MethodServer;   // fl/clients/method_server.h
 
 class ClientRule {
  public:
@@ -94,6 +106,9 @@ class ClientRule {
   virtual bool uses_second_model() const { return false; }
   // Local training in FedCAP's setting: every client trains every round, not only the sampled ones.
   virtual bool every_client_trains() const { return false; }
+  // The method's server part for `clients` clients and models of `num_parameters` parameters; nullptr
+  // (default) when the method keeps no server state besides the server rule's.
+  virtual std::unique_ptr<MethodServer> make_method_server(int64_t clients, int64_t num_parameters) const;
 };
 
 // fl/clients/sgd.cpp (sgd, and fedavg-ft / st, which are sgd with a personal model or a post step)
@@ -112,5 +127,16 @@ const std::vector<ParamSpec>& fedrep_client_params();
 std::unique_ptr<ClientRule> make_fedrep_client(const Params& params);
 const std::vector<ParamSpec>& pfedsam_client_params();  // fedrep.cpp: FedRep with SAM on the body
 std::unique_ptr<ClientRule> make_pfedsam_client(const Params& params);
+// fl/clients/sam_family.cpp: FedSAM, MoFedSAM, FedFSA, FedSpeed, FedSMOO (one SAM step, nn/optim.h)
+const std::vector<ParamSpec>& fedsam_client_params();
+std::unique_ptr<ClientRule> make_fedsam_client(const Params& params);
+const std::vector<ParamSpec>& mofedsam_client_params();
+std::unique_ptr<ClientRule> make_mofedsam_client(const Params& params);
+const std::vector<ParamSpec>& fedfsa_client_params();
+std::unique_ptr<ClientRule> make_fedfsa_client(const Params& params);
+const std::vector<ParamSpec>& fedspeed_client_params();
+std::unique_ptr<ClientRule> make_fedspeed_client(const Params& params);
+const std::vector<ParamSpec>& fedsmoo_client_params();
+std::unique_ptr<ClientRule> make_fedsmoo_client(const Params& params);
 
 }  // namespace bastion

@@ -65,6 +65,26 @@ const std::vector<ParamSpec>& post_section_params() {
   return specs;
 }
 
+PostSpec tuning_spec(const Params& p, const LocalSchedule& schedule, PostSpec::Kind kind, PostSpec::When when) {
+  PostSpec spec;
+  spec.kind = kind;
+  spec.when = when;
+  spec.epochs = p.integer("tune_epochs") > 0 ? p.integer("tune_epochs") : std::max<int64_t>(schedule.epochs, 1);
+  spec.batch = p.integer("tune_batch") > 0 ? p.integer("tune_batch") : schedule.batch;
+  spec.lr = p.real("tune_lr") > 0 ? p.real("tune_lr") : schedule.sgd.lr;
+  spec.momentum = p.real("tune_momentum");
+  return spec;
+}
+
+std::vector<ParamSpec> tuning_params(int64_t epochs, double lr) {
+  return {
+      {"tune_epochs", ParamType::Integer, epochs, "epochs of the tuning step (0 = the training epochs)", 0, 1e6},
+      {"tune_batch", ParamType::Integer, int64_t{0}, "batch of the tuning step (0 = the training batch)", 0, 1e6},
+      {"tune_lr", ParamType::Real, lr, "learning rate of the tuning step (0 = the training lr)", 0, 100},
+      {"tune_momentum", ParamType::Real, 0.0, "momentum of the tuning step", 0, 0.999999},
+  };
+}
+
 std::optional<PostSpec> post_spec_from_section(const Params& post) {
   if (post.text("rule") == "none") return std::nullopt;
   PostSpec spec;

@@ -46,4 +46,10 @@ const std::vector<ParamSpec>& post_section_params();
 // nullopt for rule = none.
 std::optional<PostSpec> post_spec_from_section(const Params& post);
 
+struct LocalSchedule;  // fl/clients/local_training.h
+// The tuning keys of fedavg-ft, st and the SAM family: tune_epochs (default `epochs`), tune_batch,
+// tune_lr (default `lr`), tune_momentum; 0 means "as in training" for epochs, batch and lr.
+std::vector<ParamSpec> tuning_params(int64_t epochs, double lr);
+PostSpec tuning_spec(const Params& p, const LocalSchedule& schedule, PostSpec::Kind kind, PostSpec::When when);
+
 }  // namespace bastion

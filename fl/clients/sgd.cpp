@@ -42,18 +42,6 @@ class SgdClient final : public ClientRule {
   LocalSchedule schedule_;
 };
 
-// The tuning keys of fedavg-ft and st: 0 means "as in training" for epochs, batch and lr.
-PostSpec tuning_spec(const Params& p, const LocalSchedule& schedule, PostSpec::Kind kind, PostSpec::When when) {
-  PostSpec spec;
-  spec.kind = kind;
-  spec.when = when;
-  spec.epochs = p.integer("tune_epochs") > 0 ? p.integer("tune_epochs") : std::max<int64_t>(schedule.epochs, 1);
-  spec.batch = p.integer("tune_batch") > 0 ? p.integer("tune_batch") : schedule.batch;
-  spec.lr = p.real("tune_lr") > 0 ? p.real("tune_lr") : schedule.sgd.lr;
-  spec.momentum = p.real("tune_momentum");
-  return spec;
-}
-
 class FedAvgFtClient final : public ClientRule {
  public:
   explicit FedAvgFtClient(const Params& p) : schedule_(local_schedule(p)), variant_(p.text("variant")) {
@@ -91,15 +79,6 @@ class StClient final : public ClientRule {
   LocalSchedule schedule_;
   PostSpec post_;
 };
-
-std::vector<ParamSpec> tuning_params(int64_t epochs, double lr) {
-  return {
-      {"tune_epochs", ParamType::Integer, epochs, "epochs of the tuning step (0 = the training epochs)", 0, 1e6},
-      {"tune_batch", ParamType::Integer, int64_t{0}, "batch of the tuning step (0 = the training batch)", 0, 1e6},
-      {"tune_lr", ParamType::Real, lr, "learning rate of the tuning step (0 = the training lr)", 0, 100},
-      {"tune_momentum", ParamType::Real, 0.0, "momentum of the tuning step", 0, 0.999999},
-  };
-}
 
 }  // namespace
 

@@ -49,6 +49,7 @@ void save_checkpoint(const std::string& path, const CheckpointState& state) {
                    {"clients", std::to_string(state.clients.size())}};
   file.f32.emplace_back("global", vector_tensor(state.global));
   if (!state.server_state.empty()) file.f32.emplace_back("server_state", vector_tensor(state.server_state));
+  if (!state.method_state.empty()) file.f32.emplace_back("method_state", vector_tensor(state.method_state));
   for (size_t c = 0; c < state.clients.size(); ++c) {
     const std::string prefix = "client." + std::to_string(c) + ".";
     for (const auto& [name, values] : state.clients[c].vectors)
@@ -82,6 +83,7 @@ CheckpointState load_checkpoint(const std::string& path) {
   BASTION_CHECK(global != nullptr, "checkpoint ", path, ": tensor 'global' is missing");
   state.global = global->to_vector();
   if (const Tensor* server = file.find("server_state")) state.server_state = server->to_vector();
+  if (const Tensor* method = file.find("method_state")) state.method_state = method->to_vector();
   int64_t id = 0;
   std::string name;
   for (const auto& [key, tensor] : file.f32) {

@@ -3,6 +3,7 @@
 // client) afresh). One safetensors file, written atomically (tensor/safetensors.h):
 //   F32 "global"                 the global model's flat state (parameters then buffers)
 //   F32 "server_state"           the server rule's memory (absent when empty)
+//   F32 "method_state"           the method server's memory (fl/clients/method_server.h; absent when empty)
 //   F32 "client.<id>.<name>"     each client's persistent vectors (ClientState::vectors)
 //   F32 "timing"                 (rounds, 5): round, train_s, aggregate_s, eval_s, round_s
 //   metadata: format, round (last completed), seed, config (the resolved TOML), rounds_csv (the rows
@@ -23,7 +24,7 @@ struct CheckpointState {
   int64_t round = 0;
   uint64_t seed = 0;
   std::string config_toml;
-  std::vector<float> global, server_state;
+  std::vector<float> global, server_state, method_state;
   std::vector<ClientState> clients;
   std::vector<RoundRecord> records;
   RoundRecord pending;

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "data/partition.h"
+#include "fl/clients/method_server.h"
 #include "fl/clients/post_step.h"
 #include "fl/core/checkpoint.h"
 #include "fl/core/client_models.h"
@@ -71,6 +72,9 @@ class SeedRun {
     sharing_ = shared_columns(*replicas_[0], client_rule_->shared_part());
     server_rule_ = build_server_rule(c_, *replicas_[0], sharing_);
     if (options.wrap_server_rule) server_rule_ = options.wrap_server_rule(std::move(server_rule_));
+    method_server_ = client_rule_->make_method_server(c_.data.integer("clients"), P_);
+    BASTION_CHECK(!method_server_ || sharing_.all, "client rule '", c_.clients.text("rule"),
+                  "' keeps server state over the whole model: it must share every column");
     post_ = client_rule_->post_step();
     if (!post_) post_ = post_spec_from_section(c_.post);
     if (client_rule_->uses_second_model())
@@ -109,6 +113,8 @@ class SeedRun {
   std::map<int64_t, int64_t> attacker_index_;
   std::unique_ptr<ClientRule> client_rule_;
   std::unique_ptr<ServerRule> server_rule_;
+  std::unique_ptr<MethodServer> method_server_;  // the method's server part (method_server.h), or null
+  std::vector<ClientMessage> messages_;          // per sampled client this round, with a method server
   std::optional<ModelServerData> server_data_;  // over replica 0, when data.server_fraction > 0
   AttackSet attacks_;
   std::vector<std::unique_ptr<Model>> replicas_;
@@ -143,7 +149,13 @@ class SeedRun {
   void train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                      std::vector<ClientResult>& results);
   void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads);
-  void aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads);
+  void prepare_messages(const std::vector<int64_t>& sampled);
+  void aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
+                 const std::vector<ClientResult>& results);
+  void method_after_aggregation(const float* uploads, const std::vector<int64_t>& accepted_clients,
+                                const std::vector<int64_t>& sampled, const std::vector<ClientResult>& results,
+                                std::vector<float>& update);
+  int64_t message_bytes() const;
   void load_global(int worker);
   EvalResult evaluate_global(const std::vector<int64_t>& indices, const PoisonSpec* poison);
   double evaluate_local();
@@ -207,7 +219,8 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
                     client, round, client_streams.fork(static_cast<uint64_t>(client)).next_u64(),
                     root_.fork(kClientFixed).fork(static_cast<uint64_t>(client)).next_u64(),
                     attacker ? attacks_.data : nullptr, attacker ? attacker_index_.at(client) : 0,
-                    second_replicas_.empty() ? nullptr : second_replicas_[worker].get()};
+                    second_replicas_.empty() ? nullptr : second_replicas_[worker].get(),
+                    messages_.empty() ? nullptr : &messages_[static_cast<size_t>(i)]};
     results[i] = client_rule_->train(task);
     model.set_all_trainable(true);  // a rule that froze a part leaves the replica whole for the next client
     sharing_.difference(model.flat_state(), start, uploads.data() + i * width);
@@ -247,7 +260,38 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
   }
 }
 
-void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads) {
+// Serially, before training: the method server's message for each sampled client.
+void SeedRun::prepare_messages(const std::vector<int64_t>& sampled) {
+  messages_.clear();
+  if (!method_server_) return;
+  messages_.resize(sampled.size());
+  const std::span<const float> parameters(global_.data(), static_cast<size_t>(P_));
+  for (size_t i = 0; i < sampled.size(); ++i) method_server_->message(sampled[i], parameters, messages_[i]);
+}
+
+// The method server's term and state update over the accepted uploads (rows in accepted_clients order).
+void SeedRun::method_after_aggregation(const float* uploads, const std::vector<int64_t>& accepted_clients,
+                                       const std::vector<int64_t>& sampled, const std::vector<ClientResult>& results,
+                                       std::vector<float>& update) {
+  std::map<int64_t, size_t> row_of;
+  for (size_t i = 0; i < sampled.size(); ++i) row_of[sampled[i]] = i;
+  std::vector<std::span<const float>> extra;
+  for (int64_t client : accepted_clients) extra.emplace_back(results[row_of.at(client)].extra_upload);
+  const MethodRound round{uploads, static_cast<int64_t>(accepted_clients.size()), sharing_.width, sharing_.parameters,
+                          &accepted_clients, &extra};
+  method_server_->after_aggregation(round, update);
+}
+
+// Bytes of this round's method messages (what clients receive besides the model).
+int64_t SeedRun::message_bytes() const {
+  int64_t floats = 0;
+  for (const ClientMessage& message : messages_)
+    for (const auto& [name, values] : message) floats += static_cast<int64_t>(values.size());
+  return floats * static_cast<int64_t>(sizeof(float));
+}
+
+void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
+                        const std::vector<ClientResult>& results) {
   const int64_t width = sharing_.width;
   const std::vector<int64_t> accepted_clients = compact_finite_uploads(uploads.data(), width, sampled, round,
                                                                        c_.server.text("on_invalid") == "fail");
@@ -269,9 +313,10 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
                                .global = global_shared(), .expected_malicious = expected_malicious_count(c_, n),
                                .server_data = server_data, .pool = &pool_};
   loaded_version_[0] = -1;  // server data (if any) trains and evaluates on replica 0
-  const AggregationOutput output = server_rule_->aggregate(input);
+  AggregationOutput output = server_rule_->aggregate(input);
   BASTION_CHECK(static_cast<int64_t>(output.update.size()) == width, "server rule '", c_.server.text("rule"),
                 "' returned ", output.update.size(), " values for ", width, " shared columns");
+  if (method_server_) method_after_aggregation(uploads.data(), accepted_clients, sampled, results, output.update);
   sharing_.add_into(output.update, global_);
   ++version_;
   for (size_t i = 0; i < output.flagged.size() && i < accepted_clients.size(); ++i) {
@@ -382,12 +427,13 @@ void SeedRun::run(const RunOptions& options) {
     uploads.resize(static_cast<size_t>(m * sharing_.width));
     results.assign(static_cast<size_t>(m), ClientResult{});
     prepare_start_states(sampled);
+    prepare_messages(sampled);
     train_clients(round, sampled, attack_on, uploads, results);
     const double train_seconds = seconds_since(round_start);
     const auto aggregate_start = std::chrono::steady_clock::now();
     if (sharing_.width > 0) {  // a rule that shares nothing (local) has no server step
       if (attack_on) attack_uploads(round, sampled, uploads);
-      aggregate(round, sampled, attack_on, uploads);
+      aggregate(round, sampled, attack_on, uploads, results);
     }
     const double aggregate_seconds = seconds_since(aggregate_start);
     pending_.sampled = m;
@@ -401,6 +447,9 @@ void SeedRun::run(const RunOptions& options) {
     // Bytes over the shared columns only: what goes up, and what each client receives of the server's state.
     pending_.bytes_up += m * sharing_.width * static_cast<int64_t>(sizeof(float));
     pending_.bytes_down += m * sharing_.width * static_cast<int64_t>(sizeof(float));
+    pending_.bytes_down += message_bytes();  // a method server's messages, and its clients' extra uploads
+    for (const ClientResult& result : results)
+      pending_.bytes_up += static_cast<int64_t>(result.extra_upload.size() * sizeof(float));
     const auto eval_start = std::chrono::steady_clock::now();
     if (round % c_.eval.integer("every") == 0 || round == rounds) evaluate_round(round);
     timings_.push_back({round, train_seconds, aggregate_seconds, seconds_since(eval_start), seconds_since(round_start)});
@@ -441,6 +490,7 @@ CheckpointState SeedRun::checkpoint_state() const {
   state.config_toml = config_to_toml(c_);
   state.global = global_;
   state.server_state = server_rule_->save_state();
+  if (method_server_) state.method_state = method_server_->save_state();
   state.clients = client_states_;
   state.records = records_;
   state.pending = pending_;
@@ -457,6 +507,7 @@ void SeedRun::restore(const CheckpointState& state) {
   global_ = state.global;
   ++version_;
   server_rule_->load_state(state.server_state);
+  if (method_server_) method_server_->load_state(state.method_state);
   client_states_ = state.clients;
   records_ = state.records;
   pending_ = state.pending;
