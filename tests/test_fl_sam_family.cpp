@@ -232,6 +232,26 @@ TEST(SamFamilyClient, MoFedSamWithAlphaZeroRepeatsTheServersMeanUpdate) {
   for (size_t i = 0; i < before.size(); i += 211) EXPECT_NEAR(w[i] - before[i], message["mean_update"][i], 1e-6) << i;
 }
 
+TEST(SamFamilyClient, MoFedSamByDefaultTakesNoSgdMomentumSoKStepsRepeatTheMeanUpdateOnce) {
+  // FedFSA's code steps plain SGD (momentumForSGD = 0). With alpha 0 the direction is the constant m, so
+  // K = 2 steps move w by exactly u; an SGD momentum of 0.9 would move it by 2.9 u / 2.
+  const Dataset data = synthetic_train(40);
+  const std::vector<int64_t> indices = first_indices(40);
+  const TransformSpec identity;
+  const auto model = make_model("mlp", kInput, 10, 5);
+  const std::vector<float> before(model->flat_parameters().begin(), model->flat_parameters().end());
+  ClientMessage message;
+  message["mean_update"] = random_values(before.size(), 19);
+  for (float& v : message["mean_update"]) v *= 0.01f;
+  ClientState state;
+  ClientTask task{*model, data, indices, identity, state, 0, 2, 11, 12};
+  task.message = &message;
+  const auto rule = client_rule("mofedsam", {{"alpha", 0.0}, {"grad_clip", 0.0}, {"epochs", int64_t{1}}, {"batch", int64_t{20}}});
+  EXPECT_EQ(rule->train(task).steps, 2);
+  const std::span<const float> w = model->flat_parameters();
+  for (size_t i = 0; i < before.size(); i += 211) EXPECT_NEAR(w[i] - before[i], message["mean_update"][i], 1e-6) << i;
+}
+
 TEST(SamFamilyClient, FedSmooUploadsItsDualFedSpeedDecaysItsOwnLrAndFedFsaKeepsItsLayers) {
   const Dataset data = synthetic_train(40);
   const std::vector<int64_t> indices = first_indices(40);
