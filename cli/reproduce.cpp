@@ -1,4 +1,5 @@
-// `bastion reproduce PRESET [--quick] [--seeds N] [--out DIR] [--resume] [--overwrite] [--threads N]`:
+// `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--out DIR] [--resume] [--overwrite]
+// [--threads N]`:
 // runs a paper table's grid (fl/core/preset.h, fl/core/reproduce.h) and writes table.md, table.csv and
 // table.svg. PRESET is a file, or a name looked up as configs/papers/<name>.toml. One progress line per
 // run with its time and the ETA; the last line says where the table is.
@@ -19,6 +20,7 @@ namespace {
 
 struct ReproduceArgs {
   std::string preset, out_dir;
+  std::vector<std::string> overrides;
   int64_t seeds = 0;
   int threads = 0;
   bool quick = false, resume = false, overwrite = false;
@@ -59,6 +61,7 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   ReproduceOptions options;
   options.out_dir = args.out_dir.empty() ? "results/reproduce/" + preset.name + (args.quick ? "-quick" : "") : args.out_dir;
   options.quick = args.quick;
+  options.overrides = args.overrides;
   options.seeds = args.seeds;
   options.resume = args.resume;
   options.overwrite = args.overwrite;
@@ -92,6 +95,10 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
   sub->add_option("preset", args->preset, "Preset file, or a name in configs/papers (bastion list presets)")->required();
   sub->add_flag("--quick", args->quick, "The preset's small scale (smoke test)");
   sub->add_option("--seeds", args->seeds, "Seeds per cell (default: the preset's)")->check(CLI::Range(1, 100));
+  sub->add_option("--set", args->overrides,
+                  "Override a key on every run, after the preset's settings (reduced scale: --set rounds=20); "
+                  "table.md names the overrides")
+      ->allow_extra_args(false);  // one KEY=VALUE per --set: the preset positional is never taken for one
   sub->add_option("--out", args->out_dir, "Output folder (default results/reproduce/<preset>)");
   sub->add_option("--threads", args->threads, "Clients trained in parallel (default: each config's run.threads)")
       ->check(CLI::Range(1, 256));

@@ -153,6 +153,26 @@ paper = [1, 2]
   EXPECT_TRUE(refused.cells[0][0].failed);
 }
 
+TEST_F(Reproduce, OverridesReachEveryRunAndTheTableSaysItIsReduced) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceOptions options;
+  options.out_dir = (dir_ / "out").string();
+  options.seeds = 1;
+  options.overrides = {"rounds=1", "data.clients=6"};
+  const ReproduceReport report = reproduce(preset, options);
+  EXPECT_EQ(report.runs, 2);
+  EXPECT_EQ(report.failed, 0);
+  const std::string config = read_text_file((dir_ / "out" / "runs" / "fedrep" / "config.toml").string());
+  EXPECT_NE(config.find("rounds = 1\n"), std::string::npos) << config;
+  EXPECT_NE(config.find("clients = 6\n"), std::string::npos) << config;
+  const std::string table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_NE(table.find("**reduced** (`rounds=1` `data.clients=6`)"), std::string::npos) << table;
+  // A key no config has fails once, before any run starts.
+  options.overrides = {"roundz=1"};
+  options.overwrite = true;
+  EXPECT_THROW(reproduce(preset, options), Error);
+}
+
 TEST_F(Reproduce, TableMarksCellsBeyondTheColumnsTolerance) {
   const Preset preset = load_preset(write_preset(kTwoRows));
   ReproduceReport report;

@@ -93,6 +93,16 @@ std::string svg_escape(const std::string& text) {
   return out;
 }
 
+// "full", "**quick** (smoke-test)", or "**reduced** (`rounds=20`)": a table run with overrides says so
+// where the reader compares the numbers.
+std::string scale_description(const ReproduceOptions& options) {
+  std::string scale = options.quick ? "**quick** (smoke-test)" : "full";
+  if (options.overrides.empty()) return scale;
+  scale = options.quick ? scale + ", further **reduced** (" : "**reduced** (";
+  for (size_t i = 0; i < options.overrides.size(); ++i) scale += (i ? " `" : "`") + options.overrides[i] + "`";
+  return scale + ")";
+}
+
 }  // namespace
 
 ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options) {
@@ -100,9 +110,12 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options)
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> extra;
   if (options.quick) extra = preset.quick;
+  extra.insert(extra.end(), options.overrides.begin(), options.overrides.end());
   const int64_t seeds = options.seeds > 0 ? options.seeds : preset.seeds;
   extra.push_back("repeat=" + std::to_string(seeds));
   const PresetGrid grid = preset_grid(preset, extra);
+  // A bad --set key would fail every run one by one; say it once, before anything runs.
+  if (!options.overrides.empty() && !grid.runs.empty()) load_config(preset.base, grid.runs.front().overrides);
   std::filesystem::create_directories(options.out_dir + "/runs");
   ReproduceReport report;
   report.cells.assign(preset.rows.size(), std::vector<CellResult>(preset.columns.size(), CellResult{kNaN, kNaN}));
@@ -151,8 +164,8 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   std::string md = "# " + preset.title + "\n\n";
   if (!preset.paper.empty()) md += "Paper: " + preset.paper + ". ";
   const int64_t seeds = report.cells.empty() || report.cells[0].empty() ? 0 : report.cells[0][0].seeds;
-  md += std::string("Reproduced by `bastion reproduce` at ") + (options.quick ? "**quick** (smoke-test)" : "full") +
-        " scale; ours = mean ± std over " + std::to_string(seeds) + " seed(s); Δ = ours − paper.";
+  md += std::string("Reproduced by `bastion reproduce` at ") + scale_description(options) + " scale; ours = mean ± std over " +
+        std::to_string(seeds) + " seed(s); Δ = ours − paper.";
   bool any_tolerance = false;
   for (const PresetColumn& column : preset.columns) any_tolerance |= column.tolerance > 0;
   if (any_tolerance) {

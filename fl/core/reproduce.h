@@ -23,6 +23,7 @@ namespace bastion {
 struct ReproduceOptions {
   std::string out_dir;                           // required
   bool quick = false;                            // the preset's quick overrides
+  std::vector<std::string> overrides;            // KEY=VALUE on every run after the preset's (reduced scale)
   int64_t seeds = 0;                             // 0 = the preset's
   bool resume = false, overwrite = false;
   int threads = 0;                               // 0 = each config's run.threads
