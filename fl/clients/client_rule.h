@@ -87,6 +87,14 @@ enum class SharedPart { All, Body, None };
 struct PostSpec;      // fl/clients/post_step.h
 class MethodServer;   // fl/clients/method_server.h
 
+// What a rule may read to prepare a client's model for its post step (prepare_post_step).
+struct PostStartData {
+  const Dataset& data;
+  const std::vector<int64_t>& indices;  // the client's training samples
+  const TransformSpec& transform;
+  uint64_t seed = 0;                    // (seed, round, client)-derived
+};
+
 class ClientRule {
  public:
   virtual ~ClientRule() = default;
@@ -102,6 +110,14 @@ class ClientRule {
   }
   // A post-training step the rule always takes (st, fedavg-ft); a [post] section adds one to any rule.
   virtual std::optional<PostSpec> post_step() const;
+  // Before a post step: a rule whose client would not tune personal_model() as it stands writes the
+  // model to tune into `model` and returns true (FedALA: its adaptive local aggregation of the final
+  // global model). `model` holds personal_model() (or the global model) on entry. Read-only on `state`;
+  // called concurrently for different clients.
+  virtual bool prepare_post_step(const ClientState& state, std::span<const float> global, Model& model,
+                                 const PostStartData& data) const {
+    return false;
+  }
   // Ditto trains a personal model beside the shared one: the run loop then fills ClientTask::second.
   virtual bool uses_second_model() const { return false; }
   // Local training in FedCAP's setting: every client trains every round, not only the sampled ones.
@@ -127,6 +143,9 @@ const std::vector<ParamSpec>& fedrep_client_params();
 std::unique_ptr<ClientRule> make_fedrep_client(const Params& params);
 const std::vector<ParamSpec>& pfedsam_client_params();  // fedrep.cpp: FedRep with SAM on the body
 std::unique_ptr<ClientRule> make_pfedsam_client(const Params& params);
+// fl/clients/fedala.cpp: adaptive local aggregation of the global model into the local one
+const std::vector<ParamSpec>& fedala_client_params();
+std::unique_ptr<ClientRule> make_fedala_client(const Params& params);
 // fl/clients/sam_family.cpp: FedSAM, MoFedSAM, FedFSA, FedSpeed, FedSMOO (one SAM step, nn/optim.h)
 const std::vector<ParamSpec>& fedsam_client_params();
 std::unique_ptr<ClientRule> make_fedsam_client(const Params& params);

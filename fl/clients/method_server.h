@@ -1,5 +1,6 @@
 // MethodServer: the server-side part of a method whose clients need more than the global model
 // (DESIGN.md "One method = two small parts"). The run loop, per round:
+//   0. begin_round(round, global, sampled)  serially, before the messages (FedALA notes Θ^0 and first visits);
 //   1. message(client, global, out)   serially, for each sampled client, before training: what the client
 //                                     receives besides the model (ClientTask::message);
 //   2. the clients train; the attacks act on the uploads; the server rule aggregates the accepted uploads;
@@ -8,7 +9,8 @@
 //                                     uploads and their extra uploads (ClientResult::extra_upload).
 // It sees the parameter columns only (the first num_parameters of each upload); the method's rules share
 // every column. State that must survive a round is saved in checkpoints (save_state / load_state).
-// Users: MoFedSAM and FedFSA (server momentum), FedSpeed (h_i), FedSMOO (h_i, mu_i, s); sam_family.cpp.
+// Users: MoFedSAM and FedFSA (server momentum), FedSpeed (h_i), FedSMOO (h_i, mu_i, s); sam_family.cpp;
+// FedALA (Θ^0 for late first visits); fedala.cpp.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,8 @@ struct MethodRound {
 class MethodServer {
  public:
   virtual ~MethodServer() = default;
+  // `global`: the global model's parameters; `sampled`: this round's clients. Default: nothing.
+  virtual void begin_round(int64_t round, std::span<const float> global, const std::vector<int64_t>& sampled) {}
   // `global`: the global model's parameters (num_parameters values). Called before the client trains.
   virtual void message(int64_t client, std::span<const float> global, ClientMessage& out) const = 0;
   // `update`: the server rule's update over the shared columns (width values), edited in place.

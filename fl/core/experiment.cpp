@@ -149,7 +149,7 @@ class SeedRun {
   void train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                      std::vector<ClientResult>& results);
   void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads);
-  void prepare_messages(const std::vector<int64_t>& sampled);
+  void prepare_messages(int64_t round, const std::vector<int64_t>& sampled);
   void aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                  const std::vector<ClientResult>& results);
   void method_after_aggregation(const float* uploads, const std::vector<int64_t>& accepted_clients,
@@ -261,11 +261,12 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 }
 
 // Serially, before training: the method server's message for each sampled client.
-void SeedRun::prepare_messages(const std::vector<int64_t>& sampled) {
+void SeedRun::prepare_messages(int64_t round, const std::vector<int64_t>& sampled) {
   messages_.clear();
   if (!method_server_) return;
   messages_.resize(sampled.size());
   const std::span<const float> parameters(global_.data(), static_cast<size_t>(P_));
+  method_server_->begin_round(round, parameters, sampled);
   for (size_t i = 0; i < sampled.size(); ++i) method_server_->message(sampled[i], parameters, messages_[i]);
 }
 
@@ -427,7 +428,7 @@ void SeedRun::run(const RunOptions& options) {
     uploads.resize(static_cast<size_t>(m * sharing_.width));
     results.assign(static_cast<size_t>(m), ClientResult{});
     prepare_start_states(sampled);
-    prepare_messages(sampled);
+    prepare_messages(round, sampled);
     train_clients(round, sampled, attack_on, uploads, results);
     const double train_seconds = seconds_since(round_start);
     const auto aggregate_start = std::chrono::steady_clock::now();

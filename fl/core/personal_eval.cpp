@@ -28,6 +28,8 @@ ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model
   if (!in.rule.personal_model(in.states[client], in.global, model, state)) std::copy(in.global.begin(), in.global.end(), state.begin());
   if (in.post && in.post->applies(in.round, in.rounds)) {
     const Generator streams = in.post_streams.fork(static_cast<uint64_t>(in.round)).fork(static_cast<uint64_t>(client));
+    const PostStartData start{in.train, in.partition.train[client], in.train_transform, streams.fork(2).next_u64()};
+    in.rule.prepare_post_step(in.states[client], in.global, model, start);
     apply_post_step(*in.post, model, in.train, in.partition.train[client], in.train_transform, streams.fork(0).next_u64(),
                     streams.fork(1).next_u64());
   }
