@@ -1,5 +1,8 @@
 // MethodServer: the server-side part of a method whose clients need more than the global model
 // (DESIGN.md "One method = two small parts"). The run loop, per round:
+//   0. begin_round(round, seed)        once, before the messages: the round number (from 1) and a
+//                                     (seed, round)-derived seed for the server's random choices (FedFomo's
+//                                     exploration); default: nothing;
 //   1. message(client, global, out)   serially, for each sampled client, before training: what the client
 //                                     receives besides the model (ClientTask::message);
 //   2. the clients train; the attacks act on the uploads; the server rule aggregates the accepted uploads;
@@ -9,6 +12,7 @@
 // It sees the parameter columns only (the first num_parameters of each upload); the method's rules share
 // every column. State that must survive a round is saved in checkpoints (save_state / load_state).
 // Users: MoFedSAM and FedFSA (server momentum), FedSpeed (h_i), FedSMOO (h_i, mu_i, s); sam_family.cpp.
+// FedFomo (fedfomo.cpp): the clients' last uploaded models and the affinity matrix P.
 #pragma once
 
 #include <cstdint>
@@ -25,11 +29,15 @@ struct MethodRound {
   const std::vector<int64_t>* clients = nullptr;  // the accepted clients
   // The accepted clients' extra uploads (row i: clients[i]); an entry is empty when the client sent none.
   const std::vector<std::span<const float>>* extra = nullptr;
+  // The global state's shared columns (width values) that the uploads are relative to: upload + global
+  // is what a client uploaded as its model (FedFomo stores it). Empty when the caller gives none.
+  std::span<const float> global = {};
 };
 
 class MethodServer {
  public:
   virtual ~MethodServer() = default;
+  virtual void begin_round(int64_t round, uint64_t seed) {}
   // `global`: the global model's parameters (num_parameters values). Called before the client trains.
   virtual void message(int64_t client, std::span<const float> global, ClientMessage& out) const = 0;
   // `update`: the server rule's update over the shared columns (width values), edited in place.

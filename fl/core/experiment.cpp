@@ -32,7 +32,8 @@ namespace {
 // Purposes forked from Generator(seed): each random decision has its own stream.
 enum Stream : uint64_t {
   kPartition = 1, kMalicious, kInit, kSampling, kClient, kAttack, kServer, kClientFixed,
-  kLocalTest, kPersonalSubset, kPostStep  // personalised evaluation
+  kLocalTest, kPersonalSubset, kPostStep,  // personalised evaluation
+  kMethodServer                            // the method server's random choices (FedFomo's exploration)
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -149,7 +150,7 @@ class SeedRun {
   void train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                      std::vector<ClientResult>& results);
   void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads);
-  void prepare_messages(const std::vector<int64_t>& sampled);
+  void prepare_messages(int64_t round, const std::vector<int64_t>& sampled);
   void aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                  const std::vector<ClientResult>& results);
   void method_after_aggregation(const float* uploads, const std::vector<int64_t>& accepted_clients,
@@ -261,11 +262,12 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 }
 
 // Serially, before training: the method server's message for each sampled client.
-void SeedRun::prepare_messages(const std::vector<int64_t>& sampled) {
+void SeedRun::prepare_messages(int64_t round, const std::vector<int64_t>& sampled) {
   messages_.clear();
   if (!method_server_) return;
   messages_.resize(sampled.size());
   const std::span<const float> parameters(global_.data(), static_cast<size_t>(P_));
+  method_server_->begin_round(round, root_.fork(kMethodServer).fork(static_cast<uint64_t>(round)).next_u64());
   for (size_t i = 0; i < sampled.size(); ++i) method_server_->message(sampled[i], parameters, messages_[i]);
 }
 
@@ -278,7 +280,7 @@ void SeedRun::method_after_aggregation(const float* uploads, const std::vector<i
   std::vector<std::span<const float>> extra;
   for (int64_t client : accepted_clients) extra.emplace_back(results[row_of.at(client)].extra_upload);
   const MethodRound round{uploads, static_cast<int64_t>(accepted_clients.size()), sharing_.width, sharing_.parameters,
-                          &accepted_clients, &extra};
+                          &accepted_clients, &extra, global_shared()};
   method_server_->after_aggregation(round, update);
 }
 
@@ -427,7 +429,7 @@ void SeedRun::run(const RunOptions& options) {
     uploads.resize(static_cast<size_t>(m * sharing_.width));
     results.assign(static_cast<size_t>(m), ClientResult{});
     prepare_start_states(sampled);
-    prepare_messages(sampled);
+    prepare_messages(round, sampled);
     train_clients(round, sampled, attack_on, uploads, results);
     const double train_seconds = seconds_since(round_start);
     const auto aggregate_start = std::chrono::steady_clock::now();
