@@ -30,7 +30,9 @@ struct MethodRound {
   // The accepted clients' extra uploads (row i: clients[i]); an entry is empty when the client sent none.
   const std::vector<std::span<const float>>* extra = nullptr;
   // The global state's shared columns (width values) that the uploads are relative to: upload + global
-  // is what a client uploaded as its model (FedFomo stores it). Empty when the caller gives none.
+  // is what a client uploaded as its model (FedFomo stores it; with a server rule that sends its own
+  // start states, ServerRule::client_start_state, it would not be: no rule does so yet). Empty when the
+  // caller gives none.
   std::span<const float> global = {};
 };
 
