@@ -32,6 +32,8 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
        make_fedspeed_client},
       {{"fedsmoo", "FedSpeed with the corrected ascent direction g - mu_i - s (dynamic dual, global correction)", "Sun et al. ICML'23 (PFL-FACTS §14.2)", &fedsmoo_client_params()},
        make_fedsmoo_client},
+      {{"fedfomo", "each client mixes the offered models that lower its validation loss, weighted by loss drop / distance", "Zhang et al. ICLR'21 (PFL-FACTS §9)", &fedfomo_client_params()},
+       make_fedfomo_client},
       {{"st", "FedAvg, then Simple-Tuning: re-initialise the head and retrain it on clean local data", "Qin et al. 2023 (pFedSAM's ST)", &st_client_params()},
        make_st_client},
   };

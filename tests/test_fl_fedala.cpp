@@ -117,6 +117,10 @@ TEST(FedAla, IdenticalFirstTensorsSkipAlaAndTheStartPhaseStopsOnItsRule) {
   EXPECT_THROW(adaptive_local_aggregation(*f.model, f.global, f.local, weights, false, f.ala_data(), options), Error);
 }
 
+void begin(MethodServer& server, int64_t round, const std::vector<float>& global, const std::vector<int64_t>& sampled) {
+  server.begin_round(RoundStart{round, 0, global, &sampled});
+}
+
 TEST(FedAla, TheServerSendsTheInitialModelOnlyAtFirstVisitsAfterRoundOne) {
   const auto server = client_rule("fedala", {})->make_method_server(4, 2);
   ASSERT_NE(server, nullptr);
@@ -126,15 +130,15 @@ TEST(FedAla, TheServerSendsTheInitialModelOnlyAtFirstVisitsAfterRoundOne) {
     return out;
   };
   const std::vector<float> initial = {1, 2}, later = {5, 6};
-  server->begin_round(1, initial, {0, 1});
+  begin(*server, 1, initial, {0, 1});
   EXPECT_TRUE(message_for(0).empty());  // round 1: the global model is Θ^0
-  server->begin_round(2, later, {1, 2});
+  begin(*server, 2, later, {1, 2});
   EXPECT_TRUE(message_for(1).empty());  // trained before
   EXPECT_EQ(message_for(2).at("initial"), initial);
   const std::vector<float> saved = server->save_state();
   const auto restored = client_rule("fedala", {})->make_method_server(4, 2);
   restored->load_state(saved);
-  restored->begin_round(3, later, {2, 3});
+  begin(*restored, 3, later, {2, 3});
   ClientMessage to_2, to_3;
   restored->message(2, {}, to_2);
   restored->message(3, {}, to_3);

@@ -170,7 +170,7 @@ TEST_F(FlPersonalizedRun, ServerRulesOnTheBodyRefuseAHeadOnlySelection) {
 
 TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
   for (const std::string rule : {"fedrep", "pfedsam", "ditto", "local", "fedavg-ft", "st", "fedsam", "mofedsam", "fedfsa",
-                                 "fedspeed", "fedsmoo", "fedala"}) {
+                                 "fedspeed", "fedsmoo", "fedala", "fedfomo"}) {
     const std::vector<std::string> overrides = {"clients.rule=" + rule};
     run(personal_config(""), rule + "-whole", 2, overrides);
     run(personal_config(""), rule + "-resumed", 1, overrides, false, /*stop_after=*/3);

@@ -157,5 +157,8 @@ const std::vector<ParamSpec>& fedspeed_client_params();
 std::unique_ptr<ClientRule> make_fedspeed_client(const Params& params);
 const std::vector<ParamSpec>& fedsmoo_client_params();
 std::unique_ptr<ClientRule> make_fedsmoo_client(const Params& params);
+// fl/clients/fedfomo.cpp (+ fedfomo_server.cpp, its method server)
+const std::vector<ParamSpec>& fedfomo_client_params();
+std::unique_ptr<ClientRule> make_fedfomo_client(const Params& params);
 
 }  // namespace bastion

@@ -157,11 +157,11 @@ class FedAlaServer final : public MethodServer {
   FedAlaServer(int64_t clients, int64_t num_parameters)
       : seen_(static_cast<size_t>(clients), 0), num_parameters_(num_parameters) {}
 
-  void begin_round(int64_t round, std::span<const float> global, const std::vector<int64_t>& sampled) override {
-    if (initial_.empty()) initial_.assign(global.begin(), global.end());
+  void begin_round(const RoundStart& start) override {
+    if (initial_.empty()) initial_.assign(start.global.begin(), start.global.end());
     first_visit_.assign(seen_.size(), 0);
-    for (int64_t client : sampled) {
-      first_visit_[static_cast<size_t>(client)] = round > 1 && !seen_[static_cast<size_t>(client)];
+    for (int64_t client : *start.sampled) {
+      first_visit_[static_cast<size_t>(client)] = start.round > 1 && !seen_[static_cast<size_t>(client)];
       seen_[static_cast<size_t>(client)] = 1;
     }
   }

@@ -1,6 +1,9 @@
 // MethodServer: the server-side part of a method whose clients need more than the global model
 // (DESIGN.md "One method = two small parts"). The run loop, per round:
-//   0. begin_round(round, global, sampled)  serially, before the messages (FedALA notes Θ^0 and first visits);
+//   0. begin_round(start)             once, before the messages: the round number (from 1), a
+//                                     (seed, round)-derived seed for the server's random choices (FedFomo's
+//                                     exploration), the global parameters and the sampled clients (FedALA's
+//                                     Θ^0 and first visits); default: nothing;
 //   1. message(client, global, out)   serially, for each sampled client, before training: what the client
 //                                     receives besides the model (ClientTask::message);
 //   2. the clients train; the attacks act on the uploads; the server rule aggregates the accepted uploads;
@@ -9,8 +12,9 @@
 //                                     uploads and their extra uploads (ClientResult::extra_upload).
 // It sees the parameter columns only (the first num_parameters of each upload); the method's rules share
 // every column. State that must survive a round is saved in checkpoints (save_state / load_state).
-// Users: MoFedSAM and FedFSA (server momentum), FedSpeed (h_i), FedSMOO (h_i, mu_i, s); sam_family.cpp;
-// FedALA (Θ^0 for late first visits); fedala.cpp.
+// Users: MoFedSAM and FedFSA (server momentum), FedSpeed (h_i), FedSMOO (h_i, mu_i, s); sam_family.cpp.
+// FedALA (fedala.cpp): Θ^0 for late first visits.
+// FedFomo (fedfomo.cpp): the clients' last uploaded models and the affinity matrix P.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +31,24 @@ struct MethodRound {
   const std::vector<int64_t>* clients = nullptr;  // the accepted clients
   // The accepted clients' extra uploads (row i: clients[i]); an entry is empty when the client sent none.
   const std::vector<std::span<const float>>* extra = nullptr;
+  // The global state's shared columns (width values) that the uploads are relative to: upload + global
+  // is what a client uploaded as its model (FedFomo stores it; with a server rule that sends its own
+  // start states, ServerRule::client_start_state, it would not be: no rule does so yet). Empty when the
+  // caller gives none.
+  std::span<const float> global = {};
+};
+
+struct RoundStart {
+  int64_t round = 0;                              // from 1
+  uint64_t seed = 0;                              // (seed, round)-derived
+  std::span<const float> global;                  // the global model's parameters (num_parameters values)
+  const std::vector<int64_t>* sampled = nullptr;  // this round's clients
 };
 
 class MethodServer {
  public:
   virtual ~MethodServer() = default;
-  // `global`: the global model's parameters; `sampled`: this round's clients. Default: nothing.
-  virtual void begin_round(int64_t round, std::span<const float> global, const std::vector<int64_t>& sampled) {}
+  virtual void begin_round(const RoundStart& start) {}
   // `global`: the global model's parameters (num_parameters values). Called before the client trains.
   virtual void message(int64_t client, std::span<const float> global, ClientMessage& out) const = 0;
   // `update`: the server rule's update over the shared columns (width values), edited in place.

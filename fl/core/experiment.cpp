@@ -32,7 +32,8 @@ namespace {
 // Purposes forked from Generator(seed): each random decision has its own stream.
 enum Stream : uint64_t {
   kPartition = 1, kMalicious, kInit, kSampling, kClient, kAttack, kServer, kClientFixed,
-  kLocalTest, kPersonalSubset, kPostStep  // personalised evaluation
+  kLocalTest, kPersonalSubset, kPostStep,  // personalised evaluation
+  kMethodServer                            // the method server's random choices (FedFomo's exploration)
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -266,7 +267,8 @@ void SeedRun::prepare_messages(int64_t round, const std::vector<int64_t>& sample
   if (!method_server_) return;
   messages_.resize(sampled.size());
   const std::span<const float> parameters(global_.data(), static_cast<size_t>(P_));
-  method_server_->begin_round(round, parameters, sampled);
+  const uint64_t seed = root_.fork(kMethodServer).fork(static_cast<uint64_t>(round)).next_u64();
+  method_server_->begin_round(RoundStart{round, seed, parameters, &sampled});
   for (size_t i = 0; i < sampled.size(); ++i) method_server_->message(sampled[i], parameters, messages_[i]);
 }
 
@@ -279,7 +281,7 @@ void SeedRun::method_after_aggregation(const float* uploads, const std::vector<i
   std::vector<std::span<const float>> extra;
   for (int64_t client : accepted_clients) extra.emplace_back(results[row_of.at(client)].extra_upload);
   const MethodRound round{uploads, static_cast<int64_t>(accepted_clients.size()), sharing_.width, sharing_.parameters,
-                          &accepted_clients, &extra};
+                          &accepted_clients, &extra, global_shared()};
   method_server_->after_aggregation(round, update);
 }
 
