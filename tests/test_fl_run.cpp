@@ -147,6 +147,32 @@ TEST_F(FlRun, CheckpointKeepsTimingsExactly) {
   }
 }
 
+// An old run's checkpoint in the folder used to survive --overwrite: a resume after a kill before the
+// new run's first checkpoint then continued the old run.
+TEST_F(FlRun, OverwriteForgetsThePreviousCheckpoint) {
+  run(tiny_config(), "r", 1, {"rounds=4"});
+  RunOptions options;
+  options.out_dir = (dir_ / "r").string();
+  options.overwrite = true;
+  run_experiment(parse_config(tiny_config(), "tiny.toml", {"rounds=2", "repeat=2"}), options);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "checkpoint.safetensors"));  // repeat 2: in seed-<s>/ only
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "rounds.csv"));
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "r" / "seed-7" / "checkpoint.safetensors"));
+  options.stop_after_round = 1;  // "killed" before the first checkpoint (every 2 rounds)
+  run_experiment(parse_config(tiny_config(), "tiny.toml", {"rounds=3"}), options);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "seed-7"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "checkpoint.safetensors"));
+  run(tiny_config(), "r", 1, {"rounds=3"}, /*resume=*/true);
+  run(tiny_config(), "whole", 1, {"rounds=3"});
+  EXPECT_EQ(file("whole", "rounds.csv"), file("r", "rounds.csv"));
+}
+
+TEST_F(FlRun, ResumeRefusesFewerRoundsThanTheCheckpoint) {
+  run(tiny_config(), "r", 1, {"rounds=4"});
+  expect_error([&] { run(tiny_config(), "r", 1, {"rounds=2"}, /*resume=*/true); },
+               {"checkpoint is from round 4", "last round 2", "rounds may grow, not shrink"});
+}
+
 // What a killed writer leaves (a temporary) is swept when the folder is used again.
 TEST_F(FlRun, ResumeRemovesTheTemporariesOfAKilledRun) {
   run(tiny_config(), "r", 1, {"rounds=2"});

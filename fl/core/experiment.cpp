@@ -505,6 +505,8 @@ void SeedRun::restore(const CheckpointState& state) {
                 " values, this config's model has ", D_);
   BASTION_CHECK(state.clients.size() == client_states_.size(), "checkpoint has ", state.clients.size(),
                 " clients, this config ", client_states_.size());
+  BASTION_CHECK(state.round <= c_.experiment.integer("rounds"), "checkpoint is from round ", state.round,
+                ", after this config's last round ", c_.experiment.integer("rounds"), ": rounds may grow, not shrink");
   global_ = state.global;
   ++version_;
   server_rule_->load_state(state.server_state);

@@ -95,6 +95,25 @@ void check_resume_folder(const std::string& dir, const std::string& config_toml)
   check_resumable(path, read_text_file(path), config_toml);
 }
 
+namespace {
+// The files `bastion run` writes in a results folder (and in its seed-<s> folders).
+constexpr const char* kRunFiles[] = {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg",
+                                     "checkpoint.safetensors"};
+
+// --overwrite: the previous run's files go first, so that an old checkpoint (or seed folder) can never be
+// taken for this run's by a later --resume. Only the names a run writes are touched.
+void remove_previous_results(const std::string& dir) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory(error) || name.rfind("seed-", 0) != 0) continue;
+    for (const char* file : kRunFiles) std::filesystem::remove(entry.path() / file, error);
+    std::filesystem::remove(entry.path(), error);  // only when empty now
+  }
+  for (const char* file : kRunFiles) std::filesystem::remove(std::filesystem::path(dir) / file, error);
+}
+}  // namespace
+
 void prepare_out_dir(const std::string& dir, const RunOptions& options) {
   BASTION_CHECK(!dir.empty(), "no output folder given");
   const bool has_results = std::filesystem::exists(dir + "/rounds.csv") || std::filesystem::exists(dir + "/summary.json");
@@ -105,6 +124,7 @@ void prepare_out_dir(const std::string& dir, const RunOptions& options) {
   std::filesystem::create_directories(dir, error);
   BASTION_CHECK(!error, "cannot create the output folder '", dir, "': ", error.message());
   remove_stale_temporaries(dir);  // a killed run's temporaries: never read again, only clutter
+  if (options.overwrite && !options.resume) remove_previous_results(dir);
 }
 
 }  // namespace bastion

@@ -47,7 +47,8 @@ void check_resumable(const std::string& what, const std::string& recorded_toml, 
 void check_resume_folder(const std::string& dir, const std::string& config_toml);
 
 // Creates `dir`; refuses a folder that already holds results unless resuming or overwriting; removes the
-// temporaries ("<file>.tmp.<pid>") a killed run left there.
+// temporaries ("<file>.tmp.<pid>") a killed run left there, and with overwrite (without resume) the
+// previous run's files (its checkpoint included) and seed-<s> folders.
 void prepare_out_dir(const std::string& dir, const RunOptions& options);
 
 }  // namespace bastion
