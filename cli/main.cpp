@@ -1,4 +1,5 @@
 // bastion: the command-line entry point. Subcommands live in cli/*.cpp (see cli/commands.h).
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -10,6 +11,9 @@
 
 int main(int argc, char** argv) {
   bastion::gemm_select_blas_core(argv);  // may re-execute once with OPENBLAS_CORETYPE set
+  // Over a file-size limit (ulimit -f) the kernel's default for SIGXFSZ kills the process mid-write;
+  // ignored, the write fails with EFBIG and is reported like a full disk, with the temporary removed.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"Bastion: a from-scratch deep-learning engine and federated-learning security lab"};
   app.require_subcommand(1);
   bool verbose = false;

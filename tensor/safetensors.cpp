@@ -17,6 +17,8 @@
 #include <set>
 #include <tuple>
 
+#include "tensor/file_io.h"
+
 namespace bastion {
 
 // Tensor bytes are copied verbatim between the file and memory.
@@ -248,29 +250,22 @@ std::string make_header(const std::string& path, const SafetensorsFile& file) {
   return text;
 }
 
-void write_all(std::FILE* f, const void* data, uint64_t bytes, const std::string& tmp) {
-  if (bytes == 0) return;
-  BASTION_CHECK(std::fwrite(data, 1, bytes, f) == bytes, "safetensors '", tmp, "': expected to write ", bytes,
-                " bytes, failed: ", std::strerror(errno));
-}
-
-void write_contents(std::FILE* f, const std::string& header, const SafetensorsFile& file, const std::string& tmp) {
+// The file's bytes in order; false (errno set) at the first failed write.
+bool write_contents(std::FILE* f, const std::string& header, const SafetensorsFile& file) {
   unsigned char length[kLengthBytes];
   for (uint64_t i = 0; i < kLengthBytes; ++i) length[i] = static_cast<unsigned char>(header.size() >> (8 * i));
-  write_all(f, length, kLengthBytes, tmp);
-  write_all(f, header.data(), header.size(), tmp);
-  for (const auto& [name, entry] : file.i64) write_all(f, entry.second.data(), entry.second.size() * 8, tmp);
+  if (!write_bytes(f, length, kLengthBytes) || !write_bytes(f, header.data(), header.size())) return false;
+  for (const auto& [name, entry] : file.i64)
+    if (!write_bytes(f, entry.second.data(), entry.second.size() * 8)) return false;
   for (const auto& [name, tensor] : file.f32) {
     if (tensor.device() == Device::CPU) {
-      write_all(f, tensor.data(), tensor.numel() * sizeof(float), tmp);
+      if (!write_bytes(f, tensor.data(), tensor.numel() * sizeof(float))) return false;
     } else {
       const std::vector<float> host = tensor.to_vector();
-      write_all(f, host.data(), host.size() * sizeof(float), tmp);
+      if (!write_bytes(f, host.data(), host.size() * sizeof(float))) return false;
     }
   }
-  // fsync before rename: otherwise a power loss can leave the new name pointing at unwritten blocks.
-  BASTION_CHECK(std::fflush(f) == 0 && fsync(fileno(f)) == 0, "safetensors '", tmp,
-                "': flush to disk failed: ", std::strerror(errno));
+  return true;
 }
 
 }  // namespace
@@ -308,23 +303,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
 void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   check_for_save(path, file);
   const std::string header = make_header(path, file);
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  BASTION_CHECK(f != nullptr, "safetensors '", path, "': cannot create temporary file '", tmp,
-                "' for writing: ", std::strerror(errno));
-  try {
-    write_contents(f, header, file, tmp);
-  } catch (...) {
-    std::fclose(f);
-    std::remove(tmp.c_str());  // never leave a partial temporary file behind
-    throw;
-  }
-  const bool closed = std::fclose(f) == 0;
-  const bool renamed = closed && std::rename(tmp.c_str(), path.c_str()) == 0;
-  const int error = errno;
-  if (!renamed) std::remove(tmp.c_str());
-  BASTION_CHECK(renamed, "safetensors '", path, "': cannot ",
-                closed ? "rename '" + tmp + "' over it" : "close '" + tmp + "'", ": ", std::strerror(error));
+  write_file_atomic(path, [&](std::FILE* f) { return write_contents(f, header, file); });
 }
 
 }  // namespace bastion

@@ -9,8 +9,8 @@
 // Writing: the header is padded with spaces so the data buffer starts 8-byte aligned, as the reference
 //   writer does; I64 tensors are written before F32 ones so every tensor stays aligned for its dtype
 //   and the buffer has no holes (what the reference loader demands). The file is written to
-//   "<path>.tmp.<pid>", fsync'ed, then rename()d over <path>, so a crash never leaves a half-written
-//   checkpoint under the real name. CUDA tensors are copied to host first.
+//   "<path>.tmp.<pid>", fsync'ed, then rename()d over <path> (write_file_atomic, tensor/file_io.h), so a
+//   crash never leaves a half-written checkpoint under the real name. CUDA tensors are copied to host first.
 // Loading: validates everything before it allocates tensors, and throws bastion::Error naming the
 //   file, what was expected, what was found and the byte offset where relevant. Tensors may appear
 //   in any order in the header and the buffer may have gaps, but regions may not overlap.

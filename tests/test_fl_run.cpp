@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "data/idx.h"
+#include "fl/core/checkpoint.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
 #include "fl_test_support.h"
@@ -96,7 +97,88 @@ TEST_F(FlRun, ResumeMayExtendRoundsButNotChangeTheExperiment) {
   run(tiny_config(), "whole", 1);
   EXPECT_EQ(file("whole", "rounds.csv"), file("r", "rounds.csv"));
   expect_error([&] { run(tiny_config(), "r", 1, {"clients.sgd.lr=0.1"}, true); },
-               {"cannot resume", "different configuration"});
+               {"cannot resume", "different configuration", "[clients.sgd] 'lr = 0.05' there, 'lr = 0.1' here"});
+}
+
+// A refused resume used to rewrite config.toml first, so the folder's config no longer described its results.
+TEST_F(FlRun, RefusedResumeLeavesTheFolderAsItWas) {
+  run(tiny_config(), "r", 1, {"rounds=2"});
+  const std::string config = file("r", "config.toml");
+  expect_error([&] { run(tiny_config(), "r", 1, {"rounds=4", "clients.sgd.lr=0.1"}, true); }, {"cannot resume"});
+  EXPECT_EQ(file("r", "config.toml"), config);
+}
+
+// [run] only says how the rounds are computed: a resume may change the threads and the checkpoints.
+TEST_F(FlRun, ResumeMayChangeThreadsAndCheckpointFrequency) {
+  run(tiny_config(), "r", 1, {"rounds=4", "run.threads=1"});
+  run(tiny_config(), "r", 0, {"rounds=6", "run.threads=2", "run.checkpoint_every=1"}, /*resume=*/true);
+  run(tiny_config(), "whole", 1);
+  EXPECT_EQ(file("whole", "rounds.csv"), file("r", "rounds.csv"));
+  EXPECT_NE(file("r", "config.toml").find("threads = 2"), std::string::npos);
+}
+
+// Killed after the last checkpoint, before summary.json: the resume rebuilds it from the checkpoint,
+// to the last digit of seconds_per_round (the checkpoint's timings were float32 once, 7 digits).
+TEST_F(FlRun, SummaryRebuiltFromTheLastCheckpointIsIdentical) {
+  run(tiny_config(), "r", 2);
+  const std::string summary = file("r", "summary.json"), curves = file("r", "curves.svg");
+  std::filesystem::remove(dir_ / "r" / "summary.json");
+  std::filesystem::remove(dir_ / "r" / "curves.svg");
+  run(tiny_config(), "r", 1, {}, /*resume=*/true);
+  EXPECT_EQ(file("r", "summary.json"), summary);
+  EXPECT_EQ(file("r", "curves.svg"), curves);
+}
+
+TEST_F(FlRun, CheckpointKeepsTimingsExactly) {
+  CheckpointState state;
+  state.round = 2;
+  state.global = {1.0f, 2.0f};
+  state.timings = {{1, 0.1, 1e-9, 0.3, 0.056022875010967255}, {2, 1.0 / 3.0, 0, 2.5, 12345.678901234567}};
+  const std::string path = (dir_ / "c.safetensors").string();
+  save_checkpoint(path, state);
+  const CheckpointState back = load_checkpoint(path);
+  ASSERT_EQ(back.timings.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(back.timings[r].round, state.timings[r].round);
+    EXPECT_EQ(back.timings[r].train_seconds, state.timings[r].train_seconds);
+    EXPECT_EQ(back.timings[r].aggregate_seconds, state.timings[r].aggregate_seconds);
+    EXPECT_EQ(back.timings[r].eval_seconds, state.timings[r].eval_seconds);
+    EXPECT_EQ(back.timings[r].round_seconds, state.timings[r].round_seconds);
+  }
+}
+
+// An old run's checkpoint in the folder used to survive --overwrite: a resume after a kill before the
+// new run's first checkpoint then continued the old run.
+TEST_F(FlRun, OverwriteForgetsThePreviousCheckpoint) {
+  run(tiny_config(), "r", 1, {"rounds=4"});
+  RunOptions options;
+  options.out_dir = (dir_ / "r").string();
+  options.overwrite = true;
+  run_experiment(parse_config(tiny_config(), "tiny.toml", {"rounds=2", "repeat=2"}), options);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "checkpoint.safetensors"));  // repeat 2: in seed-<s>/ only
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "rounds.csv"));
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "r" / "seed-7" / "checkpoint.safetensors"));
+  options.stop_after_round = 1;  // "killed" before the first checkpoint (every 2 rounds)
+  run_experiment(parse_config(tiny_config(), "tiny.toml", {"rounds=3"}), options);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "seed-7"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "checkpoint.safetensors"));
+  run(tiny_config(), "r", 1, {"rounds=3"}, /*resume=*/true);
+  run(tiny_config(), "whole", 1, {"rounds=3"});
+  EXPECT_EQ(file("whole", "rounds.csv"), file("r", "rounds.csv"));
+}
+
+TEST_F(FlRun, ResumeRefusesFewerRoundsThanTheCheckpoint) {
+  run(tiny_config(), "r", 1, {"rounds=4"});
+  expect_error([&] { run(tiny_config(), "r", 1, {"rounds=2"}, /*resume=*/true); },
+               {"checkpoint is from round 4", "last round 2", "rounds may grow, not shrink"});
+}
+
+// What a killed writer leaves (a temporary) is swept when the folder is used again.
+TEST_F(FlRun, ResumeRemovesTheTemporariesOfAKilledRun) {
+  run(tiny_config(), "r", 1, {"rounds=2"});
+  testing::write_text(dir_ / "r" / "checkpoint.safetensors.tmp.99999", "half");
+  run(tiny_config(), "r", 1, {"rounds=4"}, /*resume=*/true);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "checkpoint.safetensors.tmp.99999"));
 }
 
 TEST_F(FlRun, RefusesToOverwriteResults) {

@@ -111,17 +111,21 @@ struct RunResult {
   std::string output;  // stdout and stderr
 };
 
-// Runs the bastion binary built beside the tests with `args`, capturing both output streams.
-inline RunResult run_bastion(const std::string& args) {
-  const std::string command = std::string(BASTION_BINARY) + " " + args + " 2>&1";
+// Runs a /bin/sh command line, capturing what it prints (add 2>&1 for stderr).
+inline RunResult run_shell(const std::string& command) {
   RunResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
   std::array<char, 4096> buffer{};
   while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
   const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;  // -1: killed by a signal
   return result;
+}
+
+// Runs the bastion binary built beside the tests with `args`, capturing both output streams.
+inline RunResult run_bastion(const std::string& args) {
+  return run_shell(std::string(BASTION_BINARY) + " " + args + " 2>&1");
 }
 
 }  // namespace bastion::testing

@@ -1,5 +1,6 @@
 #include "fl/core/checkpoint.h"
 
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 
@@ -36,6 +37,31 @@ bool split_client_key(const std::string& key, int64_t& id, std::string& name) {
   name = key.substr(dot + 1);
   return true;
 }
+// The timings as the bit patterns of their doubles, (rounds, 5): the float32 tensor written before kept
+// 7 significant digits, so the summary.json of a resumed run gave another seconds_per_round.
+std::pair<Shape, std::vector<int64_t>> timing_bits(const std::vector<RoundTiming>& timings) {
+  std::vector<int64_t> bits;
+  for (const RoundTiming& t : timings)
+    for (double value : {static_cast<double>(t.round), t.train_seconds, t.aggregate_seconds, t.eval_seconds,
+                         t.round_seconds})
+      bits.push_back(std::bit_cast<int64_t>(value));
+  return {Shape{static_cast<int64_t>(timings.size()), 5}, bits};
+}
+
+// From the I64 "timing" entry, or from the F32 one of checkpoints written before it (rounded then).
+std::vector<RoundTiming> load_timings(const SafetensorsFile& file) {
+  std::vector<double> t;
+  for (const auto& [name, entry] : file.i64)
+    if (name == "timing")
+      for (int64_t bits : entry.second) t.push_back(std::bit_cast<double>(bits));
+  if (const Tensor* old = file.find("timing"))
+    for (float value : old->to_vector()) t.push_back(value);
+  std::vector<RoundTiming> timings;
+  for (size_t r = 0; r + 4 < t.size(); r += 5)
+    timings.push_back({static_cast<int64_t>(t[r]), t[r + 1], t[r + 2], t[r + 3], t[r + 4]});
+  return timings;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const CheckpointState& state) {
@@ -56,13 +82,7 @@ void save_checkpoint(const std::string& path, const CheckpointState& state) {
       if (!values.empty()) file.f32.emplace_back(prefix + name, vector_tensor(values));
     for (const auto& [name, value] : state.clients[c].scalars) file.metadata[prefix + name] = exact_double(value);
   }
-  std::vector<float> timing;
-  for (const RoundTiming& t : state.timings)
-    timing.insert(timing.end(), {static_cast<float>(t.round), static_cast<float>(t.train_seconds),
-                                 static_cast<float>(t.aggregate_seconds), static_cast<float>(t.eval_seconds),
-                                 static_cast<float>(t.round_seconds)});
-  if (!timing.empty())
-    file.f32.emplace_back("timing", Tensor::from_vector(Shape{static_cast<int64_t>(state.timings.size()), 5}, timing));
+  if (!state.timings.empty()) file.i64.emplace_back("timing", timing_bits(state.timings));
   save_safetensors(path, file);
 }
 
@@ -95,11 +115,7 @@ CheckpointState load_checkpoint(const std::string& path) {
   for (const auto& [key, value] : file.metadata)
     if (split_client_key(key, id, name) && id >= 0 && id < static_cast<int64_t>(state.clients.size()))
       state.clients[id].scalars[name] = std::strtod(value.c_str(), nullptr);
-  if (const Tensor* timing = file.find("timing")) {
-    const std::vector<float> t = timing->to_vector();
-    for (size_t r = 0; r + 4 < t.size(); r += 5)
-      state.timings.push_back({static_cast<int64_t>(t[r]), t[r + 1], t[r + 2], t[r + 3], t[r + 4]});
-  }
+  state.timings = load_timings(file);
   return state;
 }
 

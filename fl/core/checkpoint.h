@@ -5,7 +5,9 @@
 //   F32 "server_state"           the server rule's memory (absent when empty)
 //   F32 "method_state"           the method server's memory (fl/clients/method_server.h; absent when empty)
 //   F32 "client.<id>.<name>"     each client's persistent vectors (ClientState::vectors)
-//   F32 "timing"                 (rounds, 5): round, train_s, aggregate_s, eval_s, round_s
+//   I64 "timing"                 (rounds, 5): round, train_s, aggregate_s, eval_s, round_s, each the bit
+//                                pattern of the double (exact: summary.json's seconds_per_round comes
+//                                back to the last digit; files with the older F32 "timing" still load)
 //   metadata: format, round (last completed), seed, config (the resolved TOML), rounds_csv (the rows
 //   so far), pending_csv (counters since the last evaluated round), and one "client.<id>.<name>" entry
 //   per client scalar (printed with 17 significant digits: exact for a double).

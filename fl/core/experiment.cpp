@@ -507,6 +507,8 @@ void SeedRun::restore(const CheckpointState& state) {
                 " values, this config's model has ", D_);
   BASTION_CHECK(state.clients.size() == client_states_.size(), "checkpoint has ", state.clients.size(),
                 " clients, this config ", client_states_.size());
+  BASTION_CHECK(state.round <= c_.experiment.integer("rounds"), "checkpoint is from round ", state.round,
+                ", after this config's last round ", c_.experiment.integer("rounds"), ": rounds may grow, not shrink");
   global_ = state.global;
   ++version_;
   server_rule_->load_state(state.server_state);
@@ -525,8 +527,7 @@ void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions&
     return;
   }
   const CheckpointState state = load_checkpoint(path);
-  BASTION_CHECK(without_rounds(state.config_toml) == without_rounds(config_toml), "cannot resume from ", path,
-                ": it was written by a different configuration (only `rounds` may change); see its config.toml");
+  check_resumable(path, state.config_toml, config_toml);
   run.restore(state);
   if (options.log) options.log("resumed seed " + std::to_string(run.seed_) + " after round " + std::to_string(state.round));
 }
@@ -537,6 +538,7 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(config.run.integer("threads"));
   prepare_out_dir(options.out_dir, options);
   const std::string config_toml = config_to_toml(config);
+  if (options.resume) check_resume_folder(options.out_dir, config_toml);
   write_file_atomic(options.out_dir + "/config.toml", config_toml);
   set_num_threads(threads);
   const SharedData shared = load_shared_data(config);

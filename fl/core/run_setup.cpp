@@ -1,9 +1,12 @@
 #include "fl/core/run_setup.h"
 
 #include <filesystem>
+#include <sstream>
 
+#include "data/idx.h"
 #include "fl/registry.h"
 #include "tensor/error.h"
+#include "tensor/file_io.h"
 
 namespace bastion {
 
@@ -47,17 +50,70 @@ AttackSet make_attacks(const ExperimentConfig& c) {
   return set;
 }
 
-std::string without_rounds(const std::string& toml) {
-  std::string out, line;
+std::string resumable_part(const std::string& toml) {
+  std::string out, line, section;
   for (size_t begin = 0; begin < toml.size();) {
     size_t end = toml.find('\n', begin);
     if (end == std::string::npos) end = toml.size();
     line = toml.substr(begin, end - begin);
-    if (line.rfind("rounds =", 0) != 0) out += line + "\n";
     begin = end + 1;
+    if (line.rfind('[', 0) == 0) section = line;
+    const bool may_change = (section.empty() && line.rfind("rounds =", 0) == 0) || section == "[run]";
+    if (!may_change) out += line + "\n";
   }
   return out;
 }
+
+namespace {
+// The first line where two configs differ, as "[table] 'a' there, 'b' here", for the resume error.
+std::string first_difference(const std::string& there, const std::string& here) {
+  std::istringstream a(there), b(here);
+  std::string line_a, line_b, table;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(a, line_a)), more_b = static_cast<bool>(std::getline(b, line_b));
+    if (!more_a && !more_b) return "none";
+    if (more_a && more_b && line_a == line_b) {
+      if (line_a.rfind('[', 0) == 0) table = line_a + " ";
+      continue;
+    }
+    std::ostringstream text;  // not "'" + string: GCC 12's -Wrestrict false positive on operator+
+    text << table << "'" << (more_a ? line_a : "") << "' there, '" << (more_b ? line_b : "") << "' here";
+    return text.str();
+  }
+}
+}  // namespace
+
+void check_resumable(const std::string& what, const std::string& recorded_toml, const std::string& config_toml) {
+  const std::string there = resumable_part(recorded_toml), here = resumable_part(config_toml);
+  BASTION_CHECK(there == here, "cannot resume from ", what, ": it was written by a different configuration (only ",
+                "`rounds` and the [run] table may change; first difference: ", first_difference(there, here), ")");
+}
+
+void check_resume_folder(const std::string& dir, const std::string& config_toml) {
+  const std::string path = dir + "/config.toml";
+  if (!std::filesystem::exists(path)) return;  // killed before its first write: nothing recorded yet
+  check_resumable(path, read_text_file(path), config_toml);
+}
+
+namespace {
+// The files `bastion run` writes in a results folder (and in its seed-<s> folders).
+constexpr const char* kRunFiles[] = {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg",
+                                     "checkpoint.safetensors"};
+
+// --overwrite: the previous run's files go first, so that an old checkpoint (or seed folder) can never be
+// taken for this run's by a later --resume. Only the names a run writes are touched.
+void remove_previous_results(const std::string& dir) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory(error) || name.rfind("seed-", 0) != 0) continue;
+    for (const char* file : kRunFiles) std::filesystem::remove(entry.path() / file, error);
+    std::filesystem::remove(entry.path(), error);  // only when empty now
+  }
+  for (const char* file : kRunFiles) std::filesystem::remove(std::filesystem::path(dir) / file, error);
+}
+}  // namespace
+
 void prepare_out_dir(const std::string& dir, const RunOptions& options) {
   BASTION_CHECK(!dir.empty(), "no output folder given");
   const bool has_results = std::filesystem::exists(dir + "/rounds.csv") || std::filesystem::exists(dir + "/summary.json");
@@ -67,6 +123,8 @@ void prepare_out_dir(const std::string& dir, const RunOptions& options) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   BASTION_CHECK(!error, "cannot create the output folder '", dir, "': ", error.message());
+  remove_stale_temporaries(dir);  // a killed run's temporaries: never read again, only clutter
+  if (options.overwrite && !options.resume) remove_previous_results(dir);
 }
 
 }  // namespace bastion

@@ -36,11 +36,19 @@ struct AttackSet {
 };
 AttackSet make_attacks(const ExperimentConfig& c);
 
-// The resolved config without its `rounds` line: a resumed run may extend the number of rounds, but
-// anything else that changed would make the continuation a different experiment.
-std::string without_rounds(const std::string& toml);
+// The resolved config without the keys a resumed run may change: the top-level `rounds` (to extend a
+// run) and the [run] table (threads and checkpoint frequency change how the rounds are computed, not
+// what they compute). Anything else that changed would make the continuation a different experiment.
+std::string resumable_part(const std::string& toml);
+// Throws, naming `what` and the first differing line, unless the two configs' resumable parts agree.
+void check_resumable(const std::string& what, const std::string& recorded_toml, const std::string& config_toml);
+// --resume: checks the config against the folder's config.toml (when there is one) before anything in
+// the folder is written, so a refused resume leaves the folder as it was.
+void check_resume_folder(const std::string& dir, const std::string& config_toml);
 
-// Creates `dir`; refuses a folder that already holds results unless resuming or overwriting.
+// Creates `dir`; refuses a folder that already holds results unless resuming or overwriting; removes the
+// temporaries ("<file>.tmp.<pid>") a killed run left there, and with overwrite (without resume) the
+// previous run's files (its checkpoint included) and seed-<s> folders.
 void prepare_out_dir(const std::string& dir, const RunOptions& options);
 
 }  // namespace bastion
