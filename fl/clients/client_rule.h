@@ -127,6 +127,9 @@ const std::vector<ParamSpec>& fedrep_client_params();
 std::unique_ptr<ClientRule> make_fedrep_client(const Params& params);
 const std::vector<ParamSpec>& pfedsam_client_params();  // fedrep.cpp: FedRep with SAM on the body
 std::unique_ptr<ClientRule> make_pfedsam_client(const Params& params);
+// fl/clients/fedrod.cpp: FedRoD (balanced-softmax generic head + personal head)
+const std::vector<ParamSpec>& fedrod_client_params();
+std::unique_ptr<ClientRule> make_fedrod_client(const Params& params);
 // fl/clients/sam_family.cpp: FedSAM, MoFedSAM, FedFSA, FedSpeed, FedSMOO (one SAM step, nn/optim.h)
 const std::vector<ParamSpec>& fedsam_client_params();
 std::unique_ptr<ClientRule> make_fedsam_client(const Params& params);
