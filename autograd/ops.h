@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "autograd/engine.h"
 #include "tensor/tensor.h"
@@ -50,6 +52,13 @@ Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
 Tensor log_softmax(const Tensor& x);                               // (N, C)
 Tensor cross_entropy(const Tensor& logits, const LabelTensor& y);  // mean over N -> (1)
 Tensor kl_div(const Tensor& student_logits, const Tensor& teacher_logits, float temperature);  // -> (1)
+
+// ---- balanced_softmax.cpp ----
+// Balanced-softmax cross-entropy: mean_n CE(logits[n] + log_prior, y[n]) -> (1); log_prior (C) on the host,
+// finite or -inf (absent class); a label whose class has log_prior -inf is an error (FedRoD, PFL-FACTS §8).
+Tensor balanced_softmax_cross_entropy(const Tensor& logits, const LabelTensor& y, std::span<const float> log_prior);
+// log_prior[c] = log(counts[c]), -inf where counts[c] == 0 (PFLlib's log 0); counts must be >= 0.
+std::vector<float> balanced_softmax_log_prior(std::span<const int64_t> counts);
 
 // Throws a clear error when `t` is not on the CPU (for code paths that have no CUDA kernel).
 void require_cpu(const Tensor& t, const char* op);

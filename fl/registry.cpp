@@ -22,6 +22,8 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
        make_pfedsam_client},
       {{"fedala", "adaptive local aggregation: the global model mixed into the local one (last p tensors, learned weights), then SGD", "Zhang et al. 2023 (FedALA)", &fedala_client_params()},
        make_fedala_client},
+      {{"fedrod", "balanced-softmax generic model (shared) + a personal head on its features, judged on the sum of both heads", "Chen & Chao ICLR'22 (FedRoD; PFL-FACTS §8)", &fedrod_client_params()},
+       make_fedrod_client},
       {{"fedsam", "every local step a SAM step (rho 0.05, global-norm perturbation, clip 10)", "Caldarola et al. 2022; Qu et al. 2022 (PFL-FACTS §12)", &fedsam_client_params()},
        make_fedsam_client},
       {{"mofedsam", "SAM steps with alpha g' + (1 - alpha) m, m from the server's mean update", "Qu et al. ICML'22 (PFL-FACTS §13)", &mofedsam_client_params()},

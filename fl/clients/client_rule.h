@@ -146,6 +146,9 @@ std::unique_ptr<ClientRule> make_pfedsam_client(const Params& params);
 // fl/clients/fedala.cpp: adaptive local aggregation of the global model into the local one
 const std::vector<ParamSpec>& fedala_client_params();
 std::unique_ptr<ClientRule> make_fedala_client(const Params& params);
+// fl/clients/fedrod.cpp: FedRoD (balanced-softmax generic head + personal head)
+const std::vector<ParamSpec>& fedrod_client_params();
+std::unique_ptr<ClientRule> make_fedrod_client(const Params& params);
 // fl/clients/sam_family.cpp: FedSAM, MoFedSAM, FedFSA, FedSpeed, FedSMOO (one SAM step, nn/optim.h)
 const std::vector<ParamSpec>& fedsam_client_params();
 std::unique_ptr<ClientRule> make_fedsam_client(const Params& params);
