@@ -74,16 +74,15 @@ double population_std(const std::vector<double>& values, size_t last) {
   return std::sqrt(squares / static_cast<double>(last));
 }
 
-// Freezes every tensor but the upper ones when they are exactly the head (a cheaper backward); returns
-// whether it did. Otherwise all parameters stay trainable and only the upper gradients are read.
-bool freeze_lower(Model& model, int64_t upper) {
+// Freezes every tensor but the upper ones when they are exactly the head (a cheaper backward). Otherwise
+// all parameters stay trainable and only the upper gradients are read.
+void freeze_lower(Model& model, int64_t upper) {
   int64_t head = 0;
   for (const ParameterView& p : model.parameters()) head += p.is_head ? 1 : 0;
   const std::vector<ParameterView>& params = model.parameters();
   bool upper_is_head = head == upper;
   for (size_t i = params.size() - static_cast<size_t>(upper); i < params.size(); ++i) upper_is_head &= params[i].is_head;
   if (upper_is_head) model.set_trainable(/*head=*/false, false);
-  return upper_is_head;
 }
 }  // namespace
 
