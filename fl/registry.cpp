@@ -30,6 +30,8 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
        make_fedspeed_client},
       {{"fedsmoo", "FedSpeed with the corrected ascent direction g - mu_i - s (dynamic dual, global correction)", "Sun et al. ICML'23 (PFL-FACTS §14.2)", &fedsmoo_client_params()},
        make_fedsmoo_client},
+      {{"fedcr", "stochastic encoder with a KL pull to the server's class-conditional Gaussians (product of experts); personal head fc4", "Zhang et al. ICML'23 (PFL-FACTS §11)", &fedcr_client_params()},
+       make_fedcr_client},
       {{"st", "FedAvg, then Simple-Tuning: re-initialise the head and retrain it on clean local data", "Qin et al. 2023 (pFedSAM's ST)", &st_client_params()},
        make_st_client},
   };

@@ -8,7 +8,8 @@
 //                                     uploads and their extra uploads (ClientResult::extra_upload).
 // It sees the parameter columns only (the first num_parameters of each upload); the method's rules share
 // every column. State that must survive a round is saved in checkpoints (save_state / load_state).
-// Users: MoFedSAM and FedFSA (server momentum), FedSpeed (h_i), FedSMOO (h_i, mu_i, s); sam_family.cpp.
+// Users: MoFedSAM and FedFSA (server momentum), FedSpeed (h_i), FedSMOO (h_i, mu_i, s); sam_family.cpp;
+// FedCR (the global class-conditional Gaussians; fedcr.cpp).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,9 @@ class MethodServer {
   virtual void message(int64_t client, std::span<const float> global, ClientMessage& out) const = 0;
   // `update`: the server rule's update over the shared columns (width values), edited in place.
   virtual void after_aggregation(const MethodRound& round, std::span<float> update) = 0;
+  // True when the server reads or edits the model columns (the SAM family): the rule must then share every
+  // column. FedCR's server reads only the extra uploads, so its rule may keep a personal head.
+  virtual bool needs_all_columns() const { return true; }
   virtual std::vector<float> save_state() const = 0;
   // Throws bastion::Error when `state` does not have the layout save_state writes.
   virtual void load_state(std::span<const float> state) = 0;
