@@ -200,6 +200,8 @@ TEST(FedcrModel, EvalIsTheMeanOfFc4OverTheNoisyCodes) {
 
 TEST(FedcrModel, NamesCarryTheBottleneckAndMalformedOnesAreErrors) {
   const auto standard = make_model("cnn-fedcr", {1, 28, 28}, 10, 1);
+  // conv1 4*1*25+4, conv2 12*4*25+12, fc1 192*1024+1024, fc2 1024*1024+1024, fc3 1024*1024+1024, fc4 512*10+10
+  EXPECT_EQ(standard->num_parameters(), 104 + 1212 + 197632 + 1049600 + 1049600 + 5130);
   EXPECT_EQ(fedcr_network(*standard)->bottleneck().latent, 512);
   EXPECT_EQ(fedcr_network(*standard)->bottleneck().train_samples, 18);
   const auto authors = make_model("cnn-fedcr-256-15-30", {1, 28, 28}, 10, 1);

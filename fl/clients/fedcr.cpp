@@ -19,7 +19,9 @@
 // Training attack replaces the whole step, so an attacker sends no Gaussians.
 // Cost: S_train copies of fc4's forward/backward per sample (small next to the trunk); memory: one head
 // per client, C x d_Z x 2 floats on the server.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "fl/clients/client_rule.h"
@@ -50,8 +52,10 @@ std::pair<Tensor, Tensor> prior_rows(const ClassGaussians& prior, const LabelTen
   for (int64_t n = 0; n < N; ++n) {
     BASTION_CHECK(y[n] >= 0 && y[n] < prior.classes, "fedcr: label ", y[n], " outside [0, ", prior.classes, ")");
     const size_t at = static_cast<size_t>(y[n]) * static_cast<size_t>(d);
-    for (int64_t j = 0; j < d; ++j) mu.data()[n * d + j] = static_cast<float>(prior.mu[at + j]),
-                                    sigma.data()[n * d + j] = static_cast<float>(prior.sigma[at + j]);
+    for (int64_t j = 0; j < d; ++j) {
+      mu.data()[n * d + j] = static_cast<float>(prior.mu[at + j]);
+      sigma.data()[n * d + j] = static_cast<float>(prior.sigma[at + j]);
+    }
   }
   return {mu, sigma};
 }
@@ -85,8 +89,6 @@ class FedcrServer final : public MethodServer {
   void load_state(std::span<const float> state) override {
     global_ = state.empty() ? ClassGaussians() : unpack_class_gaussians(state);
   }
-
-  const ClassGaussians& global() const { return global_; }
 
  private:
   double beta2_;

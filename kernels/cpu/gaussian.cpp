@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace bastion {
 
@@ -15,13 +16,17 @@ double softplus_slope(double x) { return x > kSoftplusThreshold ? 1.0 : 1.0 / (1
 
 void gaussian_sample_forward_cpu(float* z, const float* encoding, const float* eps, int64_t S, int64_t N, int64_t d,
                                  float alpha) {
-  for (int64_t n = 0; n < N; ++n) {
-    const float* e = encoding + n * 2 * d;
-    for (int64_t j = 0; j < d; ++j) {
-      const float mu = e[j], sigma = static_cast<float>(softplus(static_cast<double>(e[d + j]) - alpha));
-      for (int64_t s = 0; s < S; ++s) z[(s * N + n) * d + j] = mu + sigma * eps[(s * N + n) * d + j];
+  std::vector<float> sigma(static_cast<size_t>(N * d));  // softplus once per (n, j), not once per sample
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < d; ++j)
+      sigma[n * d + j] = static_cast<float>(softplus(static_cast<double>(encoding[n * 2 * d + d + j]) - alpha));
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t n = 0; n < N; ++n) {
+      const float* mu = encoding + n * 2 * d;
+      const float* e = eps + (s * N + n) * d;
+      float* out = z + (s * N + n) * d;
+      for (int64_t j = 0; j < d; ++j) out[j] = mu[j] + sigma[n * d + j] * e[j];
     }
-  }
 }
 
 void gaussian_sample_backward_cpu(float* grad_encoding, const float* grad_z, const float* encoding, const float* eps,
