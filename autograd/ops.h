@@ -59,6 +59,14 @@ Tensor kl_div(const Tensor& student_logits, const Tensor& teacher_logits, float 
 Tensor balanced_softmax_cross_entropy(const Tensor& logits, const LabelTensor& y, std::span<const float> log_prior);
 // log_prior[c] = log(counts[c]), -inf where counts[c] == 0 (PFLlib's log 0); counts must be >= 0.
 std::vector<float> balanced_softmax_log_prior(std::span<const int64_t> counts);
+// ---- gaussian.cpp (FedCR's stochastic bottleneck; CPU only; contracts in kernels/cpu/gaussian.h) ----
+// encoding E (N, 2d): mu = E[:, :d], sigma = softplus(E[:, d:] - alpha).
+// z (S*N, d), row s*N + n = mu[n] + sigma[n] * eps[s, n]; eps (S, N, d) is a constant (seeded draws).
+Tensor gaussian_sample(const Tensor& encoding, const Tensor& eps, float alpha);
+// mean_n KL(N(prior_mu[n], prior_sigma[n]) || N(mu[n], sigma[n])) -> (1); priors (N, d) are constants.
+Tensor gaussian_kl(const Tensor& encoding, const Tensor& prior_mu, const Tensor& prior_sigma, float alpha);
+// (S*N, C) with row s*N + n -> (N, C), the mean over the S stacked copies.
+Tensor sample_mean(const Tensor& x, int64_t samples);
 
 // Throws a clear error when `t` is not on the CPU (for code paths that have no CUDA kernel).
 void require_cpu(const Tensor& t, const char* op);

@@ -36,6 +36,8 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
        make_fedsmoo_client},
       {{"fedfomo", "each client mixes the offered models that lower its validation loss, weighted by loss drop / distance", "Zhang et al. ICLR'21 (PFL-FACTS §9)", &fedfomo_client_params()},
        make_fedfomo_client},
+      {{"fedcr", "stochastic encoder with a KL pull to the server's class-conditional Gaussians (product of experts); personal head fc4", "Zhang et al. ICML'23 (PFL-FACTS §11)", &fedcr_client_params()},
+       make_fedcr_client},
       {{"st", "FedAvg, then Simple-Tuning: re-initialise the head and retrain it on clean local data", "Qin et al. 2023 (pFedSAM's ST)", &st_client_params()},
        make_st_client},
   };

@@ -65,6 +65,8 @@ class Model {
 
   void zero_grad() const;
   void reseed_dropout(uint64_t seed) { root_->reseed_dropout(seed); }
+  // The module tree (a rule that needs a model's internals, e.g. FedCR's encoder: nn/fedcr_model.h).
+  Module& root() const { return *root_; }
   // Freeze (false) or unfreeze the head or the body: frozen parameters get no gradient and are
   // skipped by the optimizers.
   void set_trainable(bool head, bool trainable);

@@ -1,5 +1,6 @@
 #include "nn/models.h"
 
+#include "nn/fedcr_model.h"
 #include "nn/layers.h"
 
 namespace bastion {
@@ -170,6 +171,8 @@ const std::vector<ModelInfo>& model_catalog() {
       {"lenet", "LeNet-5: conv 6, conv 16 (k5, max-pool 2) + FC 120-84-C; 1x28x28 or 3x32x32; head fc3"},
       {"cnn-fedrep", "FedRep CNNCifar: conv 64, conv 64 (k5) + FC 120-64-C; head fc3"},
       {"cnn-fedfsa", "FedFSA CNNs: conv 4/12 (1 channel), 64/64 (32x32) or 32/32 (64x64) + FC 1024-1024-C (512-1024 for 64x64); head fc3"},
+      {"cnn-fedcr", "FedCR stochastic encoder: the cnn-fedfsa trunk, fc3 -> 2 d_Z (mu, softplus sigma), z = mu + sigma eps, "
+                    "fc4 d_Z -> C; d_Z 512, 18 samples (train and test); cnn-fedcr-<d_Z>-<S_train>-<S_test> sets them; head fc4"},
       {"cnn-fedcap", "FedCAP (PFLlib) CNN: conv 32, conv 64 + FC 64 + C (3 channels), EMNIST variant conv 16, 32 + FC 128 (1 channel); head fc"},
       {"cnn-spmc", "SPMC simple_cnn: LeNet trunk + l1 84-84 + l2 84-256 + cls; head cls"},
       {"cnn-bapfl", "BapFL MNIST/FMNIST CNN: conv 20, conv 50 + FC 500 + C (no ReLU between FCs); head clf.1"},
@@ -200,6 +203,11 @@ std::unique_ptr<Model> make_model(const std::string& name, InputShape in, int64_
                                    : name == "cnn-fedrep" ? TwoConvThreeFcWidths{64, 64, 120, 64}
                                                           : fedfsa_widths(in);
     return wrap(name, std::make_shared<TwoConvThreeFc>(in, w, classes, gen), "fc3", in, classes);
+  }
+  if (const std::optional<FedcrBottleneck> bottleneck = parse_fedcr_name(name)) {
+    check_conv_input(name, in, 12);
+    const TwoConvThreeFcWidths w = fedfsa_widths(in);
+    return make_fedcr_cnn(name, in, {w.conv1, w.conv2, w.fc1, w.fc2}, classes, *bottleneck, seed);
   }
   if (name == "cnn-spmc") {
     check_conv_input(name, in, 12);

@@ -362,6 +362,37 @@ TEST(GradcheckSoftmax, KlDivTeacherWithoutGrad) {  // distillation: the teacher 
 
 // ---------------------------------------------------------------- a small composition
 
+// FedCR's Gaussian bottleneck (autograd/ops/gaussian.cpp). softplus is smooth, so random O(1) encodings
+// have no kinks; prior sigmas in [0.5, 1.5] and encoder sigmas softplus(N(0,1)) (about 0.2 to 2) keep the
+// KL's 1/sigma^3 terms O(10) at most.
+TEST(GradcheckGaussian, SampleWithFixedNoise) {
+  Generator gen(900);
+  const Tensor eps = Tensor::randn({3, 2, 4}, gen);
+  for (const float alpha : {0.0f, 0.7f})
+    expect_gradcheck([&](const Inputs& in) { return gaussian_sample(in[0], eps, alpha); },
+                     {leaf(Tensor::randn({2, 8}, gen))});
+}
+
+TEST(GradcheckGaussian, KlToAGivenPrior) {
+  Generator gen(901);
+  const Tensor pm = Tensor::randn({3, 4}, gen), ps = Tensor::uniform({3, 4}, gen, 0.5f, 1.5f);
+  expect_gradcheck([&](const Inputs& in) { return gaussian_kl(in[0], pm, ps, 0.0f); }, {leaf(Tensor::randn({3, 8}, gen))});
+}
+
+TEST(GradcheckGaussian, SampleMeanAndTheWholeBottleneck) {
+  Generator gen(902);
+  expect_gradcheck([](const Inputs& in) { return sample_mean(in[0], 3); }, {leaf(Tensor::randn({6, 5}, gen))});
+  // encoding -> z -> linear head -> CE over the stacked samples + KL, as the fedcr rule's loss.
+  const Tensor eps = Tensor::randn({2, 3, 2}, gen), pm = Tensor::zeros({3, 2}), ps = Tensor::full({3, 2}, 1.0f);
+  const LabelTensor y = LabelTensor::from_vector({0, 2, 1, 0, 2, 1});
+  expect_gradcheck(
+      [&](const Inputs& in) {
+        const Tensor logits = linear(gaussian_sample(in[0], eps, 0.0f), in[1], in[2]);
+        return add(cross_entropy(logits, y), scale(gaussian_kl(in[0], pm, ps, 0.0f), 0.5f));
+      },
+      {leaf(Tensor::randn({3, 4}, gen)), leaf(Tensor::randn({3, 2}, gen)), leaf(Tensor::randn({3}, gen))});
+}
+
 TEST(GradcheckComposite, ConvBatchNormSquarePoolLinearCrossEntropy) {  // shared inputs, sums of gradients in the engine
   Generator gen(800);
   Tensor x = leaf(Tensor::randn({2, 2, 6, 6}, gen));

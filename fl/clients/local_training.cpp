@@ -26,7 +26,9 @@ double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y) {
   }
   auto loss_and_backward = [&]() {
     pass.model.zero_grad();
-    Tensor loss = cross_entropy(pass.model.forward(x), y);
+    const Tensor logits = pass.model.forward(x);
+    Tensor loss = cross_entropy(logits, repeat_labels(y, logits.size(0)));
+    if (pass.extra_loss) loss = add(loss, (*pass.extra_loss)(pass.model, y));
     loss.backward();
     if (!pass.sam) clip_gradient_norm(pass.model, pass.grad_clip);  // SAM clips per its options
     if (pass.hook) (*pass.hook)(pass.model);
@@ -36,6 +38,15 @@ double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y) {
   const float loss = loss_and_backward();
   pass.sgd.step();
   return loss;
+}
+
+LabelTensor repeat_labels(const LabelTensor& y, int64_t rows) {
+  const int64_t n = y.size();
+  if (rows == n) return y;
+  BASTION_CHECK(n > 0 && rows % n == 0, "the model returned ", rows, " rows of logits for a batch of ", n);
+  std::vector<int32_t> repeated(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) repeated[i] = y[i % n];
+  return LabelTensor::from_vector(std::move(repeated));
 }
 
 double LocalSchedule::decay_at(int64_t round) const {
@@ -166,7 +177,8 @@ ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, in
   return result;
 }
 
-ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam_options) {
+ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam_options,
+                                 const LossTerm* extra_loss) {
   BatchLoader loader(task.data, schedule.batch, /*shuffle=*/true, task.seed, task.indices, schedule.drop_last);
   Generator attack_rng = attack_stream(task);
   prepare_loader(loader, task, attack_rng);
@@ -180,6 +192,7 @@ ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule
   if (sam_options) sam = std::make_unique<Sam>(task.model, sgd, *sam_options);
   else if (schedule.rho > 0.0f) sam = std::make_unique<Sam>(task.model, sgd, schedule.sam_options(schedule.rho));
   LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule.grad_clip};
+  pass.extra_loss = extra_loss;
   ClientResult result = run_scheduled_epochs(pass, schedule, task.state);
   save_momentum(schedule, task.state, sgd, "momentum");
   return result;

@@ -55,6 +55,9 @@ uint64_t dropout_seed(const ClientTask& task);
 void prepare_loader(BatchLoader& loader, const ClientTask& task, Generator& attack_rng);
 
 using GradientHook = std::function<void(Model&)>;
+// A term added to the step's cross-entropy before backward (FedCR's KL regulariser): called right after the
+// forward with the batch's labels; the model's last forward is readable through it. Undefined = nothing.
+using LossTerm = std::function<Tensor(Model&, const LabelTensor& y)>;
 
 // One model's training run over a loader.
 struct LocalPass {
@@ -67,12 +70,15 @@ struct LocalPass {
   double grad_clip = 0.0;
   const GradientHook* hook = nullptr;
   bool allow_attack = true;         // false: a Training attack's step is not used (clean phases)
+  const LossTerm* extra_loss = nullptr;
 };
 
 // The sgd client's whole round on task.model: loader (seeded by task.seed, with the attack's poisoning),
 // SGD (or SAM when rho > 0) with lr_t, momentum kept under "momentum" when keep_momentum. `sam`, when
 // given, sets every step's SAM options (the SAM family's radii, linear term and duals) instead of rho's.
-ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam = nullptr);
+// `extra_loss`, when given, is added to every step's loss.
+ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam = nullptr,
+                                 const LossTerm* extra_loss = nullptr);
 
 // The lr a client starts its round with: lr_at(round), or with lr_decay_scope = client-epoch the client's
 // own decayed lr (ClientState scalar "lr"; the initial lr before its first round).
@@ -81,8 +87,14 @@ float client_lr(const LocalSchedule& schedule, const ClientTask& task);
 // and the decayed lr is stored in `state`.
 ClientResult run_scheduled_epochs(LocalPass& pass, const LocalSchedule& schedule, ClientState& state);
 
+// One step of the pass on the batch (x, y); returns its loss. A model whose training forward returns S
+// stacked copies of the batch's logits ((S*N, C), row s*N + n: cnn-fedcr's Monte-Carlo samples) is scored
+// against the labels repeated S times, i.e. the mean CE over samples and batch.
 // One step of the pass on the batch (x, y); returns its loss.
 double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y);
+
+// y repeated to `rows` labels (rows a multiple of y's size; y itself when equal).
+LabelTensor repeat_labels(const LabelTensor& y, int64_t rows);
 
 // Runs `epochs` epochs (or exactly `steps` steps when steps > 0) on the pass's loader, numbering the
 // loader's epochs from first_epoch (the shuffle of epoch e depends on e). Throws when an epoch has no batch.

@@ -15,6 +15,7 @@
 // Users: MoFedSAM and FedFSA (server momentum), FedSpeed (h_i), FedSMOO (h_i, mu_i, s); sam_family.cpp.
 // FedALA (fedala.cpp): Θ^0 for late first visits.
 // FedFomo (fedfomo.cpp): the clients' last uploaded models and the affinity matrix P.
+// FedCR (the global class-conditional Gaussians; fedcr.cpp).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,9 @@ class MethodServer {
   virtual void message(int64_t client, std::span<const float> global, ClientMessage& out) const = 0;
   // `update`: the server rule's update over the shared columns (width values), edited in place.
   virtual void after_aggregation(const MethodRound& round, std::span<float> update) = 0;
+  // True when the server reads or edits the model columns (the SAM family): the rule must then share every
+  // column. FedCR's server reads only the extra uploads, so its rule may keep a personal head.
+  virtual bool needs_all_columns() const { return true; }
   virtual std::vector<float> save_state() const = 0;
   // Throws bastion::Error when `state` does not have the layout save_state writes.
   virtual void load_state(std::span<const float> state) = 0;

@@ -21,6 +21,7 @@
 #include "fl/clients/post_step.h"
 #include "fl/registry.h"
 #include "nn/models.h"
+#include "nn/fedcr_model.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -233,7 +234,10 @@ void check_names(const ExperimentConfig& c) {
   const std::string& model = c.model.text("name");
   std::vector<std::string> models;
   for (const ModelInfo& info : model_catalog()) models.push_back(info.name);
-  BASTION_CHECK(std::find(models.begin(), models.end(), model) != models.end(), "model.name: unknown model '", model,
+  bool known = std::find(models.begin(), models.end(), model) != models.end();
+  // cnn-fedcr-<d_Z>-<S_train>-<S_test> (nn/fedcr_model.h): a malformed suffix says what is expected.
+  with_key("model.name", [&] { known = known || parse_fedcr_name(model).has_value(); });
+  BASTION_CHECK(known, "model.name: unknown model '", model,
                 "'; valid: ", join(models));
   with_key("clients.rule", [&] { find_client_rule(c.clients.text("rule")); });
   with_key("server.rule", [&] { find_server_rule(c.server.text("rule")); });

@@ -74,7 +74,7 @@ class SeedRun {
     server_rule_ = build_server_rule(c_, *replicas_[0], sharing_);
     if (options.wrap_server_rule) server_rule_ = options.wrap_server_rule(std::move(server_rule_));
     method_server_ = client_rule_->make_method_server(c_.data.integer("clients"), P_);
-    BASTION_CHECK(!method_server_ || sharing_.all, "client rule '", c_.clients.text("rule"),
+    BASTION_CHECK(!method_server_ || sharing_.all || !method_server_->needs_all_columns(), "client rule '", c_.clients.text("rule"),
                   "' keeps server state over the whole model: it must share every column");
     post_ = client_rule_->post_step();
     if (!post_) post_ = post_spec_from_section(c_.post);

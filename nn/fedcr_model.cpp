@@ -1,0 +1,101 @@
+#include "nn/fedcr_model.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "tensor/error.h"
+
+namespace bastion {
+
+namespace {
+constexpr uint64_t kEvalNoiseSeed = 0x66656463725f6576ULL;  // "fedcr_ev": the same eval draws everywhere
+constexpr uint64_t kNoiseStream = 0x6e6f697365ULL;          // "noise": training draws, from reseed_dropout
+constexpr const char* kPrefix = "cnn-fedcr";
+
+int64_t conv5_pool2(int64_t size) { return (size - 4) / 2; }
+
+// Standard normals by Box-Muller pairs (the cosine and the sine of one draw): half the uniforms and logs of
+// Tensor::randn, whose one-value-per-call draws took half of a cnn-fedcr training round (perf, S = 18).
+Tensor standard_normal(const Shape& shape, Generator& gen) {
+  Tensor t = Tensor::empty(shape);
+  float* p = t.data();
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; i += 2) {
+    double u1 = gen.uniform();
+    while (u1 <= 0.0) u1 = gen.uniform();
+    const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * gen.uniform();
+    p[i] = static_cast<float>(radius * std::cos(angle));
+    if (i + 1 < n) p[i + 1] = static_cast<float>(radius * std::sin(angle));
+  }
+  return t;
+}
+
+int64_t parse_positive(const std::string& name, std::string_view field) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  BASTION_CHECK(error == std::errc() && end == field.data() + field.size() && value > 0, "model ", name,
+                ": expected cnn-fedcr-<d_Z>-<S_train>-<S_test> with positive integers");
+  return value;
+}
+}  // namespace
+
+FedcrCnn::FedcrCnn(InputShape in, FedcrWidths w, int64_t classes, FedcrBottleneck bottleneck, Generator& gen)
+    : bottleneck_(bottleneck) {
+  const int64_t h = conv5_pool2(conv5_pool2(in.height)), wd = conv5_pool2(conv5_pool2(in.width));
+  conv1 = register_module("conv1", std::make_shared<Conv2d>(in.channels, w.conv1, 5, gen));
+  conv2 = register_module("conv2", std::make_shared<Conv2d>(w.conv1, w.conv2, 5, gen));
+  fc1 = register_module("fc1", std::make_shared<Linear>(w.conv2 * h * wd, w.fc1, gen));
+  fc2 = register_module("fc2", std::make_shared<Linear>(w.fc1, w.fc2, gen));
+  fc3 = register_module("fc3", std::make_shared<Linear>(w.fc2, 2 * bottleneck.latent, gen));
+  fc4 = register_module("fc4", std::make_shared<Linear>(bottleneck.latent, classes, gen));
+}
+
+Tensor FedcrCnn::forward(const Tensor& x) {
+  Tensor h = max_pool2d(relu(conv1->forward(x)), 2, 2);
+  h = max_pool2d(relu(conv2->forward(h)), 2, 2);
+  h = relu(fc2->forward(relu(fc1->forward(flatten(h)))));
+  encoding_ = fc3->forward(h);
+  const bool training = is_training();
+  const int64_t S = training ? bottleneck_.train_samples : bottleneck_.test_samples, N = x.size(0);
+  Generator eval_noise(kEvalNoiseSeed);
+  const Tensor eps = standard_normal({S, N, bottleneck_.latent}, training ? noise_ : eval_noise);
+  const Tensor logits = fc4->forward(gaussian_sample(encoding_, eps, bottleneck_.alpha));
+  return training ? logits : sample_mean(logits, S);
+}
+
+void FedcrCnn::reseed_dropout(uint64_t seed) {
+  noise_.reseed(Generator(seed).fork(kNoiseStream).next_u64());
+  Module::reseed_dropout(seed);
+}
+
+FedcrCnn* fedcr_network(Model& model) { return dynamic_cast<FedcrCnn*>(&model.root()); }
+
+std::optional<FedcrBottleneck> parse_fedcr_name(const std::string& name) {
+  if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+  FedcrBottleneck b;
+  const std::string rest = name.substr(std::string(kPrefix).size());
+  if (rest.empty()) return b;
+  BASTION_CHECK(rest[0] == '-', "unknown model '", name, "'; cnn-fedcr takes the form cnn-fedcr-<d_Z>-<S_train>-<S_test>");
+  std::string_view fields(rest);
+  fields.remove_prefix(1);
+  int64_t values[3];
+  for (int k = 0; k < 3; ++k) {
+    const size_t dash = fields.find('-');
+    BASTION_CHECK((k < 2) == (dash != std::string_view::npos), "model ", name,
+                  ": expected cnn-fedcr-<d_Z>-<S_train>-<S_test>");
+    values[k] = parse_positive(name, fields.substr(0, dash));
+    if (dash != std::string_view::npos) fields.remove_prefix(dash + 1);
+  }
+  b.latent = values[0], b.train_samples = values[1], b.test_samples = values[2];
+  return b;
+}
+
+std::unique_ptr<Model> make_fedcr_cnn(const std::string& name, InputShape in, FedcrWidths widths, int64_t classes,
+                                      FedcrBottleneck bottleneck, uint64_t seed) {
+  Generator gen(seed);
+  auto root = std::make_shared<FedcrCnn>(in, widths, classes, bottleneck, gen);
+  root->reseed_dropout(seed);
+  return std::make_unique<Model>(name, root, "fc4", in, classes);
+}
+
+}  // namespace bastion
