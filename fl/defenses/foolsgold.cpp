@@ -112,7 +112,7 @@ class FoolsGold final : public ServerRule {
   }
 
   // Refuses a state that save_state cannot have written (truncated, NaN or fractional counts and ids, a
-  // client twice, non-finite histories) before changing anything: a checkpoint is outside input.
+  // client twice, non-finite histories) before changing anything: a checkpoint is a file from outside.
   void load_state(std::span<const float> state) override {
     std::map<int64_t, std::vector<float>> history;
     int64_t width = -1;
