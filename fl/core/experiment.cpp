@@ -320,7 +320,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
   BASTION_CHECK(static_cast<int64_t>(output.update.size()) == width, "server rule '", c_.server.text("rule"),
                 "' returned ", output.update.size(), " values for ", width, " shared columns");
   if (method_server_) method_after_aggregation(uploads.data(), accepted_clients, sampled, results, output.update);
-  sharing_.add_into(output.update, global_);
+  add_update_checked(sharing_, output.update, global_, c_.server.text("rule"), round);
   ++version_;
   for (size_t i = 0; i < output.flagged.size() && i < accepted_clients.size(); ++i) {
     const bool truth = attack_on && is_malicious_[accepted_clients[i]];

@@ -33,6 +33,19 @@ std::vector<int64_t> compact_finite_uploads(float* uploads, int64_t D, const std
   return accepted;
 }
 
+void add_update_checked(const SharedColumns& sharing, std::span<const float> update, std::span<float> global,
+                        const std::string& rule, int64_t round) {
+  BASTION_CHECK(static_cast<int64_t>(update.size()) == sharing.width, "server rule '", rule, "' returned ",
+                update.size(), " values for ", sharing.width, " shared columns");
+  size_t k = 0;
+  for (const ColumnRange& r : sharing.ranges)
+    for (int64_t d = r.begin; d < r.end; ++d, ++k)
+      BASTION_CHECK(std::isfinite(update[k]) && std::isfinite(global[d] + update[k]), "round ", round,
+                    ": server rule '", rule, "' gives a non-finite global model (column ", d, ": ", global[d],
+                    " + ", update[k], "); the run stops before the model is changed");
+  sharing.add_into(update, global);
+}
+
 namespace {
 
 bool selects(const std::string& entry, const ParameterView& view, bool is_buffer) {

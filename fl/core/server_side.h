@@ -29,6 +29,13 @@ int64_t expected_malicious_count(const ExperimentConfig& config, int64_t uploads
 std::vector<int64_t> compact_finite_uploads(float* uploads, int64_t D, const std::vector<int64_t>& sampled,
                                             int64_t round, bool fail);
 
+// The server's step global[shared columns] += update, refused (bastion::Error naming the rule and the
+// round, global untouched) when the update holds NaN or Inf or when a sum overflows float: a rule must
+// never return a non-finite update, and even a finite one (huge uploads, fedavg's lr > 1) can carry the
+// global model past FLT_MAX. Either way the run stops here instead of training on Inf or NaN.
+void add_update_checked(const SharedColumns& sharing, std::span<const float> update, std::span<float> global,
+                        const std::string& rule, int64_t round);
+
 // The column ranges of server.apply_to on `model` ([] = every column: returns empty). Entries: "all",
 // "body" (every parameter outside the head, and every buffer), "head", or a parameter-name prefix (also
 // matched against buffer names, so "bn1." selects bn1's running statistics). An entry that selects

@@ -6,7 +6,7 @@
 // BatchNorm buffer columns take the same TS_i weights without the rescaling (they are statistics, not
 // gradients). All scores 0 (every upload points away from g0): the global model stays (zero update),
 // every upload is flagged. An upload with TS_i = 0 is flagged.
-// Preconditions: data.server_fraction > 0. A zero upload has cosine 0 (vector_cosine_cpu) and weight 0.
+// Preconditions: n >= 1, data.server_fraction > 0. A zero upload has cosine 0 (vector_cosine_cpu) and weight 0.
 // Cost: one server training run (epochs over the root set) + O(n D).
 // Defaults: 1 epoch, batch 64, SGD lr 0.01, momentum 0.9, wd 1e-5 (SPMC trains 10 epochs: epochs = 10).
 #include <cmath>
@@ -25,6 +25,7 @@ class FlTrust final : public ServerRule {
 
   AggregationOutput aggregate(const AggregationInput& in) override {
     ServerData& data = require_server_data(in, "fltrust");
+    BASTION_CHECK(in.n >= 1, "fltrust: no upload to aggregate");
     const std::vector<float> trained = data.train(in.global, server_train_spec(params_, in.seed));
     const int64_t P = in.num_parameters;
     std::vector<float> g0(static_cast<size_t>(P));

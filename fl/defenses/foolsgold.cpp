@@ -13,9 +13,11 @@
 // update is 0: the server keeps the global model. Clients with w_i = 0 are flagged.
 // State: one history per client id ever seen (P floats each; memory O(#clients * P), as in the paper).
 // save_state layout (floats): [count, P, then count records of (id, P history values)], records in
-// ascending id; ids must be < 2^24 to be stored exactly in a float.
+// ascending id; ids must be < 2^24 to be stored exactly in a float. A history saturates at +-FLT_MAX.
+// load_state refuses a truncated or inconsistent state with an error and keeps what it had.
 // Preconditions: n >= 1; P equal in every round. Cost: O(n P) for histories + O(n^2 P) for cosines.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -45,6 +47,9 @@ double history_cosine(const float* a, const float* b, int64_t P) {
   return std::clamp(ab / std::sqrt(aa * bb), -1.0, 1.0);
 }
 
+// A non-negative integer small enough to index a state (false for NaN, Inf and fractions).
+bool is_count(float x) { return x >= 0.0f && x < 1e15f && x == std::floor(x); }
+
 class FoolsGold final : public ServerRule {
  public:
   explicit FoolsGold(const Params& p)
@@ -63,7 +68,12 @@ class FoolsGold final : public ServerRule {
       if (hist.empty()) hist.assign(static_cast<size_t>(P), 0.0f);
       const float* row = in.updates + i * in.D;
       const double scale = normalized_ ? 1.0 / (vector_norm_cpu(row, P) + 0.1) : 1.0;
-      for (int64_t d = 0; d < P; ++d) hist[d] += static_cast<float>(scale * row[d]);
+      for (int64_t d = 0; d < P; ++d) {
+        // Saturate at +-FLT_MAX: a history at Inf has NaN cosines, which drop out of every max below and
+        // give repeated huge sybils weight 1. Only uploads near FLT_MAX, repeated, get here.
+        const double step = std::clamp(scale * row[d], -double{FLT_MAX}, double{FLT_MAX});
+        hist[d] = std::clamp(hist[d] + static_cast<float>(step), -FLT_MAX, FLT_MAX);
+      }
       h[i] = hist.data();
     }
     const std::vector<double> w = weights(h, n, P);
@@ -101,20 +111,32 @@ class FoolsGold final : public ServerRule {
     return state;
   }
 
+  // Refuses a state that save_state cannot have written (truncated, NaN or fractional counts and ids, a
+  // client twice, non-finite histories) before changing anything: a checkpoint is a file from outside.
   void load_state(std::span<const float> state) override {
-    history_.clear();
-    width_ = -1;
-    if (state.empty()) return;
-    BASTION_CHECK(state.size() >= 2, "foolsgold: state of ", state.size(), " floats has no header");
-    const auto count = static_cast<int64_t>(state[0]);
-    const auto width = static_cast<int64_t>(state[1]);
-    BASTION_CHECK(count >= 0 && width >= 0 && static_cast<int64_t>(state.size()) == 2 + count * (1 + width),
-                  "foolsgold: state of ", state.size(), " floats does not hold ", count, " histories of ", width);
-    width_ = width;
-    for (int64_t c = 0; c < count; ++c) {
-      const float* record = state.data() + 2 + c * (1 + width);
-      history_[static_cast<int64_t>(record[0])].assign(record + 1, record + 1 + width);
+    std::map<int64_t, std::vector<float>> history;
+    int64_t width = -1;
+    if (!state.empty()) {
+      BASTION_CHECK(state.size() >= 2, "foolsgold: state of ", state.size(), " floats has no header");
+      BASTION_CHECK(is_count(state[0]) && is_count(state[1]) &&
+                        static_cast<double>(state.size()) == 2.0 + double{state[0]} * (1.0 + state[1]),
+                    "foolsgold: state of ", state.size(), " floats does not hold ", state[0], " histories of ",
+                    state[1], " values");
+      const auto count = static_cast<int64_t>(state[0]);
+      width = static_cast<int64_t>(state[1]);
+      for (int64_t c = 0; c < count; ++c) {
+        const float* record = state.data() + 2 + c * (1 + width);
+        BASTION_CHECK(is_count(record[0]) && record[0] < kMaxExactId, "foolsgold: state record ", c,
+                      " has client id ", record[0], " (an integer in [0, 2^24) expected)");
+        const auto id = static_cast<int64_t>(record[0]);
+        BASTION_CHECK(!history.count(id), "foolsgold: state holds client ", id, " twice");
+        BASTION_CHECK(std::all_of(record + 1, record + 1 + width, [](float v) { return std::isfinite(v); }),
+                      "foolsgold: state history of client ", id, " holds NaN or Inf");
+        history[id].assign(record + 1, record + 1 + width);
+      }
     }
+    history_ = std::move(history);
+    width_ = width;
   }
 
  private:

@@ -1,6 +1,8 @@
 #include "fl/defenses/krum_scores.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <numeric>
 
 #include "kernels/cpu/vector.h"
@@ -13,6 +15,16 @@ std::vector<float> pairwise_parameter_distances(const AggregationInput& in) {
   std::vector<float> workspace(static_cast<size_t>(vector_pairwise_workspace_floats(in.n, in.num_parameters)));
   vector_pairwise_squared_distances_strided_cpu(dist.data(), workspace.data(), in.updates, in.n, in.num_parameters,
                                                 in.D);
+  if (std::all_of(dist.begin(), dist.end(), [](float v) { return std::isfinite(v); })) return dist;
+  // Uploads near FLT_MAX overflow the float GEMM (Inf, then Inf - Inf = NaN), and NaN scores would hand
+  // the choice to the row order (a 1e30 upload in row 0 won Krum). Then, and only then, every distance
+  // again exactly in double; a pair farther apart than float's range is +Inf, the farthest of all.
+  const int64_t n = in.n;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j) {
+      const double d = vector_squared_distance_cpu(in.updates + i * in.D, in.updates + j * in.D, in.num_parameters);
+      dist[i * n + j] = dist[j * n + i] = d > FLT_MAX ? INFINITY : static_cast<float>(d);
+    }
   return dist;
 }
 

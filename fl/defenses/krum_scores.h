@@ -21,7 +21,8 @@
 
 namespace bastion {
 
-// (n, n) squared distances over the parameter columns of in.updates.
+// (n, n) squared distances over the parameter columns of in.updates; never NaN: when the float GEMM
+// overflows (uploads near FLT_MAX), all of them exactly in double, +Inf beyond float's range (O(n^2 P)).
 std::vector<float> pairwise_parameter_distances(const AggregationInput& in);
 
 // score_i(candidates, neighbours) for each i in candidates (aligned with it); every candidate needs at

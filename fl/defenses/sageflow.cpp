@@ -10,7 +10,7 @@
 // is floored at 1e-12 so the weight stays finite.
 // Unlike SPMC's code (which scores the global model for every client, so all weights come out equal),
 // each client's own model is scored, as in the paper.
-// Preconditions: data.server_fraction > 0. Cost: n evaluations over the server split + O(n D).
+// Preconditions: n >= 1, data.server_fraction > 0. Cost: n evaluations over the server split + O(n D).
 #include <cmath>
 
 #include "fl/defenses/defense_support.h"
@@ -27,6 +27,7 @@ class SageFlow final : public ServerRule {
 
   AggregationOutput aggregate(const AggregationInput& in) override {
     ServerData& data = require_server_data(in, "sageflow");
+    BASTION_CHECK(in.n >= 1, "sageflow: no upload to aggregate");
     std::vector<int64_t> kept;
     std::vector<double> weights;
     std::vector<float> model(in.global.begin(), in.global.end());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fl/core/params.h"
+#include "tensor/error.h"
 
 namespace bastion {
 
@@ -82,9 +83,13 @@ class ServerRule {
   // false to send the global state. Called serially, in client-id order.
   virtual bool has_client_start_states() const { return false; }
   virtual bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) { return false; }
-  // Rules with memory across rounds (FoolsGold history, ...) save it for checkpoints.
+  // Rules with memory across rounds (FoolsGold history, ...) save it for checkpoints. load_state refuses a
+  // state it cannot have saved (bastion::Error), so a rule without memory refuses any non-empty one.
   virtual std::vector<float> save_state() const { return {}; }
-  virtual void load_state(std::span<const float> state) {}
+  virtual void load_state(std::span<const float> state) {
+    BASTION_CHECK(state.empty(), "server rule state: this rule keeps nothing between rounds, but the checkpoint ",
+                  "gives it ", state.size(), " values");
+  }
 };
 
 // One pair per rule, defined in fl/defenses/<name>.cpp and listed in fl/registry.cpp. Wrappers
