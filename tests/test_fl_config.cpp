@@ -319,6 +319,24 @@ TEST_F(FlConfigFile, LoadConfigReadsFileAndNamesItInErrors) {
   expect_error([&] { load_config(dir_.string()); }, {"not a file"});
 }
 
+// fuzz_config found toml++ 3.3.0 reaching __builtin_unreachable (undefined behaviour) when it asks whether
+// a non-ASCII character is whitespace (fl/core/toml_guard.h): the first input had `seed = 1lň`. Such text
+// is now a bastion::Error before toml++ sees it; non-ASCII text in strings and comments still parses.
+TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
+  expect_config_error("name = \"x\"\nseed = 1l\xc5\x88.42\n", {"test.toml:2", "non-ASCII", "outside a string"});
+  expect_config_error("\xc2\xa7 = 1\n", {"test.toml:1", "non-ASCII"});
+  // The second find: toml++ reads an invalid bare word through a glued quote (`4St5ctype"fedaöln`).
+  expect_config_error("repeat = 4St5ctype\"feda\xc3\xb6ln\n", {"test.toml:1", "non-ASCII"});
+  // marzer/tomlplusplus#190: a line-ending backslash in a """ string, then U+00A7 on the next line.
+  expect_config_error("description = \"\"\"\\\n  \xc2\xa7\"\"\"\n", {"test.toml:2", "line-ending backslash", "\\uXXXX"});
+  const ExperimentConfig c = parse("# K\xc3\xb6ln\nname = \"Z\xc3\xbcrich\"\ndescription = '''\xc2\xa7\\\n\xc2\xa7'''\n"
+                                   "[data]\npartition = \"iid\" # \xc3\xa9\n");
+  EXPECT_EQ(c.experiment.text("name"), "Z\xc3\xbcrich");
+  EXPECT_EQ(c.experiment.text("description"), "\xc2\xa7\\\n\xc2\xa7");
+  // An override that is not TOML is taken as text, non-ASCII or not.
+  EXPECT_EQ(parse("", {"name=Z\xc3\xbcrich"}).experiment.text("name"), "Z\xc3\xbcrich");
+}
+
 TEST(FlConfig, SectionTablesAreDocumentedAndValid) {
   const auto& sections = config_sections();
   ASSERT_EQ(sections.size(), 9u);  // top level, data, model, clients, server, attack, eval, post, run

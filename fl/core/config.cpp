@@ -19,6 +19,7 @@
 
 #include "data/partition.h"
 #include "fl/clients/post_step.h"
+#include "fl/core/toml_guard.h"
 #include "fl/registry.h"
 #include "nn/models.h"
 #include "tensor/error.h"
@@ -73,6 +74,7 @@ void with_key(const std::string& key, const std::function<void()>& fn) {
 // ---- TOML tree -> values ----------------------------------------------------------------------------
 
 toml::table parse_toml(std::string_view text, const std::string& source) {
+  check_toml_text(text, source);
   try {
     return toml::parse(text, source);
   } catch (const toml::parse_error& e) {
@@ -204,6 +206,7 @@ void apply_override(toml::table& root, const std::string& override_text) {
     table = child->as_table();
   }
   try {
+    check_toml_text(value, "override");  // text toml++ 3.3.0 cannot take safely is no TOML value either
     toml::table parsed = toml::parse("v = " + value, std::string_view("override"));
     if (parsed.size() == 1 && parsed.contains("v")) {
       table->insert_or_assign(parts.back(), std::move(*parsed.get("v")));
@@ -211,6 +214,8 @@ void apply_override(toml::table& root, const std::string& override_text) {
     }
   } catch (const toml::parse_error&) {
     // not a TOML value: fall through to the string
+  } catch (const Error&) {
+    // rejected by the guard (e.g. a bare non-ASCII word): the string too
   }
   table->insert_or_assign(parts.back(), value);
 }
