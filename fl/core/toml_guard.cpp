@@ -1,7 +1,7 @@
 // See toml_guard.h for the toml++ 3.3.0 bug this guards against. A small lexer follows the TOML states
 // that may hold non-ASCII text (comments and the four string kinds). It must never think "in a string"
 // where toml++ does not: toml++ stops at an error inside a string, but it reads an invalid bare word on
-// to its terminator for the message, quotes included (fuzz_config's second find), hence opens_token.
+// to its terminator for the message, quotes included, hence BareWord.
 #include "fl/core/toml_guard.h"
 
 #include <algorithm>
@@ -21,23 +21,30 @@ enum class State { Outside, Comment, Basic, Literal, MultiBasic, MultiLiteral };
 
 bool starts(std::string_view text, size_t at, std::string_view prefix) { return text.substr(at, prefix.size()) == prefix; }
 
-// A quote starts a string only where a token can start (line start, after whitespace, '=', '[', ',', '{'
-// or a key's '.'); glued to a bare word (`4St5"ö`) toml++ reads it as part of that invalid word and
-// asks of each following character whether it ends the word, so the lexer must not skip it either.
-bool opens_token(std::string_view text, size_t at) {
-  if (at == 0) return true;
-  const char previous = text[at - 1];
-  return previous == ' ' || previous == '\t' || previous == '\n' || previous == '\r' || previous == '=' ||
-         previous == '[' || previous == ',' || previous == '{' || previous == '.';
-}
+// Outside strings and comments: whether the current character continues a bare word (a number, a
+// bool, an invalid word), and whether the line is past its '='. toml++ reads a bare value on to a
+// terminator (whitespace, ',', ']', '}', '#') for its messages, quotes and '[' included, and asks of
+// each character whether it is one (fuzz_config's second and fourth finds: `4St5ctype"fedaöln`,
+// `0man_[[["Zürich"`), so a quote glued to such a word must not open a string here either. In key
+// position '=', '.' and '[' end a word too (`key="value"`, `a."b"`, `[a."b"]`).
+struct BareWord {
+  bool bare = false, value = false;
+  void step(char c) {  // c is not a quote that opened a string
+    if (c == '\n') value = false;
+    const bool ends = c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ']' || c == '}' ||
+                      c == '#' || (!value && (c == '=' || c == '.' || c == '['));
+    if (!value && c == '=') value = true;
+    if (ends) bare = false;
+    else if (bare || (c != '[' && c != '{')) bare = true;  // '[' and '{' opening a token are structure
+  }
+};
 
-// In a multi-line basic string at a backslash: true when it ends the line and the first character after
-// the whitespace it trims is non-ASCII (the case of marzer/tomlplusplus#190); returns that character's
-// position, or npos.
+// In a basic string at a backslash: the position of a non-ASCII character that follows it, directly or
+// after whitespace and newlines, else npos. toml++ asks whether that character is whitespace while it
+// decides between an escape and a line-ending backslash (marzer/tomlplusplus#190; fuzz_config also
+// found `\ é` with no newline, an invalid escape that still reaches the question).
 size_t trims_into_non_ascii(std::string_view text, size_t at) {
   size_t i = at + 1;
-  while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-  if (i >= text.size() || (text[i] != '\n' && text[i] != '\r')) return std::string_view::npos;
   while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
   return i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80 ? i : std::string_view::npos;
 }
@@ -46,6 +53,7 @@ size_t trims_into_non_ascii(std::string_view text, size_t at) {
 
 void check_toml_text(std::string_view text, const std::string& source) {
   State state = State::Outside;
+  BareWord word;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     switch (state) {
@@ -53,14 +61,18 @@ void check_toml_text(std::string_view text, const std::string& source) {
         if (static_cast<unsigned char>(c) >= 0x80)
           reject(text, i, source, "a non-ASCII character outside a string or comment is not valid TOML");
         if (c == '#') state = State::Comment;
-        if (c == '"' && opens_token(text, i)) state = starts(text, i, "\"\"\"") ? State::MultiBasic : State::Basic;
-        if (c == '\'' && opens_token(text, i)) state = starts(text, i, "'''") ? State::MultiLiteral : State::Literal;
+        if (c == '"' && !word.bare) state = starts(text, i, "\"\"\"") ? State::MultiBasic : State::Basic;
+        if (c == '\'' && !word.bare) state = starts(text, i, "'''") ? State::MultiLiteral : State::Literal;
         if (state == State::MultiBasic || state == State::MultiLiteral) i += 2;
+        if (state == State::Outside) word.step(c);
         break;
       case State::Comment:
-        if (c == '\n') state = State::Outside;
+        if (c == '\n') state = State::Outside, word.step(c);
         break;
       case State::Basic:
+        if (const size_t bad = c == '\\' ? trims_into_non_ascii(text, i) : std::string_view::npos;
+            bad != std::string_view::npos)
+          reject(text, bad, source, "a non-ASCII character right after a backslash is not supported");
         if (c == '\\') ++i;  // an escape: the next character never ends the string
         else if (c == '"' || c == '\n') state = State::Outside;
         break;
@@ -70,7 +82,7 @@ void check_toml_text(std::string_view text, const std::string& source) {
       case State::MultiBasic:
         if (const size_t bad = c == '\\' ? trims_into_non_ascii(text, i) : std::string_view::npos;
             bad != std::string_view::npos)
-          reject(text, bad, source, "a non-ASCII character right after a line-ending backslash is not supported");
+          reject(text, bad, source, "a non-ASCII character right after a backslash is not supported");
         if (c == '\\') ++i;
         else if (starts(text, i, "\"\"\"")) state = State::Outside, i += 2;
         break;
