@@ -328,6 +328,9 @@ TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
   // Fourth: '[' glued to a bare value is read on by toml++ too; quoted keys and values still work.
   expect_config_error("[server]\nexpected_malicious = 0man_[[[\"Z\xc3\xbcrich\"\n", {"test.toml:2", "non-ASCII"});
   EXPECT_EQ(parse("name=\"Z\xc3\xbcrich\"\n[data]\n\"partition\"=\"iid\"\n").experiment.text("name"), "Z\xc3\xbcrich");
+  // Fifth: an override value is checked as the `v = VALUE` line toml++ parses (in value position a quote
+  // after `3.` is glued to the bare word); such a value is taken as text.
+  EXPECT_EQ(parse("", {"name=22/3.'tom\xc2\xa7'"}).experiment.text("name"), "22/3.'tom\xc2\xa7'");
   // Third: a backslash, spaces and a non-ASCII character without a newline (an invalid escape).
   expect_config_error("name = \"\"\"x \\   \xc3\xa9\n\"\"\"\n", {"test.toml:1", "right after a backslash"});
   expect_config_error("name = \"x\\\xc3\xa9\"\n", {"test.toml:1", "right after a backslash"});

@@ -225,8 +225,9 @@ void apply_override(toml::table& root, const std::string& override_text) {
     table = child->as_table();
   }
   try {
-    check_toml_text(value, "override");  // text toml++ 3.3.0 cannot take safely is no TOML value either
-    toml::table parsed = toml::parse("v = " + value, std::string_view("override"));
+    const std::string line = "v = " + value;
+    check_toml_text(line, "override");  // the text toml++ parses, in value position; unsafe text is no TOML value
+    toml::table parsed = toml::parse(line, std::string_view("override"));
     if (parsed.size() == 1 && parsed.contains("v")) {
       table->insert_or_assign(parts.back(), std::move(*parsed.get("v")));
       return;
