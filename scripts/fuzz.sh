@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the data readers with libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
-# Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON, builds the five targets in
+# Fuzzes the data readers, the experiment config, presets, safetensors and checkpoints with libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
+# Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON, builds the nine targets in
 # tests/fuzz/, and runs them one after another (one worker each) on a scratch copy of their committed
 # corpus (tests/fuzz/corpus/<target>/ is never written to). Prints each target's executions from
 # libFuzzer's final stats. Exits non-zero when any target crashed, leaked, hit a sanitizer report, an
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 build_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
 jobs="${FUZZ_JOBS:-$(nproc)}"
-targets=(idx cifar wisdm image_folder matlab)
+targets=(idx cifar wisdm image_folder matlab config preset safetensors checkpoint)
 
 # clang with its libFuzzer/sanitizer runtimes and LLVM's OpenMP, on top of the normal build deps.
 scripts/setup.sh clang libclang-rt-14-dev libomp-14-dev

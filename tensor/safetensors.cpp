@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -46,11 +47,26 @@ uint64_t itemsize(bool is_f32) { return is_f32 ? sizeof(float) : sizeof(int64_t)
 
 // ---- loading ----
 
+// Where the loader reads bytes from: a file (load_safetensors) or memory (parse_safetensors_bytes), so both
+// run the same checks. read() throws bastion::Error naming the path when the bytes are not there.
+struct ByteSource {
+  uint64_t size = 0;
+  std::function<void(uint64_t offset, void* dst, uint64_t bytes)> read;
+};
+
 void read_at(std::FILE* f, uint64_t offset, void* dst, uint64_t bytes, const std::string& path) {
   if (bytes == 0) return;  // empty tensors have no storage to read into
   const bool ok = fseeko(f, static_cast<off_t>(offset), SEEK_SET) == 0 && std::fread(dst, 1, bytes, f) == bytes;
   BASTION_CHECK(ok, "safetensors '", path, "': expected ", bytes, " bytes at byte ", offset, ", found ",
                 std::ferror(f) ? std::strerror(errno) : "end of file");
+}
+
+void read_memory(const uint8_t* data, uint64_t size, uint64_t offset, void* dst, uint64_t bytes,
+                 const std::string& path) {
+  if (bytes == 0) return;
+  BASTION_CHECK(offset <= size && bytes <= size - offset, "safetensors '", path, "': expected ", bytes,
+                " bytes at byte ", offset, ", found end of data");
+  std::memcpy(dst, data + offset, bytes);
 }
 
 // Opens a regular file and returns its size (fopen succeeds on directories, so check with fstat).
@@ -64,11 +80,12 @@ FilePtr open_for_read(const std::string& path, uint64_t& size) {
   return f;
 }
 
-uint64_t read_header_length(std::FILE* f, const std::string& path, uint64_t file_size) {
+uint64_t read_header_length(const ByteSource& in, const std::string& path) {
+  const uint64_t file_size = in.size;
   BASTION_CHECK(file_size >= kLengthBytes, "safetensors '", path, "': file too short: expected at least ", kLengthBytes,
                 " bytes (the header length), found ", file_size);
   unsigned char bytes[kLengthBytes];
-  read_at(f, 0, bytes, kLengthBytes, path);
+  in.read(0, bytes, kLengthBytes);
   uint64_t n = 0;
   for (int i = kLengthBytes - 1; i >= 0; --i) n = (n << 8) | bytes[i];
   BASTION_CHECK(n <= kMaxHeaderBytes, "safetensors '", path, "': header length at byte 0 is ", n, ", expected at most ",
@@ -96,6 +113,8 @@ json parse_header(const std::string& text, const std::string& path) {
     header = json::parse(text, callback);
   } catch (const json::parse_error& e) {
     BASTION_FAIL("safetensors '", path, "': invalid JSON header near byte ", kLengthBytes + e.byte, ": ", e.what());
+  } catch (const json::exception& e) {  // out_of_range 406: a number beyond double's range (1e400); fuzz_safetensors
+    BASTION_FAIL("safetensors '", path, "': invalid JSON header: ", e.what());
   }
   BASTION_CHECK(duplicate.empty(), "safetensors '", path, "': duplicate key \"", duplicate,
                 "\" in the header, expected each name once");
@@ -193,17 +212,41 @@ void sort_and_check_overlap(std::vector<Entry>& entries, uint64_t data_start, co
   }
 }
 
-void read_entry(std::FILE* f, const Entry& e, uint64_t data_start, const std::string& path, SafetensorsFile& out) {
+void read_entry(const ByteSource& in, const Entry& e, uint64_t data_start, SafetensorsFile& out) {
   const uint64_t offset = data_start + e.begin, bytes = e.end - e.begin;
   if (e.is_f32) {
     Tensor t = Tensor::empty(e.shape);
-    read_at(f, offset, t.data(), bytes, path);
+    in.read(offset, t.data(), bytes);
     out.f32.emplace_back(e.name, t);
   } else {
     std::vector<int64_t> values(static_cast<size_t>(e.shape.numel()));
-    read_at(f, offset, values.data(), bytes, path);
+    in.read(offset, values.data(), bytes);
     out.i64.emplace_back(e.name, std::make_pair(e.shape, std::move(values)));
   }
+}
+
+// The whole load: header length, JSON header, entries, regions; all checks pass before any tensor is
+// allocated.
+SafetensorsFile load_from(const ByteSource& in, const std::string& path) {
+  const uint64_t header_size = read_header_length(in, path);
+  std::string text(header_size, '\0');
+  in.read(kLengthBytes, text.data(), header_size);
+  const json header = parse_header(text, path);
+
+  SafetensorsFile out;
+  std::vector<Entry> entries;
+  const uint64_t data_start = kLengthBytes + header_size, data_size = in.size - data_start;
+  for (const auto& [name, info] : header.items()) {
+    if (name == kMetadataKey) {
+      out.metadata = parse_metadata(info, path);
+      continue;
+    }
+    entries.push_back(parse_entry(name, info, path));
+    check_region(entries.back(), data_start, data_size, path);
+  }
+  sort_and_check_overlap(entries, data_start, path);
+  for (const Entry& e : entries) read_entry(in, e, data_start, out);
+  return out;
 }
 
 // ---- saving ----
@@ -250,22 +293,23 @@ std::string make_header(const std::string& path, const SafetensorsFile& file) {
   return text;
 }
 
-// The file's bytes in order; false (errno set) at the first failed write.
-bool write_contents(std::FILE* f, const std::string& header, const SafetensorsFile& file) {
+using Sink = std::function<void(const void* data, uint64_t bytes)>;
+
+// Length, header, then the data buffer in header order (I64 first, then F32), through `write`.
+void write_contents(const std::string& header, const SafetensorsFile& file, const Sink& write) {
   unsigned char length[kLengthBytes];
   for (uint64_t i = 0; i < kLengthBytes; ++i) length[i] = static_cast<unsigned char>(header.size() >> (8 * i));
-  if (!write_bytes(f, length, kLengthBytes) || !write_bytes(f, header.data(), header.size())) return false;
-  for (const auto& [name, entry] : file.i64)
-    if (!write_bytes(f, entry.second.data(), entry.second.size() * 8)) return false;
+  write(length, kLengthBytes);
+  write(header.data(), header.size());
+  for (const auto& [name, entry] : file.i64) write(entry.second.data(), entry.second.size() * 8);
   for (const auto& [name, tensor] : file.f32) {
     if (tensor.device() == Device::CPU) {
-      if (!write_bytes(f, tensor.data(), tensor.numel() * sizeof(float))) return false;
+      write(tensor.data(), tensor.numel() * sizeof(float));
     } else {
       const std::vector<float> host = tensor.to_vector();
-      if (!write_bytes(f, host.data(), host.size() * sizeof(float))) return false;
+      write(host.data(), host.size() * sizeof(float));
     }
   }
-  return true;
 }
 
 }  // namespace
@@ -279,31 +323,35 @@ const Tensor* SafetensorsFile::find(const std::string& name) const {
 SafetensorsFile load_safetensors(const std::string& path) {
   uint64_t file_size = 0;
   FilePtr f = open_for_read(path, file_size);
-  const uint64_t header_size = read_header_length(f.get(), path, file_size);
-  std::string text(header_size, '\0');
-  read_at(f.get(), kLengthBytes, text.data(), header_size, path);
-  const json header = parse_header(text, path);
+  std::FILE* file = f.get();
+  return load_from({file_size, [&](uint64_t offset, void* dst, uint64_t bytes) { read_at(file, offset, dst, bytes, path); }},
+                   path);
+}
 
-  SafetensorsFile out;
-  std::vector<Entry> entries;
-  const uint64_t data_start = kLengthBytes + header_size, data_size = file_size - data_start;
-  for (const auto& [name, info] : header.items()) {
-    if (name == kMetadataKey) {
-      out.metadata = parse_metadata(info, path);
-      continue;
-    }
-    entries.push_back(parse_entry(name, info, path));
-    check_region(entries.back(), data_start, data_size, path);
-  }
-  sort_and_check_overlap(entries, data_start, path);  // all checks pass before any tensor is allocated
-  for (const Entry& e : entries) read_entry(f.get(), e, data_start, path, out);
-  return out;
+SafetensorsFile parse_safetensors_bytes(const uint8_t* data, size_t size, const std::string& source) {
+  return load_from({size, [&](uint64_t offset, void* dst, uint64_t bytes) {
+                      read_memory(data, size, offset, dst, bytes, source);
+                    }},
+                   source);
+}
+
+std::string safetensors_bytes(const SafetensorsFile& file, const std::string& source) {
+  check_for_save(source, file);
+  std::string bytes;
+  write_contents(make_header(source, file), file, [&](const void* data, uint64_t n) {
+    if (n > 0) bytes.append(static_cast<const char*>(data), n);
+  });
+  return bytes;
 }
 
 void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   check_for_save(path, file);
   const std::string header = make_header(path, file);
-  write_file_atomic(path, [&](std::FILE* f) { return write_contents(f, header, file); });
+  write_file_atomic(path, [&](std::FILE* f) {
+    bool ok = true;  // the first failed write stops the rest; write_file_atomic reports errno
+    write_contents(header, file, [&](const void* data, uint64_t bytes) { ok = ok && write_bytes(f, data, bytes); });
+    return ok;
+  });
 }
 
 }  // namespace bastion

@@ -14,6 +14,7 @@
 // Loading: validates everything before it allocates tensors, and throws bastion::Error naming the
 //   file, what was expected, what was found and the byte offset where relevant. Tensors may appear
 //   in any order in the header and the buffer may have gaps, but regions may not overlap.
+// In memory: parse_safetensors_bytes / safetensors_bytes (same checks, same bytes; the fuzz target's entry).
 // PyTorch equivalent: safetensors.torch.save_file / load_file.
 #pragma once
 
@@ -39,5 +40,11 @@ struct SafetensorsFile {
 // value count differs from its shape, or the file cannot be written (e.g. the directory is missing).
 void save_safetensors(const std::string& path, const SafetensorsFile& file);
 SafetensorsFile load_safetensors(const std::string& path);
+
+// In memory (the fuzz target's entry points and tests): the same checks and the same layout as the file
+// functions, with `source` naming the bytes in errors. safetensors_bytes gives exactly the bytes
+// save_safetensors writes; parse_safetensors_bytes reads what load_safetensors reads.
+SafetensorsFile parse_safetensors_bytes(const uint8_t* data, size_t size, const std::string& source);
+std::string safetensors_bytes(const SafetensorsFile& file, const std::string& source = "memory");
 
 }  // namespace bastion

@@ -319,6 +319,39 @@ TEST_F(FlConfigFile, LoadConfigReadsFileAndNamesItInErrors) {
   expect_error([&] { load_config(dir_.string()); }, {"not a file"});
 }
 
+// fuzz_config found toml++ 3.3.0 reaching __builtin_unreachable (undefined behaviour) when it asks whether
+// a non-ASCII character is whitespace (fl/core/toml_guard.h): the first input had `seed = 1lň`. Such text
+// is now a bastion::Error before toml++ sees it; non-ASCII text in strings and comments still parses.
+TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
+  expect_config_error("name = \"x\"\nseed = 1l\xc5\x88.42\n", {"test.toml:2", "non-ASCII", "outside a string"});
+  expect_config_error("\xc2\xa7 = 1\n", {"test.toml:1", "non-ASCII"});
+  // Fourth: '[' glued to a bare value is read on by toml++ too; quoted keys and values still work.
+  expect_config_error("[server]\nexpected_malicious = 0man_[[[\"Z\xc3\xbcrich\"\n", {"test.toml:2", "non-ASCII"});
+  EXPECT_EQ(parse("name=\"Z\xc3\xbcrich\"\n[data]\n\"partition\"=\"iid\"\n").experiment.text("name"), "Z\xc3\xbcrich");
+  // Fifth: an override value is checked as the `v = VALUE` line toml++ parses (in value position a quote
+  // after `3.` is glued to the bare word); such a value is taken as text.
+  EXPECT_EQ(parse("", {"name=22/3.'tom\xc2\xa7'"}).experiment.text("name"), "22/3.'tom\xc2\xa7'");
+  // Third: a backslash, spaces and a non-ASCII character without a newline (an invalid escape).
+  expect_config_error("name = \"\"\"x \\   \xc3\xa9\n\"\"\"\n", {"test.toml:1", "right after a backslash"});
+  expect_config_error("name = \"x\\\xc3\xa9\"\n", {"test.toml:1", "right after a backslash"});
+  // The second find: toml++ reads an invalid bare word through a glued quote (`4St5ctype"fedaöln`).
+  expect_config_error("repeat = 4St5ctype\"feda\xc3\xb6ln\n", {"test.toml:1", "non-ASCII"});
+  // marzer/tomlplusplus#190: a line-ending backslash in a """ string, then U+00A7 on the next line.
+  expect_config_error("description = \"\"\"\\\n  \xc2\xa7\"\"\"\n", {"test.toml:2", "right after a backslash", "\\uXXXX"});
+  const ExperimentConfig c = parse("# K\xc3\xb6ln\nname = \"Z\xc3\xbcrich\"\ndescription = '''\xc2\xa7\\\n\xc2\xa7'''\n"
+                                   "[data]\npartition = \"iid\" # \xc3\xa9\n");
+  EXPECT_EQ(c.experiment.text("name"), "Z\xc3\xbcrich");
+  EXPECT_EQ(c.experiment.text("description"), "\xc2\xa7\\\n\xc2\xa7");
+  // An override that is not TOML is taken as text, non-ASCII or not.
+  EXPECT_EQ(parse("", {"name=Z\xc3\xbcrich"}).experiment.text("name"), "Z\xc3\xbcrich");
+  // fuzz_config, after the guard: a text override with invalid UTF-8 made a config whose config_to_toml
+  // text did not parse back. Such a value is an error now.
+  expect_config_error("", {"override 'name=a", "not valid UTF-8"}, {"name=a\xbc"});
+  expect_config_error("", {"not valid UTF-8"}, {"name=\xed\xa0\x80"});  // a surrogate
+  expect_config_error("", {"not valid UTF-8"}, {"name=\xc0\xaf"});      // overlong '/'
+  EXPECT_EQ(parse("", {"name=\xf0\x9f\x98\x80"}).experiment.text("name"), "\xf0\x9f\x98\x80");
+}
+
 TEST(FlConfig, SectionTablesAreDocumentedAndValid) {
   const auto& sections = config_sections();
   ASSERT_EQ(sections.size(), 9u);  // top level, data, model, clients, server, attack, eval, post, run

@@ -94,6 +94,35 @@ TEST_F(Reproduce, PresetReadsColumnsRowsAndPaperNumbers) {
   EXPECT_EQ(grid.runs[1].folder, "fedrep");
 }
 
+// parse_preset is load_preset on text: `path` names it and is the folder the base resolves against, and
+// the cell check sees each cell's overrides (load_preset's check reads the base with load_config).
+TEST_F(Reproduce, ParsePresetChecksEveryCellThroughTheGivenCheck) {
+  std::vector<std::vector<std::string>> checked;
+  std::string base_seen;
+  const Preset preset = parse_preset(preset_text(kTwoRows), "papers/table.toml",
+                                     [&](const std::string& base, const std::vector<std::string>& overrides) {
+                                       base_seen = base;
+                                       checked.push_back(overrides);
+                                     });
+  EXPECT_EQ(preset.name, "table");
+  EXPECT_EQ(base_seen, "papers/base.toml");
+  ASSERT_EQ(checked.size(), 4u);  // 2 rows x 2 columns
+  EXPECT_EQ(checked[2].front(), "clients.rule=fedrep");
+  EXPECT_EQ(preset.rows.size(), load_preset(write_preset(kTwoRows)).rows.size());
+}
+
+// Found while writing fuzz_preset: seeds = 1e300 was cast to int64 before the range check (undefined
+// behaviour); a fraction was truncated silently. The guard of fl/core/toml_guard.h covers presets too.
+TEST_F(Reproduce, PresetSeedsMustBeAnIntegerInRangeAndTextMustBeSafeForTomlpp) {
+  const auto no_check = [](const std::string&, const std::vector<std::string>&) {};
+  for (const char* seeds : {"1e300", "-1e300", "nan", "2.5", "0", "101"}) {
+    std::string text = preset_text(kTwoRows);
+    text.replace(text.find("seeds = 2"), 9, std::string("seeds = ") + seeds);
+    expect_error([&] { parse_preset(text, "t.toml", no_check); }, {"t.toml", "seeds must be an integer in [1, 100]"});
+  }
+  expect_error([&] { parse_preset("title = \"x\"\xc2\xa7\n", "t.toml", no_check); }, {"t.toml:1", "non-ASCII"});
+}
+
 TEST_F(Reproduce, AnUnknownMethodFailsNamingTheRowsLine) {
   const std::string rows = std::string(kTwoRows) + R"(
 [[rows]]

@@ -260,3 +260,37 @@ TEST_F(Safetensors, SavesCudaTensors) {
   save_safetensors(path("cuda.safetensors"), file);
   EXPECT_EQ(load_safetensors(path("cuda.safetensors")).find("w")->to_vector(), (std::vector<float>{1, 2, 3, 4}));
 }
+
+// The in-memory twins (the fuzz target's entry points) give exactly the file's bytes and read what
+// load_safetensors reads, errors included.
+TEST_F(Safetensors, InMemoryBytesMatchTheFile) {
+  SafetensorsFile file;
+  file.metadata = {{"format", "pt"}};
+  file.f32 = {{"w", Tensor::from_vector({2, 2}, std::vector<float>{1, 2, 3, 4})}};
+  file.i64 = {{"n", {Shape{}, {5}}}};
+  save_safetensors(path("m.safetensors"), file);
+  const std::string bytes = safetensors_bytes(file);
+  EXPECT_EQ(bytes, read_bytes(path("m.safetensors")));
+  const SafetensorsFile parsed = parse_safetensors_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "mem");
+  EXPECT_EQ(parsed.metadata, file.metadata);
+  EXPECT_EQ(parsed.i64, file.i64);
+  ASSERT_EQ(names_of(parsed), std::vector<std::string>{"w"});
+  EXPECT_EQ(parsed.f32[0].second.to_vector(), (std::vector<float>{1, 2, 3, 4}));
+  try {
+    parse_safetensors_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size() - 1, "mem");
+    ADD_FAILURE() << "a truncated buffer must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("safetensors 'mem'"), std::string::npos) << e.what();
+  }
+}
+
+// fuzz_safetensors: a number beyond double's range in the header (1e2139815922 in the shape) made
+// nlohmann::json throw out_of_range 406, which is not a parse_error, so it escaped as a non-bastion
+// exception. Both loaders now report it as an invalid header.
+TEST_F(Safetensors, RejectsNumberBeyondDoubleRangeInHeader) {
+  const std::string header = R"({"a":{"dtype":"I64","shape":[1388e2139815922],"data_offsets":[0,8]}})";
+  write_file(path("overflow.safetensors"), header, 8);
+  expect_load_error(path("overflow.safetensors"), "invalid JSON header");
+  const std::string bytes = read_bytes(path("overflow.safetensors"));
+  EXPECT_THROW(parse_safetensors_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "mem"), Error);
+}

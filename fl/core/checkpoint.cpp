@@ -1,9 +1,12 @@
 #include "fl/core/checkpoint.h"
 
 #include <bit>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
+#include "fl/core/config.h"
 #include "tensor/error.h"
 #include "tensor/safetensors.h"
 
@@ -28,15 +31,47 @@ const std::string& metadata(const SafetensorsFile& file, const std::string& key,
   return found->second;
 }
 
-// "client.<id>.<name>" -> (id, name); false for other keys.
-bool split_client_key(const std::string& key, int64_t& id, std::string& name) {
+// A number in a metadata entry: the whole text must parse (std::stoll would take "12abc" as 12 and throw
+// std::invalid_argument on "abc", which is not a bastion::Error).
+template <typename T>
+T parse_number(const std::string& text, const std::string& what, const std::string& path) {
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  BASTION_CHECK(!text.empty() && error == std::errc() && end == text.data() + text.size(), "checkpoint ", path, ": ",
+                what, " is '", text, "', expected a number");
+  return value;
+}
+
+template <typename T>
+T metadata_number(const SafetensorsFile& file, const std::string& key, const std::string& path) {
+  return parse_number<T>(metadata(file, key, path), "metadata entry '" + key + "'", path);
+}
+
+// The client count, bounded by data.clients' own limit: a corrupt count must not allocate millions of
+// client states before the run compares it with its config.
+size_t client_count(const SafetensorsFile& file, const std::string& path) {
+  const uint64_t count = metadata_number<uint64_t>(file, "clients", path);
+  double limit = 0;
+  for (const auto& [section, specs] : config_sections())
+    for (const ParamSpec& spec : specs)
+      if (section == "data" && spec.name == "clients") limit = spec.max;
+  BASTION_CHECK(static_cast<double>(count) <= limit, "checkpoint ", path, ": metadata entry 'clients' is ", count,
+                ", more than data.clients allows (", limit, ")");
+  return static_cast<size_t>(count);
+}
+
+// "client.<id>.<name>" -> (id, name); false for keys of other entries. A "client." key whose id is not a
+// client of this checkpoint is an error (the writer never produces one).
+bool split_client_key(const std::string& key, size_t clients, size_t& id, std::string& name, const std::string& path) {
   if (key.rfind("client.", 0) != 0) return false;
   const size_t dot = key.find('.', 7);
-  if (dot == std::string::npos) return false;
-  id = std::strtoll(key.c_str() + 7, nullptr, 10);
+  BASTION_CHECK(dot != std::string::npos, "checkpoint ", path, ": '", key, "' is not client.<id>.<name>");
+  id = parse_number<size_t>(key.substr(7, dot - 7), "the client id of '" + key + "'", path);
+  BASTION_CHECK(id < clients, "checkpoint ", path, ": '", key, "' names a client outside [0, ", clients, ")");
   name = key.substr(dot + 1);
   return true;
 }
+
 // The timings as the bit patterns of their doubles, (rounds, 5): the float32 tensor written before kept
 // 7 significant digits, so the summary.json of a resumed run gave another seconds_per_round.
 std::pair<Shape, std::vector<int64_t>> timing_bits(const std::vector<RoundTiming>& timings) {
@@ -48,23 +83,28 @@ std::pair<Shape, std::vector<int64_t>> timing_bits(const std::vector<RoundTiming
   return {Shape{static_cast<int64_t>(timings.size()), 5}, bits};
 }
 
-// From the I64 "timing" entry, or from the F32 one of checkpoints written before it (rounded then).
-std::vector<RoundTiming> load_timings(const SafetensorsFile& file) {
+// From the I64 "timing" entry, or from the F32 one of checkpoints written before it (rounded then). The
+// round column goes back to an integer, so it must hold one.
+std::vector<RoundTiming> load_timings(const SafetensorsFile& file, const std::string& path) {
   std::vector<double> t;
   for (const auto& [name, entry] : file.i64)
     if (name == "timing")
       for (int64_t bits : entry.second) t.push_back(std::bit_cast<double>(bits));
   if (const Tensor* old = file.find("timing"))
     for (float value : old->to_vector()) t.push_back(value);
+  BASTION_CHECK(t.size() % 5 == 0, "checkpoint ", path, ": tensor 'timing' holds ", t.size(),
+                " values, expected 5 per round");
   std::vector<RoundTiming> timings;
-  for (size_t r = 0; r + 4 < t.size(); r += 5)
+  for (size_t r = 0; r < t.size(); r += 5) {
+    BASTION_CHECK(std::isfinite(t[r]) && t[r] == std::trunc(t[r]) && std::abs(t[r]) < 9.2e18, "checkpoint ", path,
+                  ": tensor 'timing' row ", r / 5, " has round ", t[r], ", expected an integer");
     timings.push_back({static_cast<int64_t>(t[r]), t[r + 1], t[r + 2], t[r + 3], t[r + 4]});
+  }
   return timings;
 }
-
 }  // namespace
 
-void save_checkpoint(const std::string& path, const CheckpointState& state) {
+SafetensorsFile checkpoint_file(const CheckpointState& state) {
   SafetensorsFile file;
   file.metadata = {{"format", kFormat},
                    {"round", std::to_string(state.round)},
@@ -83,39 +123,40 @@ void save_checkpoint(const std::string& path, const CheckpointState& state) {
     for (const auto& [name, value] : state.clients[c].scalars) file.metadata[prefix + name] = exact_double(value);
   }
   if (!state.timings.empty()) file.i64.emplace_back("timing", timing_bits(state.timings));
-  save_safetensors(path, file);
+  return file;
 }
 
-CheckpointState load_checkpoint(const std::string& path) {
-  const SafetensorsFile file = load_safetensors(path);
+void save_checkpoint(const std::string& path, const CheckpointState& state) {
+  save_safetensors(path, checkpoint_file(state));
+}
+
+CheckpointState load_checkpoint(const std::string& path) { return parse_checkpoint(load_safetensors(path), path); }
+
+CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string& path) {
   BASTION_CHECK(metadata(file, "format", path) == kFormat, "checkpoint ", path, ": format '",
                 metadata(file, "format", path), "', expected ", kFormat);
   CheckpointState state;
-  state.round = std::stoll(metadata(file, "round", path));
-  state.seed = std::stoull(metadata(file, "seed", path));
+  state.round = metadata_number<int64_t>(file, "round", path);
+  state.seed = metadata_number<uint64_t>(file, "seed", path);
   state.config_toml = metadata(file, "config", path);
   state.records = parse_rounds_csv(metadata(file, "rounds_csv", path));
   const std::vector<RoundRecord> pending = parse_rounds_csv(metadata(file, "pending_csv", path));
   BASTION_CHECK(pending.size() == 1, "checkpoint ", path, ": pending_csv holds ", pending.size(), " rows, expected 1");
   state.pending = pending[0];
-  state.clients.resize(std::stoull(metadata(file, "clients", path)));
+  state.clients.resize(client_count(file, path));
   const Tensor* global = file.find("global");
   BASTION_CHECK(global != nullptr, "checkpoint ", path, ": tensor 'global' is missing");
   state.global = global->to_vector();
   if (const Tensor* server = file.find("server_state")) state.server_state = server->to_vector();
   if (const Tensor* method = file.find("method_state")) state.method_state = method->to_vector();
-  int64_t id = 0;
+  size_t id = 0;
   std::string name;
-  for (const auto& [key, tensor] : file.f32) {
-    if (!split_client_key(key, id, name)) continue;
-    BASTION_CHECK(id >= 0 && id < static_cast<int64_t>(state.clients.size()), "checkpoint ", path, ": '", key,
-                  "' names a client outside [0, ", state.clients.size(), ")");
-    state.clients[id].vectors[name] = tensor.to_vector();
-  }
+  for (const auto& [key, tensor] : file.f32)
+    if (split_client_key(key, state.clients.size(), id, name, path)) state.clients[id].vectors[name] = tensor.to_vector();
   for (const auto& [key, value] : file.metadata)
-    if (split_client_key(key, id, name) && id >= 0 && id < static_cast<int64_t>(state.clients.size()))
-      state.clients[id].scalars[name] = std::strtod(value.c_str(), nullptr);
-  state.timings = load_timings(file);
+    if (split_client_key(key, state.clients.size(), id, name, path))
+      state.clients[id].scalars[name] = parse_number<double>(value, "metadata entry '" + key + "'", path);
+  state.timings = load_timings(file, path);
   return state;
 }
 

@@ -19,6 +19,7 @@
 
 #include "fl/clients/client_rule.h"
 #include "fl/metrics/results.h"
+#include "tensor/safetensors.h"
 
 namespace bastion {
 
@@ -36,5 +37,10 @@ struct CheckpointState {
 void save_checkpoint(const std::string& path, const CheckpointState& state);
 // Throws bastion::Error naming the file when it is missing, not a Bastion checkpoint, or inconsistent.
 CheckpointState load_checkpoint(const std::string& path);
+
+// The two halves of save/load without the file (the fuzz target's entry points): the safetensors
+// contents of a checkpoint, and the checks and decoding of loaded contents (`path` names them in errors).
+SafetensorsFile checkpoint_file(const CheckpointState& state);
+CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string& path);
 
 }  // namespace bastion

@@ -19,6 +19,7 @@
 
 #include "data/partition.h"
 #include "fl/clients/post_step.h"
+#include "fl/core/toml_guard.h"
 #include "fl/registry.h"
 #include "nn/models.h"
 #include "nn/fedcr_model.h"
@@ -74,6 +75,7 @@ void with_key(const std::string& key, const std::function<void()>& fn) {
 // ---- TOML tree -> values ----------------------------------------------------------------------------
 
 toml::table parse_toml(std::string_view text, const std::string& source) {
+  check_toml_text(text, source);
   try {
     return toml::parse(text, source);
   } catch (const toml::parse_error& e) {
@@ -183,6 +185,25 @@ std::vector<std::string> split_key(const std::string& key, const std::string& ov
   }
 }
 
+// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF), as toml++ demands of a file.
+bool valid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char c = byte(i);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    uint32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
+    for (size_t k = 1; k < n; ++k) {
+      if ((byte(i + k) & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (byte(i + k) & 0x3F);
+    }
+    const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
+}
+
 // "key=value": the value as TOML when it parses as exactly one TOML value, else the raw text as a
 // string, so `data.partition=dirichlet:0.1` needs no quotes.
 void apply_override(toml::table& root, const std::string& override_text) {
@@ -205,14 +226,21 @@ void apply_override(toml::table& root, const std::string& override_text) {
     table = child->as_table();
   }
   try {
-    toml::table parsed = toml::parse("v = " + value, std::string_view("override"));
+    const std::string line = "v = " + value;
+    check_toml_text(line, "override");  // the text toml++ parses, in value position; unsafe text is no TOML value
+    toml::table parsed = toml::parse(line, std::string_view("override"));
     if (parsed.size() == 1 && parsed.contains("v")) {
       table->insert_or_assign(parts.back(), std::move(*parsed.get("v")));
       return;
     }
   } catch (const toml::parse_error&) {
     // not a TOML value: fall through to the string
+  } catch (const Error&) {
+    // rejected by the guard (e.g. a bare non-ASCII word): the string too
   }
+  // A text value must be valid UTF-8, or config_to_toml would write a config.toml that cannot be read
+  // back (fuzz_config: an override holding a lone 0xBC byte).
+  BASTION_CHECK(valid_utf8(value), "override '", override_text, "': the value is not valid UTF-8");
   table->insert_or_assign(parts.back(), value);
 }
 

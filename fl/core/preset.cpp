@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "fl/core/config.h"
+#include "fl/core/toml_guard.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -133,12 +135,12 @@ std::string read_file(const std::string& path) {
 }
 
 // Every cell's experiment must parse: a bad method, key or value fails here, naming the row's line.
-void validate_cells(const Preset& preset) {
+void validate_cells(const Preset& preset, const PresetCellCheck& check_cell) {
   const PresetGrid grid = preset_grid(preset);
   for (size_t r = 0; r < preset.rows.size(); ++r) {
     for (size_t c = 0; c < preset.columns.size(); ++c) {
       try {
-        load_config(preset.base, grid.runs[grid.cell_run[r][c]].overrides);
+        check_cell(preset.base, grid.runs[grid.cell_run[r][c]].overrides);
       } catch (const Error& e) {
         BASTION_FAIL(preset.path, ":", preset.rows[r].line, ": row '", preset.rows[r].name, "', column '",
                      preset.columns[c].name, "': ", e.what());
@@ -160,9 +162,16 @@ const std::vector<std::string>& preset_metrics() {
 }
 
 Preset load_preset(const std::string& path) {
+  return parse_preset(read_file(path), path, [](const std::string& base, const std::vector<std::string>& overrides) {
+    load_config(base, overrides);
+  });
+}
+
+Preset parse_preset(std::string_view text, const std::string& path, const PresetCellCheck& check_cell) {
+  check_toml_text(text, path);
   toml::table root;
   try {
-    root = toml::parse(read_file(path), path);
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     BASTION_FAIL(path, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
   }
@@ -179,8 +188,10 @@ Preset load_preset(const std::string& path) {
   preset.base = (std::filesystem::path(path).parent_path() / required_text(root, "base", path, "the preset")).string();
   preset.set = text_list(root, "set", path);
   preset.quick = text_list(root, "quick", path);
-  preset.seeds = static_cast<int64_t>(optional_number(root, "seeds", 3, path));
-  BASTION_CHECK(preset.seeds >= 1 && preset.seeds <= 100, path, ": seeds must be in [1, 100]");
+  // Checked as a double: casting 1e300 (or NaN) to int64 first would be undefined behaviour.
+  const double seeds = optional_number(root, "seeds", 3, path);
+  BASTION_CHECK(seeds >= 1 && seeds <= 100 && seeds == std::trunc(seeds), path, ": seeds must be an integer in [1, 100]");
+  preset.seeds = static_cast<int64_t>(seeds);
   preset.estimated_minutes = optional_number(root, "estimated_minutes", 0.0, path);
   preset.columns = read_columns(root, path);
   std::set<std::string> names;
@@ -195,7 +206,7 @@ Preset load_preset(const std::string& path) {
     row.line = t.source().begin.line;
     preset.rows.push_back(row);
   }
-  validate_cells(preset);
+  validate_cells(preset, check_cell);
   return preset;
 }
 

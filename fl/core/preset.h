@@ -26,7 +26,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bastion {
@@ -67,6 +69,12 @@ struct PresetGrid {
 
 // Reads and validates a preset (see above). Throws bastion::Error naming the file and line.
 Preset load_preset(const std::string& path);
+// Checks one cell's experiment: the resolved base path and the cell's overrides; throws bastion::Error
+// when the experiment is invalid. load_preset's check is load_config(base, overrides).
+using PresetCellCheck = std::function<void(const std::string& base, const std::vector<std::string>& overrides)>;
+// load_preset on text in memory (tests, the fuzz target): `path` names the preset in errors and is the
+// folder the base is resolved against; check_cell validates every cell instead of reading the base file.
+Preset parse_preset(std::string_view text, const std::string& path, const PresetCellCheck& check_cell);
 // The runs of the grid with `extra` overrides (quick scale, seeds) appended to every run.
 PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& extra = {});
 // Presets in a folder: the *.toml files that have [[rows]] (configs/papers/), sorted by name.

@@ -1,0 +1,20 @@
+// A guard run on every text before toml++ parses it (config files, --set values, presets).
+// Debian's toml++ 3.3.0 has undefined behaviour (it reaches __builtin_unreachable in
+// is_non_ascii_horizontal_whitespace) when it asks whether a non-ASCII character in some code-point
+// ranges (e.g. U+00A7, U+0148) is whitespace: right after a value or key (`seed = 1ň`), and after a
+// backslash in a basic string (a line-ending one, or an invalid escape `\ é`); upstream
+// marzer/tomlplusplus#190, fixed after 3.3.0. Found by fuzz_config and fuzz_preset. Non-ASCII text is valid TOML only in comments and strings, so
+// the guard rejects a non-ASCII byte anywhere else (toml++ would reject it too, after the UB), and the
+// one valid trigger: a non-ASCII character right after a line-ending backslash in a """ string (write
+// it as \uXXXX instead; the error says so).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace bastion {
+
+// Throws bastion::Error naming `source` and the line when `text` holds the sequence above.
+void check_toml_text(std::string_view text, const std::string& source);
+
+}  // namespace bastion

@@ -1,0 +1,129 @@
+// fl/core/checkpoint: the in-memory halves (checkpoint_file / parse_checkpoint) round-trip a state, and
+// a corrupt checkpoint is a bastion::Error, never another exception, undefined behaviour or a huge
+// allocation. The corrupt inputs are the kinds fuzz_checkpoint produced (see tests/fuzz/crashes/README.md).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <string>
+
+#include "fl/core/checkpoint.h"
+#include "tensor/safetensors.h"
+#include "test_support.h"
+
+namespace bastion {
+namespace {
+
+using testing::expect_error;
+
+CheckpointState small_state() {
+  CheckpointState s;
+  s.round = 2;
+  s.seed = 7;
+  s.config_toml = "rounds = 4\n";
+  s.global = {0.5f, -1.0f, 2.0f};
+  s.method_state = {3.0f};
+  s.clients.resize(2);
+  s.clients[1].vectors["momentum"] = {0.25f, 0.5f};
+  s.clients[0].scalars["lambda"] = 0.1;
+  s.records.resize(1);
+  s.records[0].round = 2;
+  s.records[0].acc = 0.5;
+  s.pending.round = 3;
+  s.timings = {{1, 0.5, 0.25, 0.125, 1.0}, {2, 0.5, 0.25, 0.125, 1.0}};
+  return s;
+}
+
+// The state written to bytes and parsed back, as load_checkpoint does with a file.
+CheckpointState through_bytes(const SafetensorsFile& file) {
+  const std::string bytes = safetensors_bytes(file);
+  return parse_checkpoint(parse_safetensors_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "ck"),
+                          "ck");
+}
+
+TEST(FlCheckpoint, InMemoryRoundTripKeepsEveryField) {
+  const CheckpointState s = small_state();
+  const CheckpointState back = through_bytes(checkpoint_file(s));
+  EXPECT_EQ(back.round, 2);
+  EXPECT_EQ(back.seed, 7u);
+  EXPECT_EQ(back.config_toml, s.config_toml);
+  EXPECT_EQ(back.global, s.global);
+  EXPECT_TRUE(back.server_state.empty());
+  EXPECT_EQ(back.method_state, s.method_state);
+  ASSERT_EQ(back.clients.size(), 2u);
+  EXPECT_EQ(back.clients[1].vectors.at("momentum"), s.clients[1].vectors.at("momentum"));
+  EXPECT_EQ(back.clients[0].scalars.at("lambda"), 0.1);  // %.17g is exact for a double
+  EXPECT_EQ(rounds_csv(back.records), rounds_csv(s.records));
+  EXPECT_EQ(back.pending.round, 3);
+  ASSERT_EQ(back.timings.size(), 2u);
+  EXPECT_EQ(back.timings[1].round, 2);
+  EXPECT_EQ(back.timings[1].round_seconds, 1.0);
+}
+
+// fuzz_checkpoint's first crash: a timing round of 1.7e19 cast to int64 (UBSan: outside the range of
+// representable values). A round must be an integer in range.
+// The timing table is written as the bit patterns of doubles (I64); checkpoints written before hold it as
+// F32. Both must give integer rounds and 5 values a round.
+TEST(FlCheckpoint, TimingRoundsMustBeIntegers) {
+  for (double bad : {1.74665e19, -1e30, double(NAN), double(INFINITY), 2.5}) {
+    SafetensorsFile file = checkpoint_file(small_state());
+    for (auto& [name, entry] : file.i64)
+      if (name == "timing") entry.second[5] = std::bit_cast<int64_t>(bad);
+    expect_error([&] { through_bytes(file); }, {"checkpoint ck", "'timing' row 1", "expected an integer"});
+  }
+  SafetensorsFile file = checkpoint_file(small_state());
+  for (auto& [name, entry] : file.i64)
+    if (name == "timing") entry = {Shape{4}, {1, 2, 3, 4}};
+  expect_error([&] { through_bytes(file); }, {"'timing' holds 4 values"});
+}
+
+TEST(FlCheckpoint, OldFloatTimingTablesStillLoadAndAreChecked) {
+  SafetensorsFile file = checkpoint_file(small_state());
+  std::erase_if(file.i64, [](const auto& entry) { return entry.first == "timing"; });
+  const std::vector<RoundTiming>& timings = small_state().timings;
+  std::vector<float> old;
+  for (const RoundTiming& t : timings)
+    old.insert(old.end(), {float(t.round), float(t.train_seconds), float(t.aggregate_seconds), float(t.eval_seconds),
+                           float(t.round_seconds)});
+  file.f32.emplace_back("timing", Tensor::from_vector(Shape{int64_t(timings.size()), 5}, old));
+  const CheckpointState back = through_bytes(file);
+  ASSERT_EQ(back.timings.size(), timings.size());
+  EXPECT_EQ(back.timings.back().round, timings.back().round);
+  EXPECT_FLOAT_EQ(float(back.timings.back().round_seconds), float(timings.back().round_seconds));
+  file.f32.back().second.data()[5] = 2.5f;
+  expect_error([&] { through_bytes(file); }, {"'timing' row 1", "expected an integer"});
+}
+
+// Found by reading the code while writing the target: std::stoll / std::stoull threw std::invalid_argument
+// and std::out_of_range (not bastion::Error) and took "12abc" as 12; strtod took "abc" as 0.
+TEST(FlCheckpoint, MetadataNumbersMustBeWholeNumbers) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"round", "abc"}, {"round", "12abc"}, {"round", "99999999999999999999"}, {"seed", "-1"},
+      {"clients", ""}, {"client.0.lambda", "abc"}};
+  for (const auto& [key, value] : bad) {
+    SafetensorsFile file = checkpoint_file(small_state());
+    file.metadata[key] = value;
+    expect_error([&] { through_bytes(file); }, {"checkpoint ck", "'" + key + "'", "expected a number"});
+  }
+}
+
+// A corrupt client count must fail before millions of client states are allocated.
+TEST(FlCheckpoint, ClientCountIsBoundedByTheConfigLimit) {
+  SafetensorsFile file = checkpoint_file(small_state());
+  file.metadata["clients"] = "1000000000000";
+  expect_error([&] { through_bytes(file); }, {"'clients' is 1000000000000", "data.clients"});
+}
+
+TEST(FlCheckpoint, ClientKeysMustNameAClientOfTheCheckpoint) {
+  for (const std::string key : {"client.x.lambda", "client.2.lambda", "client.-1.lambda", "client.1"}) {
+    SafetensorsFile file = checkpoint_file(small_state());
+    file.metadata[key] = "0.5";
+    expect_error([&] { through_bytes(file); }, {"checkpoint ck", key});
+  }
+  SafetensorsFile file = checkpoint_file(small_state());
+  file.f32.emplace_back("client.5.momentum", Tensor::from_vector(Shape{1}, std::vector<float>{1}));
+  expect_error([&] { through_bytes(file); }, {"'client.5.momentum' names a client outside [0, 2)"});
+}
+
+}  // namespace
+}  // namespace bastion
