@@ -148,6 +148,13 @@ TEST(FlConfig, EvalReportForms) {
   }
 }
 
+// last:K counts rounds: with eval.every = 5, "last:5" would hold only the final evaluation.
+TEST(FlConfig, EvalReportLastKMustSpanMoreThanOneEvaluationInterval) {
+  EXPECT_EQ(parse("[eval]\nevery = 5\nreport = \"last:10\"").eval.text("report"), "last:10");
+  EXPECT_EQ(parse("[eval]\nevery = 1\nreport = \"last:1\"").eval.text("report"), "last:1");
+  expect_config_error("[eval]\nevery = 5\nreport = \"last:5\"", {"eval.report", "last:5", "eval.every = 5", "'last'"});
+}
+
 TEST(FlConfig, UnitTablesValidatedAgainstTheUnitsTable) {
   expect_config_error("[clients.sgd]\nlrr = 0.1", {"clients.sgd.lrr", "lr", "momentum"});
   expect_config_error("[clients.sgd]\nlr = -1", {"clients.sgd.lr", "-1"});

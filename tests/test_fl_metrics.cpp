@@ -67,26 +67,41 @@ TEST(FlMetrics, ParseReportModeRejectsEverythingElse) {
 
 TEST(FlMetrics, ReportedValueLastSkipsTrailingNaN) {
   // The final round was not evaluated for this metric: "last" is the latest measured value.
-  EXPECT_DOUBLE_EQ(reported_value({0.1, 0.5, kNaN}, parse_report_mode("last")), 0.5);
-  EXPECT_DOUBLE_EQ(reported_value({0.3}, parse_report_mode("last")), 0.3);
+  EXPECT_DOUBLE_EQ(reported_value({0.1, 0.5, kNaN}, {1, 2, 3}, parse_report_mode("last")), 0.5);
+  EXPECT_DOUBLE_EQ(reported_value({0.3}, {1}, parse_report_mode("last")), 0.3);
 }
 
 TEST(FlMetrics, ReportedValueBestIsTheMaximum) {
-  EXPECT_DOUBLE_EQ(reported_value({0.1, kNaN, 0.7, 0.3}, parse_report_mode("best")), 0.7);
+  EXPECT_DOUBLE_EQ(reported_value({0.1, kNaN, 0.7, 0.3}, {1, 2, 3, 4}, parse_report_mode("best")), 0.7);
 }
 
-TEST(FlMetrics, ReportedValueLastKAveragesTheKLatestValues) {
-  // NaN in the middle is skipped: the two latest values are 0.4 and 0.6.
-  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, kNaN, 0.6}, parse_report_mode("last:2")), 0.5);
-  // Fewer values than K: the mean of what there is, (0.2 + 0.4 + 0.6) / 3.
-  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, kNaN, 0.6}, parse_report_mode("last:10")), 0.4);
-  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, 0.6}, parse_report_mode("last:1")), 0.6);
+TEST(FlMetrics, ReportedValueLastKAveragesTheValuesOfTheLastKRounds) {
+  // Rounds 3 and 4 form the window; round 3 was not measured, so only round 4 counts.
+  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, kNaN, 0.6}, {1, 2, 3, 4}, parse_report_mode("last:2")), 0.6);
+  // A window longer than the run: every measured value, (0.2 + 0.4 + 0.6) / 3.
+  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, kNaN, 0.6}, {1, 2, 3, 4}, parse_report_mode("last:10")), 0.4);
+  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, 0.6}, {1, 2, 3}, parse_report_mode("last:1")), 0.6);
+}
+
+// Issue 17: with eval.every = 2 over 10 rounds the records are rounds 2, 4, .., 10. "last:5" means
+// rounds 6..10, i.e. the evaluations of rounds 6, 8 and 10, not the 5 latest evaluations (rounds 2..10).
+TEST(FlMetrics, ReportedValueLastKCountsRoundsNotEvaluations) {
+  const std::vector<int64_t> rounds = {2, 4, 6, 8, 10};
+  const std::vector<double> acc = {0.1, 0.2, 0.3, 0.4, 0.8};
+  EXPECT_DOUBLE_EQ(reported_value(acc, rounds, parse_report_mode("last:5")), (0.3 + 0.4 + 0.8) / 3);
+  EXPECT_DOUBLE_EQ(reported_value(acc, rounds, parse_report_mode("last:4")), (0.4 + 0.8) / 2);
+  EXPECT_DOUBLE_EQ(reported_value(acc, rounds, parse_report_mode("last:10")), (0.1 + 0.2 + 0.3 + 0.4 + 0.8) / 5);
+}
+
+TEST(FlMetrics, ReportedValueNeedsOneNonDecreasingRoundPerValue) {
+  expect_error([] { reported_value({0.1, 0.2}, {1}, parse_report_mode("last")); }, {"2 values but 1 round"});
+  expect_error([] { reported_value({0.1, 0.2}, {2, 1}, parse_report_mode("last:2")); }, {"must not decrease"});
 }
 
 TEST(FlMetrics, ReportedValueIsNaNWithoutValues) {
   for (const char* mode : {"last", "best", "last:3"}) {
-    EXPECT_TRUE(std::isnan(reported_value({}, parse_report_mode(mode)))) << mode;
-    EXPECT_TRUE(std::isnan(reported_value({kNaN, kNaN}, parse_report_mode(mode)))) << mode;
+    EXPECT_TRUE(std::isnan(reported_value({}, {}, parse_report_mode(mode)))) << mode;
+    EXPECT_TRUE(std::isnan(reported_value({kNaN, kNaN}, {1, 2}, parse_report_mode(mode)))) << mode;
   }
 }
 

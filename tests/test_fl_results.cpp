@@ -158,9 +158,9 @@ TEST(FlResults, SummarizeRunAppliesTheReportMode) {
   EXPECT_EQ(s.seed, 7u);
   EXPECT_EQ(s.rounds, 4);
   EXPECT_DOUBLE_EQ(s.acc, 0.85);   // (0.9 + 0.8) / 2
-  EXPECT_DOUBLE_EQ(s.asr, 0.3);    // the two latest measured: (0.4 + 0.2) / 2
-  EXPECT_DOUBLE_EQ(s.bfr, 0.7);
-  EXPECT_DOUBLE_EQ(s.v, 0.775);    // (0.85 + 0.7) / 2
+  EXPECT_DOUBLE_EQ(s.asr, 0.2);    // rounds 3 and 4, round 3 not measured (last:K counts rounds)
+  EXPECT_DOUBLE_EQ(s.bfr, 0.8);
+  EXPECT_DOUBLE_EQ(s.v, 0.825);    // (0.85 + 0.8) / 2
   EXPECT_TRUE(std::isnan(s.local_acc));
   EXPECT_DOUBLE_EQ(s.final_acc, 0.8);
   EXPECT_DOUBLE_EQ(s.best_acc, 0.9);

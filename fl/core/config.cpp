@@ -20,6 +20,7 @@
 #include "data/partition.h"
 #include "fl/clients/post_step.h"
 #include "fl/core/toml_guard.h"
+#include "fl/metrics/metrics.h"
 #include "fl/registry.h"
 #include "nn/models.h"
 #include "nn/fedcr_model.h"
@@ -246,14 +247,16 @@ void apply_override(toml::table& root, const std::string& override_text) {
 
 // ---- validation -------------------------------------------------------------------------------------------
 
-bool valid_report(const std::string& report) {
-  if (report == "last" || report == "best") return true;
-  if (report.rfind("last:", 0) != 0) return false;
-  const char* begin = report.data() + 5;
-  const char* end = report.data() + report.size();
-  int64_t k = 0;
-  const auto [ptr, ec] = std::from_chars(begin, end, k);
-  return begin != end && ec == std::errc() && ptr == end && k >= 1;
+// last:K averages the evaluations in the last K rounds (fl/metrics/metrics.h): with K <= eval.every that
+// window holds only the final evaluation, which is "last" under another name, so say so.
+void check_report(const ExperimentConfig& c) {
+  const std::string& report = c.eval.text("report");
+  ReportMode mode;
+  with_key("eval.report", [&] { mode = parse_report_mode(report); });
+  const int64_t every = c.eval.integer("every");
+  BASTION_CHECK(mode.kind != ReportMode::LastMean || every == 1 || mode.k > every, "eval.report = '", report,
+                "' averages the evaluations of the last ", mode.k, " rounds, but with eval.every = ", every,
+                " those rounds hold only the final one: write 'last', or K > ", every);
 }
 
 // Text values whose valid set lives elsewhere (the registry, the model zoo, the partition parser).
@@ -285,8 +288,7 @@ void check_names(const ExperimentConfig& c) {
     BASTION_CHECK(std::find(names.begin(), names.begin() + i, names[i]) == names.begin() + i,
                   "attack.names: '", names[i], "' is listed twice");
   }
-  BASTION_CHECK(valid_report(c.eval.text("report")), "eval.report: '", c.eval.text("report"),
-                "' is not one of last, best, last:K (K >= 1)");
+  check_report(c);
 }
 
 const Specs& specs_or_none(const Specs* specs) {

@@ -116,7 +116,7 @@ const Specs& eval_specs() {
   static const Specs specs = {
       integer_param("every", 1, 1, 1e6, "evaluate every this many rounds"),
       integer_param("batch", 1000, 1, 1e6, "evaluation batch size"),
-      text_param("report", "last", {}, "reported accuracy: last | best | last:K (mean of the last K evaluations)"),
+      text_param("report", "last", {}, "reported accuracy: last | best | last:K (mean of the evaluations in the last K rounds)"),
       bool_param("asr_include_target", false, "count test samples whose true label is the backdoor target in the attack success rate"),
       real_param("target_acc", 0, 0, 1, "report the first round reaching this accuracy; 0 = off"),
       bool_param("local", false, "also evaluate on each client's local test split (needs data.client_test_fraction > 0)"),

@@ -62,10 +62,15 @@ ReportMode parse_report_mode(const std::string& text) {
   BASTION_FAIL("unknown report mode '", text, "': expected 'last', 'best' or 'last:K' with an integer K >= 1");
 }
 
-// "last" and "last:K" count values, not rows: a NaN row (a round where the metric was not measured)
-// is skipped, so "last" is the latest measured value and "last:K" the mean of the K latest ones (or of
-// all of them when fewer than K were measured).
-double reported_value(const std::vector<double>& column, const ReportMode& mode) {
+// "last" is the latest measured value (a NaN row, a round where the metric was not measured, is skipped).
+// "last:K" is the mean of the values measured in the last K *rounds* of the run, rounds R - K + 1 .. R with
+// R the last recorded round: with eval.every = 5, "last:10" averages the evaluations of rounds R - 5 and R.
+// Counting rounds rather than evaluations keeps SPMC's "mean of the last 5 rounds" and FedCPA's "last 10"
+// the papers' figures whatever eval.every is (docs/decisions.md "eval.report last:K").
+double reported_value(const std::vector<double>& column, const std::vector<int64_t>& rounds, const ReportMode& mode) {
+  BASTION_CHECK(column.size() == rounds.size(), "reported_value: ", column.size(), " values but ", rounds.size(),
+                " round numbers");
+  BASTION_CHECK(std::is_sorted(rounds.begin(), rounds.end()), "reported_value: round numbers must not decrease");
   const std::vector<double> values = without_nan(column);
   if (values.empty()) return kNoValue;
   switch (mode.kind) {
@@ -75,10 +80,12 @@ double reported_value(const std::vector<double>& column, const ReportMode& mode)
       return *std::max_element(values.begin(), values.end());
     case ReportMode::LastMean: {
       BASTION_CHECK(mode.k >= 1, "report mode last:K needs K >= 1, got K=", mode.k);
-      const size_t count = std::min(values.size(), static_cast<size_t>(mode.k));
+      const int64_t first_round = rounds.back() - mode.k + 1;
       double sum = 0;
-      for (size_t i = values.size() - count; i < values.size(); ++i) sum += values[i];
-      return sum / static_cast<double>(count);
+      int64_t count = 0;
+      for (size_t i = 0; i < column.size(); ++i)
+        if (rounds[i] >= first_round && !std::isnan(column[i])) sum += column[i], ++count;
+      return count == 0 ? kNoValue : sum / static_cast<double>(count);
     }
   }
   BASTION_FAIL("invalid ReportMode kind ", static_cast<int>(mode.kind));

@@ -59,17 +59,16 @@ DetectionRates detection_rates(int64_t tp, int64_t fp, int64_t tn, int64_t fn);
 inline double backdoor_failure_rate(double asr) { return std::isnan(asr) ? kNoValue : 1.0 - asr; }
 inline double v_score(double acc, double asr) { return std::isnan(asr) ? kNoValue : (acc + 1.0 - asr) / 2.0; }
 
-// Reported figure of a run (SPEC §4): "last" (final evaluated round), "last:K" (mean of the last K
-// evaluated rounds; SPMC K=5, FedCPA K=10), "best" (maximum). Applied to one column, skipping NaN.
-// NaN entries are skipped before counting, so "last" is the latest measured value and "last:K" the mean
-// of the K latest measured values (of all of them when fewer than K).
-// Throws on an unknown mode or K < 1; returns NaN when the column has no value.
+// Reported figure of a run (SPEC §4): "last" (latest measured value), "last:K" (mean of the values
+// measured in the last K rounds of the run, R - K + 1 .. R, R = rounds.back(); SPMC K=5, FedCPA K=10),
+// "best" (maximum). Applied to one column with its round numbers (non-decreasing), skipping NaN.
+// Throws on an unknown mode or K < 1; returns NaN when no value counts.
 struct ReportMode {
   enum Kind { Last, LastMean, Best } kind = Last;
   int64_t k = 1;
 };
 ReportMode parse_report_mode(const std::string& text);
-double reported_value(const std::vector<double>& column, const ReportMode& mode);
+double reported_value(const std::vector<double>& column, const std::vector<int64_t>& rounds, const ReportMode& mode);
 
 struct MeanStd {
   double mean = kNoValue, std = kNoValue;  // sample std (n - 1); 0 for one value; NaNs skipped

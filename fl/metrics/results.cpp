@@ -229,10 +229,12 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
                          const std::vector<RoundTiming>& timings, const std::string& report, double target_acc) {
   const ReportMode mode = parse_report_mode(report);
   std::vector<double> acc, asr, local_acc, round_seconds;
+  std::vector<int64_t> rounds;
   int64_t tp = 0, fp = 0, tn = 0, fn = 0;
   RunSummary s;
   s.seed = seed;
   for (const RoundRecord& r : records) {
+    rounds.push_back(r.round);
     acc.push_back(r.acc);
     asr.push_back(r.asr);
     local_acc.push_back(r.local_acc);
@@ -243,13 +245,13 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
   // The last evaluated round: rounds are numbered from 1, and evaluation may skip rounds (eval.every),
   // so this is the number of rounds run, which records.size() is not.
   s.rounds = records.empty() ? 0 : records.back().round;
-  s.acc = reported_value(acc, mode);
-  s.asr = reported_value(asr, mode);
-  s.local_acc = reported_value(local_acc, mode);
+  s.acc = reported_value(acc, rounds, mode);
+  s.asr = reported_value(asr, rounds, mode);
+  s.local_acc = reported_value(local_acc, rounds, mode);
   s.bfr = backdoor_failure_rate(s.asr);
   s.v = v_score(s.acc, s.asr);
   s.final_acc = records.empty() ? kNoValue : records.back().acc;
-  s.best_acc = reported_value(acc, ReportMode{ReportMode::Best, 1});
+  s.best_acc = reported_value(acc, rounds, ReportMode{ReportMode::Best, 1});
   s.round_to_target = round_to_accuracy(records, target_acc);
   s.detection = detection_rates(tp, fp, tn, fn);
   s.seconds_per_round = median(round_seconds);
@@ -258,7 +260,7 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
     for (size_t k = 0; k + 1 < names.size(); ++k) {
       std::vector<double> column;
       for (const RoundRecord& r : records) column.push_back(r.personal.present ? personal_values(r.personal)[k] : kNoValue);
-      s.personal.emplace_back(names[k + 1], reported_value(column, mode));
+      s.personal.emplace_back(names[k + 1], reported_value(column, rounds, mode));
     }
   }
   return s;
