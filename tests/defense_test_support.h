@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -14,6 +15,26 @@
 #include "tensor/random.h"
 
 namespace bastion::testing {
+
+// A server with a root dataset for the rules that need one (fltrust, sageflow, finetune): "training"
+// moves every column by `step`; a model within distance 1 of `good` scores entropy and loss 0.1, any
+// other entropy 5 and loss 10 (sageflow drops it). Distances in double, so a huge model is far, never NaN.
+class StubServerData final : public ServerData {
+ public:
+  std::vector<float> step, good;
+  int64_t size() const override { return 10; }
+  std::vector<float> train(std::span<const float> state, const ServerTrainSpec&) override {
+    std::vector<float> out(state.begin(), state.end());
+    for (size_t d = 0; d < out.size(); ++d) out[d] += step[d];
+    return out;
+  }
+  ServerEval evaluate(std::span<const float> state) override {
+    double distance = 0.0;
+    for (size_t d = 0; d < state.size(); ++d) distance += std::pow(static_cast<double>(state[d]) - good[d], 2);
+    const bool near = std::sqrt(distance) < 1.0;
+    return {near ? 0.1 : 10.0, near ? 0.1 : 5.0, 10};
+  }
+};
 
 struct Uploads {
   std::vector<float> data;            // (n, D)

@@ -20,29 +20,10 @@ namespace bastion {
 namespace {
 
 using testing::expect_error;
+using testing::StubServerData;
 using testing::Uploads;
 
 constexpr int64_t kN = 11, kD = 24, kP = 20, kF = 2;  // 20 parameters + 4 BatchNorm buffer columns
-
-// The server's data of fltrust, sageflow and finetune: training moves every column by `step`; a model
-// within distance 1 of `good` scores entropy and loss 0.1, any other entropy 5 (sageflow drops it).
-// Distances in double, so a huge model is far, never NaN.
-class AdversarialServerData final : public ServerData {
- public:
-  std::vector<float> step, good;
-  int64_t size() const override { return 10; }
-  std::vector<float> train(std::span<const float> state, const ServerTrainSpec&) override {
-    std::vector<float> out(state.begin(), state.end());
-    for (size_t d = 0; d < out.size(); ++d) out[d] += step[d];
-    return out;
-  }
-  ServerEval evaluate(std::span<const float> state) override {
-    double distance = 0.0;
-    for (size_t d = 0; d < state.size(); ++d) distance += std::pow(static_cast<double>(state[d]) - good[d], 2);
-    const bool near = std::sqrt(distance) < 1.0;
-    return {near ? 0.1 : 10.0, near ? 0.1 : 5.0, 10};
-  }
-};
 
 std::unique_ptr<ServerRule> build(const ServerRuleEntry& entry, const std::string& inner = "median") {
   const std::string inner_name = entry.wrap ? inner : "";
@@ -55,7 +36,7 @@ std::unique_ptr<ServerRule> build(const ServerRuleEntry& entry, const std::strin
 // server's step and its "good" model are mu.
 struct Round {
   Uploads uploads;
-  AdversarialServerData server;
+  StubServerData server;
   std::vector<float> mu;
   AggregationOutput run(ServerRule& rule) {
     uploads.server_data = &server;

@@ -14,26 +14,8 @@
 namespace bastion {
 namespace {
 
+using testing::StubServerData;
 using testing::Uploads;
-
-// A server that "trains" by moving every column by `step`, and scores a model by its distance to
-// `good`: entropy 0.1 and loss 0.1 near it, entropy 5 far from it.
-class SweepServerData final : public ServerData {
- public:
-  std::vector<float> step, good;
-  int64_t size() const override { return 10; }
-  std::vector<float> train(std::span<const float> state, const ServerTrainSpec&) override {
-    std::vector<float> out(state.begin(), state.end());
-    for (size_t d = 0; d < out.size(); ++d) out[d] += step[d];
-    return out;
-  }
-  ServerEval evaluate(std::span<const float> state) override {
-    double distance = 0.0;
-    for (size_t d = 0; d < state.size(); ++d) distance += (state[d] - good[d]) * (state[d] - good[d]);
-    const bool near = std::sqrt(distance) < 1.0;
-    return {near ? 0.1 : 10.0, near ? 0.1 : 5.0, 10};
-  }
-};
 
 std::unique_ptr<ServerRule> build(const ServerRuleEntry& entry) {
   // Wrappers wrap the coordinate-wise median: robust on its own, so the wrapper's properties show.
@@ -45,7 +27,7 @@ std::unique_ptr<ServerRule> build(const ServerRuleEntry& entry) {
 // (inside norm-bound's default threshold 1), the last `bad` rows = -scale mu (flipped and scaled).
 struct Scenario {
   Uploads uploads;
-  SweepServerData server;
+  StubServerData server;
   std::vector<float> mu;
 };
 

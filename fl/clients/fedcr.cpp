@@ -132,11 +132,7 @@ class FedcrClient final : public ClientRule {
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {
-    const auto stored = state.vectors.find(kHeadKey);
-    if (stored == state.vectors.end()) return false;
-    std::copy(global.begin(), global.end(), out.begin());
-    scatter_head(model, stored->second, out);
-    return true;
+    return global_with_stored_head(state, kHeadKey, global, model, out);
   }
 
   std::optional<PostSpec> post_step() const override { return post_; }

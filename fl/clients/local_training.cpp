@@ -272,4 +272,13 @@ void scatter_head(const Model& model, std::span<const float> head, std::span<flo
   BASTION_CHECK(next == head.size(), "stored head of ", head.size(), " values, model ", model.name(), " has ", next);
 }
 
+bool global_with_stored_head(const ClientState& state, const std::string& key, std::span<const float> global,
+                             const Model& model, std::span<float> out) {
+  const auto stored = state.vectors.find(key);
+  if (stored == state.vectors.end()) return false;
+  std::copy(global.begin(), global.end(), out.begin());
+  scatter_head(model, stored->second, out);
+  return true;
+}
+
 }  // namespace bastion

@@ -122,5 +122,9 @@ void copy_head(const Model& model, std::span<const float> from, std::span<float>
 // The head columns of `state` as one vector, and back.
 std::vector<float> gather_head(const Model& model, std::span<const float> state);
 void scatter_head(const Model& model, std::span<const float> head, std::span<float> state);
+// A body-sharing rule's personal model (FedRep, FedCR): `global` with the head stored under `key`;
+// false (out untouched) when the client has stored no head yet.
+bool global_with_stored_head(const ClientState& state, const std::string& key, std::span<const float> global,
+                             const Model& model, std::span<float> out);
 
 }  // namespace bastion
