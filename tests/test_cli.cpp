@@ -27,14 +27,7 @@ std::string line_value(const std::string& output, const std::string& key) {
   return output.substr(begin, output.find('\n', begin) - begin);
 }
 
-bool have_fmnist() {
-  try {
-    find_dataset_dir("fmnist", "");
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+bool have_fmnist() { return bastion::testing::dataset_installed("fmnist"); }
 
 const char* kShortRun = "train --dataset fmnist --model lenet --epochs 2 --limit-train 640 --batch 64 --seed 5";
 

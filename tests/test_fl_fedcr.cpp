@@ -260,14 +260,7 @@ TEST(FedcrRule, TheSameTaskTrainsToTheSameStateAndGaussians) {
 }
 
 // Whole runs on a small FMNIST federation (skipped without the data).
-bool have_fmnist() {
-  try {
-    find_dataset_dir("fmnist", "");
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+bool have_fmnist() { return testing::dataset_installed("fmnist"); }
 
 const char* kFmnistRun = R"(
 name = "fedcr"

@@ -26,6 +26,17 @@ namespace bastion::testing {
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
+// Whether a dataset is installed where find_dataset_dir looks (BASTION_DATA, /usr/share/datasets):
+// tests that need real data skip without it.
+inline bool dataset_installed(const std::string& name) {
+  try {
+    find_dataset_dir(name, "");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 inline void put_be32(Bytes& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
 }
