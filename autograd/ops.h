@@ -59,7 +59,8 @@ Tensor kl_div(const Tensor& student_logits, const Tensor& teacher_logits, float 
 Tensor balanced_softmax_cross_entropy(const Tensor& logits, const LabelTensor& y, std::span<const float> log_prior);
 // log_prior[c] = log(counts[c]), -inf where counts[c] == 0 (PFLlib's log 0); counts must be >= 0.
 std::vector<float> balanced_softmax_log_prior(std::span<const int64_t> counts);
-// ---- gaussian.cpp (FedCR's stochastic bottleneck; CPU only; contracts in kernels/cpu/gaussian.h) ----
+// ---- gaussian.cpp (FedCR's stochastic bottleneck; contracts in kernels/cpu/gaussian.h, CUDA twins in
+// kernels/cuda/gaussian.h; every argument on the encoding's device) ----
 // encoding E (N, 2d): mu = E[:, :d], sigma = softplus(E[:, d:] - alpha).
 // z (S*N, d), row s*N + n = mu[n] + sigma[n] * eps[s, n]; eps (S, N, d) is a constant (seeded draws).
 Tensor gaussian_sample(const Tensor& encoding, const Tensor& eps, float alpha);

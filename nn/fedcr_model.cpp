@@ -58,7 +58,9 @@ Tensor FedcrCnn::forward(const Tensor& x) {
   const bool training = is_training();
   const int64_t S = training ? bottleneck_.train_samples : bottleneck_.test_samples, N = x.size(0);
   Generator eval_noise(kEvalNoiseSeed);
-  const Tensor eps = standard_normal({S, N, bottleneck_.latent}, training ? noise_ : eval_noise);
+  // Drawn on the host and uploaded: a model on the device sees the same noise as on the CPU.
+  const Tensor eps =
+      standard_normal({S, N, bottleneck_.latent}, training ? noise_ : eval_noise).to(encoding_.device());
   const Tensor logits = fc4->forward(gaussian_sample(encoding_, eps, bottleneck_.alpha));
   return training ? logits : sample_mean(logits, S);
 }

@@ -12,7 +12,8 @@
 // depends only on the model and the batch, not on which replica or thread ran it before.
 // Names: "cnn-fedcr" (d_Z 512, S_train = S_test = 18: the authors' CIFAR-100 command, used for FedFSA's
 // missing values) or "cnn-fedcr-<d_Z>-<S_train>-<S_test>" (e.g. cnn-fedcr-256-15-30 = options.py defaults).
-// CPU only (the bottleneck ops have no CUDA twin).
+// Devices: runs on either (the bottleneck ops have CUDA twins); the noise is always drawn on the host and
+// uploaded, so a model on the device draws exactly the CPU's eps.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 
 #include "autograd/ops.h"
 #include "cuda_test_support.h"
+#include "nn/fedcr_model.h"
 #include "nn/models.h"
 #include "nn/optim.h"
 #include "test_support.h"
@@ -127,6 +128,50 @@ TEST(CudaTraining, ResNetWithBatchNormStepsMatchTheCpu) {
   // stage is 1x1, so its batch norm normalises over N values, and with N = 3 its backward amplified
   // float32 reorderings to 2e-4 (seen in the emulator), past the tolerance; with 12 they stay below it.
   expect_device_training_matches_cpu([] { return make_resnet(1, 4, {3, 8, 8}, 10, 9); }, {3, 8, 8}, 12);
+}
+
+// cnn-fedcr (nn/fedcr_model.h) at small widths: conv, pooling, linear layers and the Gaussian bottleneck
+// (gaussian_sample, gaussian_kl, sample_mean) on the device. Models built with one seed draw the same eps
+// (host draws, uploaded). Two SGD steps on the fedcr rule's loss shape, CE over the S stacked copies of the
+// logits + 0.01 KL to N(0, 1), then one eval forward (the mean over S_test samples); kStepTolerance as above.
+std::vector<float> fedcr_steps_and_eval(Model& model, const Batch& batch) {
+  FedcrCnn* net = fedcr_network(model);
+  const FedcrBottleneck& b = net->bottleneck();
+  const int64_t N = batch.y.size();
+  LabelTensor stacked(b.train_samples * N);  // row s*N + n has label y[n]
+  for (int64_t i = 0; i < stacked.size(); ++i) stacked[i] = batch.y[i % N];
+  const Device device = model.device();
+  const Tensor x = batch.x.to(device), prior_mu = Tensor::zeros({N, b.latent}, device);
+  const Tensor prior_sigma = Tensor::full({N, b.latent}, 1.0f).to(device);
+  Sgd sgd(model, {0.05f, 0.9f, 1e-4f, false});
+  model.train(true);
+  std::vector<float> values;
+  for (int step = 0; step < kSteps; ++step) {
+    model.zero_grad();
+    const Tensor logits = model.forward(x);
+    Tensor loss = add(cross_entropy(logits, stacked), scale(gaussian_kl(net->last_encoding(), prior_mu, prior_sigma, b.alpha), 0.01f));
+    loss.backward();
+    sgd.step();
+    values.push_back(loss.item());
+  }
+  model.train(false);
+  const std::vector<float> eval_logits = model.forward(x).to(Device::CPU).to_vector();
+  values.insert(values.end(), eval_logits.begin(), eval_logits.end());
+  return values;
+}
+
+TEST(CudaTraining, FedcrCnnStepsMatchTheCpu) {
+  BASTION_REQUIRE_CUDA();
+  const InputShape shape{1, 16, 16};  // 16 -> conv5 -> 12 -> pool -> 6 -> conv5 -> 2 -> pool -> 1
+  const FedcrBottleneck bottleneck{7, 3, 5, 0.3f};
+  const auto build = [&] { return make_fedcr_cnn("cnn-fedcr-7-3-5", shape, {3, 5, 24, 16}, 10, bottleneck, 13); };
+  const Batch batch = random_batch(4, shape, 14);
+  std::unique_ptr<Model> cpu = build(), gpu = build();
+  gpu->to(Device::CUDA);
+  const std::vector<float> cpu_values = fedcr_steps_and_eval(*cpu, batch);
+  const std::vector<float> gpu_values = fedcr_steps_and_eval(*gpu, batch);
+  expect_agree(gpu_values, cpu_values, kStepTolerance, "losses and eval logits", kWeightScaleFloor);
+  expect_agree(host_state(*gpu), host_state(*cpu), kStepTolerance, "state after training", kWeightScaleFloor);
 }
 
 TEST(CudaTraining, StepsAfterTheFirstDoNotCallCudaMalloc) {
