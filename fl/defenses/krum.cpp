@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/krum_scores.h"
@@ -31,9 +32,16 @@ class Krum final : public ServerRule {
       : params_(p), squared_(p.boolean("squared")), neighbours_(p.integer("neighbours")),
         neighbourhood_(p.text("output") == "neighbourhood") {}
 
+  std::string refusal(int64_t n, int64_t expected_malicious) const override {
+    const int64_t f = resolved_f(params_, expected_malicious);
+    if (n > 2 * f + 2) return {};
+    return "krum: needs n > 2f + 2, got n = " + std::to_string(n) + ", f = " + std::to_string(f);
+  }
+
   AggregationOutput aggregate(const AggregationInput& in) override {
+    const std::string refused = refusal(in.n, in.expected_malicious);
+    BASTION_CHECK(refused.empty(), refused);
     const int64_t n = in.n, f = resolved_f(params_, in);
-    BASTION_CHECK(n > 2 * f + 2, "krum: needs n > 2f + 2, got n = ", n, ", f = ", f);
     const int64_t k = neighbours_ >= 0 ? neighbours_ : n - f - 2;
     BASTION_CHECK(k >= 1 && k <= n - 1, "krum: neighbours must lie in [1, n - 1], got ", k, " for n = ", n);
     std::vector<float> dist = pairwise_parameter_distances(in);

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "fl/core/params.h"
@@ -77,6 +79,10 @@ class ServerRule {
  public:
   virtual ~ServerRule() = default;
   virtual AggregationOutput aggregate(const AggregationInput& input) = 0;
+  // Why this rule would refuse n uploads when the run assumes `expected_malicious` attackers (its own
+  // `f` parameter applied), e.g. "krum: needs n > 2f + 2, got n = 5, f = 2"; empty when it accepts them.
+  // Rules check it in aggregate(); wrappers ask it first to name the numbers that fail (bucketing).
+  virtual std::string refusal(int64_t n, int64_t expected_malicious) const { return {}; }
   // Personalised start states (DESIGN.md pFL hook 1; FedCAP's customised models, FedFomo's mixtures):
   // a rule that returns true here is asked, before the round's training, for each sampled client's start
   // state; it ASSIGNS `out` (the width of the global span it aggregates over) and returns true, or returns
