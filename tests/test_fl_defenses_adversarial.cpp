@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "defense_test_support.h"
@@ -31,6 +32,8 @@ class AdversarialServerData final : public ServerData {
  public:
   std::vector<float> step, good;
   int64_t size() const override { return 10; }
+  // A run's client rule always has a schedule (fltrust's default trains with it).
+  std::optional<ServerTrainSpec> client_schedule(int64_t) const override { return ServerTrainSpec{}; }
   std::vector<float> train(std::span<const float> state, const ServerTrainSpec&) override {
     std::vector<float> out(state.begin(), state.end());
     for (size_t d = 0; d < out.size(); ++d) out[d] += step[d];

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "defense_test_support.h"
@@ -22,6 +23,8 @@ class SweepServerData final : public ServerData {
  public:
   std::vector<float> step, good;
   int64_t size() const override { return 10; }
+  // A run's client rule always has a schedule (fltrust's default trains with it).
+  std::optional<ServerTrainSpec> client_schedule(int64_t) const override { return ServerTrainSpec{}; }
   std::vector<float> train(std::span<const float> state, const ServerTrainSpec&) override {
     std::vector<float> out(state.begin(), state.end());
     for (size_t d = 0; d < out.size(); ++d) out[d] += step[d];

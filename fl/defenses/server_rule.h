@@ -32,8 +32,12 @@ class ThreadPool;
 // BatchNorm buffers), the same layout as the uploads.
 struct ServerTrainSpec {
   int64_t epochs = 1;
+  int64_t steps = 0;     // > 0: exactly this many steps instead of epochs (a client schedule's `steps`)
   int64_t batch = 64;
   double lr = 0.01, momentum = 0.9, weight_decay = 1e-5;
+  bool nesterov = false;
+  double grad_clip = 0.0;  // > 0: clip the gradient's global L2 norm
+  bool drop_last = false;  // drop the last partial batch of each epoch
   double rho = 0.0;      // > 0: SAM steps with radius rho (FTSAM)
   uint64_t seed = 0;     // shuffling
 };
@@ -51,6 +55,10 @@ class ServerData {
   // Trains a copy of `state` on the split and returns the trained state (D values).
   virtual std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) = 0;
   virtual ServerEval evaluate(std::span<const float> state) = 0;
+  // The clients' local SGD schedule in `round` (epochs or steps, batch, lr as decayed for that round,
+  // momentum, weight decay, nesterov, grad clip, drop_last; seed 0), so a rule can train the server's
+  // copy exactly as a client trains (FLTrust's ModelUpdate); none when the run's client rule has none.
+  virtual std::optional<ServerTrainSpec> client_schedule(int64_t round) const { return std::nullopt; }
 };
 
 struct AggregationInput {
