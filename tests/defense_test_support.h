@@ -22,6 +22,7 @@ struct Uploads {
   std::vector<float> global;          // D, zeros unless set
   int64_t f = 0;                      // expected_malicious
   int64_t round = 1;
+  int64_t last_round = 0;             // the run's final round; 0 = not known
   uint64_t seed = 7;
   ServerData* server_data = nullptr;
   ThreadPool* pool = nullptr;
@@ -56,6 +57,7 @@ struct Uploads {
     in.num_samples = samples;
     in.clients = clients;
     in.round = round;
+    in.last_round = last_round;
     in.seed = seed;
     in.global = global;
     in.expected_malicious = f;

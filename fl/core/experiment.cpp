@@ -312,6 +312,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
   }
   const AggregationInput input{.updates = uploads.data(), .n = n, .D = width, .num_parameters = sharing_.parameters,
                                .num_samples = samples, .clients = accepted_clients, .round = round,
+                               .last_round = c_.experiment.integer("rounds"),
                                .seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64(),
                                .global = global_shared(), .expected_malicious = expected_malicious_count(c_, n),
                                .server_data = server_data, .pool = &pool_};

@@ -68,6 +68,7 @@ struct AggregationInput {
   std::span<const int64_t> num_samples;   // n: local training set sizes (sample weighting)
   std::span<const int64_t> clients;       // n: client ids
   int64_t round = 0;
+  int64_t last_round = 0;                 // the run's final round (experiment.rounds); 0 = not known
   uint64_t seed = 0;                      // (seed, round)-derived, for randomised rules
   std::span<const float> global;          // D: the global state the updates are relative to
   int64_t expected_malicious = 0;         // f: attackers the server assumes among these n uploads
