@@ -11,6 +11,8 @@
 //     the diagonal of dist is exactly 0, so this is the same number as "paper" (an alias for configs).
 //   squared = false: Euclidean instead of squared distances (SPMC's utils.py).
 //   neighbours: k itself (-1 = n - f - 2); SPMC sums all n - 1 distances.
+//   FedCPA's krum (defense_utils.py) = squared = false + output = "neighbourhood" + f = 1 (its
+//     expected_n_attacker with 10 parties per round): preset configs/papers/fedcpa-cifar10-krum.toml.
 // Precondition: n > 2f + 2. Inputs are finite (the run loop rejects NaN/Inf first).
 // Flags every upload that does not enter the update. Cost: O(n^2 P) (GEMM) + O(n D).
 #include <algorithm>
