@@ -102,6 +102,9 @@ std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& c, const M
 std::optional<LocalSchedule> client_local_schedule(const Params& client_rule) {
   for (const ParamSpec& spec : local_schedule_params())
     if (client_rule.values().count(spec.name) == 0) return std::nullopt;
+  // A rule that counts its local work in its own keys (fedrep's head and body epochs) may set epochs = 0;
+  // that is no schedule to copy, and must not fail runs that never ask for one.
+  if (client_rule.integer("epochs") <= 0 && client_rule.integer("steps") <= 0) return std::nullopt;
   return local_schedule(client_rule);
 }
 
