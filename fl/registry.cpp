@@ -50,7 +50,7 @@ const std::vector<ServerRuleEntry>& server_rule_registry() {
        make_fedavg, nullptr, false},
       {{"krum", "the upload with the smallest sum of squared distances to its n - f - 2 nearest", "Blanchard et al. 2017", &krum_params()},
        make_krum, nullptr, false},
-      {{"multi-krum", "mean of the m = n - f uploads with the best Krum scores", "El Mhamdi et al. 2018; Blanchard et al. 2017", &multi_krum_params()},
+      {{"multi-krum", "mean of the m = n - f uploads with the best Krum scores", "Blanchard et al. 2017 (options: El Mhamdi et al. 2018, NDSS'21)", &multi_krum_params()},
        make_multi_krum, nullptr, false},
       {{"bulyan", "n - 2f uploads picked by Krum, then per coordinate the mean of the values closest to the median", "El Mhamdi et al. 2018", &bulyan_params()},
        make_bulyan, nullptr, false},

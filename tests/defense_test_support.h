@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ class StubServerData final : public ServerData {
  public:
   std::vector<float> step, good;
   int64_t size() const override { return 10; }
+  // A run's client rule always has a schedule (fltrust's default trains with it).
+  std::optional<ServerTrainSpec> client_schedule(int64_t) const override { return ServerTrainSpec{}; }
   std::vector<float> train(std::span<const float> state, const ServerTrainSpec&) override {
     std::vector<float> out(state.begin(), state.end());
     for (size_t d = 0; d < out.size(); ++d) out[d] += step[d];
@@ -43,6 +46,7 @@ struct Uploads {
   std::vector<float> global;          // D, zeros unless set
   int64_t f = 0;                      // expected_malicious
   int64_t round = 1;
+  int64_t last_round = 0;             // the run's final round; 0 = not known
   uint64_t seed = 7;
   ServerData* server_data = nullptr;
   ThreadPool* pool = nullptr;
@@ -77,6 +81,7 @@ struct Uploads {
     in.num_samples = samples;
     in.clients = clients;
     in.round = round;
+    in.last_round = last_round;
     in.seed = seed;
     in.global = global;
     in.expected_malicious = f;

@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "defense_test_support.h"

@@ -186,16 +186,52 @@ Uploads multi_example() {
 }
 
 TEST(FlMultiKrum, HandExampleIterative) {
-  const AggregationOutput out = multi_krum(multi_example(), {{"m", int64_t{2}}});
+  const AggregationOutput out = multi_krum(multi_example(), {{"m", int64_t{2}}, {"selection", std::string("iterative")}});
   expect_near_all(out.update, {4});
   EXPECT_EQ(out.flagged, flags({1, 1, 0, 1, 0, 1}));
 }
 
-TEST(FlMultiKrum, HandExampleOneShot) {
-  const AggregationOutput out =
-      multi_krum(multi_example(), {{"m", int64_t{2}}, {"selection", std::string("one-shot")}});
-  expect_near_all(out.update, {1.5});
-  EXPECT_EQ(out.flagged, flags({1, 0, 0, 1, 1, 1}));
+TEST(FlMultiKrum, HandExampleOneShotIsTheDefault) {
+  for (const char* selection : {"", "one-shot"}) {
+    std::map<std::string, ParamValue> given = {{"m", int64_t{2}}};
+    if (*selection) given["selection"] = std::string(selection);
+    const AggregationOutput out = multi_krum(multi_example(), given);
+    expect_near_all(out.update, {1.5});
+    EXPECT_EQ(out.flagged, flags({1, 0, 0, 1, 1, 1})) << selection;
+  }
+}
+
+// multi_example with the default m = n - f = 5: the two selections drop different uploads.
+// one-shot drops the worst score, row 5 (49): mean (0 + 1 + 2 + 5 + 6) / 5 = 2.8.
+// iterative picks row 2, then row 4 (above); then |R| = 4 = 2f + 2, so the last scores (0: 26, 1: 17,
+// 5: 10, 8: 13) order the rest: rows 3, 5, 1. Row 0 is dropped: mean (1 + 2 + 5 + 6 + 8) / 5 = 4.4.
+TEST(FlMultiKrum, OneShotAndIterativeKeepDifferentSets) {
+  const AggregationOutput one_shot = multi_krum(multi_example());
+  expect_near_all(one_shot.update, {2.8});
+  EXPECT_EQ(one_shot.flagged, flags({0, 0, 0, 0, 0, 1}));
+  const AggregationOutput iterative = multi_krum(multi_example(), {{"selection", std::string("iterative")}});
+  expect_near_all(iterative.update, {4.4});
+  EXPECT_EQ(iterative.flagged, flags({1, 0, 0, 0, 0, 0}));
+}
+
+// ndss21 on multi_example: m = n - 2f - 2 = 2 picks; each score sums the |R| - f - 2 smallest entries of
+// the row with its own 0 among them, i.e. |R| - f - 3 other distances.
+//   |R| = 6, 2 others: 0: 1+4 = 5; 1: 1+1 = 2; 2: 1+4 = 5; 5: 1+9 = 10; 6: 1+4 = 5; 8: 4+9 = 13 -> row 1
+//   |R| = 5, 1 other: 0: 4; 2: 4; 5: 1; 6: 1; 8: 4 -> rows 3 and 4 tie, the lower index (row 3, value 5)
+//   |R| = 4 = 2f + 2: stop. Mean (1 + 5) / 2 = 3. (iterative with m = 2 keeps rows 2 and 4: mean 4.)
+TEST(FlMultiKrum, Ndss21CountsTheSelfDistanceAndStopsAt2fPlus2Left) {
+  const AggregationOutput out = multi_krum(multi_example(), {{"selection", std::string("ndss21")}});
+  expect_near_all(out.update, {3});
+  EXPECT_EQ(out.flagged, flags({1, 0, 1, 0, 1, 1}));
+  std::vector<float> dist(36);
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      const float d = multi_example().data[i] - multi_example().data[j];
+      dist[i * 6 + j] = d * d;
+    }
+  EXPECT_EQ(krum_select(dist, 6, 1, 2, KrumSelection::Ndss21), (std::vector<int64_t>{1, 3}));
+  expect_error([] { multi_krum(multi_example(), {{"selection", std::string("ndss21")}, {"m", int64_t{3}}}); },
+               {"multi-krum", "ndss21", "m = -1", "m = 3"});
 }
 
 TEST(FlMultiKrum, DefaultMIsNMinusF) {
@@ -255,7 +291,7 @@ TEST(FlMultiKrum, DistancesIgnoreBatchNormColumns) {
   Uploads u({{0, 0}, {1, 0}, {2, 0}, {5, 0}, {6, 1e4f}, {8, 0}});
   u.P = 1;
   u.f = 1;
-  const AggregationOutput out = multi_krum(u, {{"m", int64_t{2}}});
+  const AggregationOutput out = multi_krum(u, {{"m", int64_t{2}}, {"selection", std::string("iterative")}});
   EXPECT_EQ(out.flagged, flags({1, 1, 0, 1, 0, 1}));
   expect_near_all(out.update, {4, 1e4 / 2.0});
 }

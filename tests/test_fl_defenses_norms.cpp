@@ -280,25 +280,28 @@ TEST(FlNormBound, RefusesBadParameters) {
 
 // ----------------------------------------------------------------------------------------------- crfl
 
-TEST(FlCrfl, HandComputedClipOfTheNewGlobalModel) {
-  // round 1: rho = min(5 * 1 + 30, 100) = 35. global (30, 0 | buffer 7); uploads (0, 10 | 1) x 100 samples,
-  // (0, 50 | 5) x 300: mean (0, 40 | 4); w' = (30, 40), norm 50 -> scaled by 0.7 to (21, 28);
-  // update = w' - global = (-9, 28); buffer: the plain mean 4.
+TEST(FlCrfl, HandComputedClipOfTheNewGlobalModelFirstRoundBoundIs30) {
+  // round 1 is CRFL's epoch 0: rho = min(5 * 0 + 30, 100) = 30. global (30, 0 | buffer 7); uploads
+  // (0, 10 | 1) x 100 samples, (0, 50 | 5) x 300: mean (0, 40 | 4); w' = (30, 40), norm 50 -> scaled by
+  // 0.6 to (18, 24); update = w' - global = (-12, 24); buffer: the plain mean 4. (Counting rounds from 1,
+  // rho = 35, would give (-9, 28).)
   Uploads u({{0, 10, 1}, {0, 50, 5}});
   u.P = 2;
   u.samples = {100, 300};
   u.global = {30, 0, 7};
   const AggregationOutput out = run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", 0.0}});
-  expect_near_all(out.update, {-9.0f, 28.0f, 4.0f}, 1e-5f);
+  expect_near_all(out.update, {-12.0f, 24.0f, 4.0f}, 1e-5f);
   EXPECT_TRUE(out.flagged.empty());
 }
 
 TEST(FlCrfl, ClipRadiusGrowsWithTheRoundUpToTheMaximum) {
-  // Zero uploads, global (120, 160) of norm 200: round 3 -> rho 45: (27, 36); round 20 -> min(130, 100).
+  // Zero uploads, global (120, 160) of norm 200: round 1 -> rho 30: (18, 24); round 3 -> rho 5 * 2 + 30 = 40:
+  // (24, 32); round 20 -> min(125, 100).
   Uploads u({{0, 0}, {0, 0}});
   u.global = {120, 160};
+  expect_near_all(run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", 0.0}}).update, {-102.0f, -136.0f}, 1e-4f);
   u.round = 3;
-  expect_near_all(run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", 0.0}}).update, {-93.0f, -124.0f}, 1e-4f);
+  expect_near_all(run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", 0.0}}).update, {-96.0f, -128.0f}, 1e-4f);
   u.round = 20;
   expect_near_all(run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", 0.0}}).update, {-60.0f, -80.0f}, 1e-4f);
   // A model inside the radius is not touched: global (3, 4), identical uploads (1, 1) -> update (1, 1).
@@ -308,15 +311,24 @@ TEST(FlCrfl, ClipRadiusGrowsWithTheRoundUpToTheMaximum) {
                   kHandTolerance);
 }
 
-TEST(FlCrfl, SmoothingNoiseStatisticsAndNoNoiseInTheLastRound) {
+TEST(FlCrfl, SmoothingNoiseStatisticsAndANoiseFreeFinalModel) {
   const int64_t P = 40000;
   Uploads u({std::vector<float>(P + 1, 0.0f), std::vector<float>(P + 1, 0.0f)});
   u.P = P;
   u.round = 5;
+  u.last_round = 8;  // a run of 8 rounds: round 5 is smoothed
   const double sigma = 0.02;
   const AggregationOutput out = run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", sigma}});
   expect_gaussian(std::vector<float>(out.update.begin(), out.update.begin() + P), sigma);
   EXPECT_EQ(out.update[P], 0.0f);  // buffer: no noise
+  // The run's final round (default last_round = -1): the final model is exactly the clipped mean, here 0.
+  u.last_round = 5;
+  EXPECT_EQ(run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", sigma}}).update, std::vector<float>(P + 1, 0.0f));
+  // last_round = 0: noise in every round, the final one too; last_round = t: round t is the noise-free one.
+  const AggregationOutput always =
+      run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", sigma}, {"last_round", int64_t{0}}});
+  expect_gaussian(std::vector<float>(always.update.begin(), always.update.begin() + P), sigma);
+  u.last_round = 8;
   const AggregationOutput last =
       run_rule(make_crfl, "crfl", crfl_params(), u, {{"sigma", sigma}, {"last_round", int64_t{5}}});
   EXPECT_EQ(last.update, std::vector<float>(P + 1, 0.0f));
@@ -339,7 +351,7 @@ TEST(FlCrfl, DeterministicFromSeedAndIndependentOfThreadsAndRowOrder) {
 TEST(FlCrfl, RefusesBadParameters) {
   expect_error([] { rule_params("crfl", crfl_params(), {{"sigma", -1.0}}); }, {"server.crfl.sigma"});
   expect_error([] { rule_params("crfl", crfl_params(), {{"clip_max", -1.0}}); }, {"server.crfl.clip_max"});
-  expect_error([] { rule_params("crfl", crfl_params(), {{"last_round", int64_t{-1}}}); }, {"server.crfl.last_round"});
+  expect_error([] { rule_params("crfl", crfl_params(), {{"last_round", int64_t{-2}}}); }, {"server.crfl.last_round"});
   Uploads u({{1, 2}});
   u.global = {0};
   expect_error([&] { run_rule(make_crfl, "crfl", crfl_params(), u); }, {"crfl", "global state"});

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
+#include <optional>
 
 #include "defense_test_support.h"
 #include "fl/core/config.h"
@@ -11,6 +13,7 @@
 #include "fl/defenses/column_subset.h"
 #include "fl/registry.h"
 #include "nn/models.h"
+#include "personalized_test_support.h"
 #include "test_support.h"
 
 namespace bastion {
@@ -29,6 +32,8 @@ class FakeServerData final : public ServerData {
   std::vector<float> last_train_start;
   ServerTrainSpec last_spec;
   int64_t evaluations = 0;
+  std::optional<ServerTrainSpec> clients = ServerTrainSpec{};  // the clients' schedule (client_schedule)
+  mutable int64_t schedule_round = -1;                          // the round client_schedule was asked for
 
   int64_t size() const override { return 10; }
   std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) override {
@@ -37,6 +42,10 @@ class FakeServerData final : public ServerData {
     std::vector<float> out(state.begin(), state.end());
     for (size_t d = 0; d < out.size(); ++d) out[d] += step[d];
     return out;
+  }
+  std::optional<ServerTrainSpec> client_schedule(int64_t round) const override {
+    schedule_round = round;
+    return clients;
   }
   ServerEval evaluate(std::span<const float> state) override {
     ++evaluations;
@@ -58,8 +67,81 @@ TEST(FlFlTrust, HandExampleTrustRescalingAndFlags) {
   EXPECT_NEAR(out.update[0], 1.5f / s, kTight);
   EXPECT_NEAR(out.update[1], 0.5f / s, kTight);
   EXPECT_EQ(out.flagged, (std::vector<uint8_t>{0, 1, 1, 0}));
-  EXPECT_EQ(data.last_spec.epochs, 1);
+}
+
+TEST(FlFlTrust, RootSetUpdateRunsTheClientsScheduleByDefaultAndItsOwnAsAnOption) {
+  FakeServerData data;
+  data.step = {1, 0};
+  ServerTrainSpec clients;
+  clients.epochs = 3, clients.steps = 0, clients.batch = 16, clients.lr = 0.05, clients.momentum = 0.5;
+  clients.weight_decay = 0.0, clients.drop_last = true;
+  data.clients = clients;
+  Uploads u({{2, 0}, {0, 3}});
+  u.server_data = &data;
+  u.round = 6;
+  u.seed = 41;
+  make_fltrust(rule_params("fltrust", fltrust_params()))->aggregate(u.input());
+  EXPECT_EQ(data.schedule_round, 6);  // the clients' lr of this round
+  EXPECT_EQ(data.last_spec.epochs, 3);
+  EXPECT_EQ(data.last_spec.batch, 16);
+  EXPECT_DOUBLE_EQ(data.last_spec.lr, 0.05);
+  EXPECT_DOUBLE_EQ(data.last_spec.momentum, 0.5);
+  EXPECT_DOUBLE_EQ(data.last_spec.weight_decay, 0.0);
+  EXPECT_TRUE(data.last_spec.drop_last);
+  EXPECT_EQ(data.last_spec.seed, 41u);
+  // schedule = own: the rule's own keys (defaults 1 epoch, batch 64, lr 0.01, momentum 0.9, wd 1e-5).
+  make_fltrust(rule_params("fltrust", fltrust_params(), {{"schedule", std::string("own")}, {"epochs", int64_t{10}}}))
+      ->aggregate(u.input());
+  EXPECT_EQ(data.last_spec.epochs, 10);
+  EXPECT_EQ(data.last_spec.batch, 64);
   EXPECT_DOUBLE_EQ(data.last_spec.lr, 0.01);
+  EXPECT_DOUBLE_EQ(data.last_spec.weight_decay, 1e-5);
+  EXPECT_FALSE(data.last_spec.drop_last);
+  // A client rule without a schedule: the default refuses and names the option.
+  data.clients.reset();
+  expect_error([&] { make_fltrust(rule_params("fltrust", fltrust_params()))->aggregate(u.input()); },
+               {"fltrust", "schedule", "own"});
+}
+
+// The paper's ModelUpdate on the root set is the clients' local training: on a real replica the server
+// takes as many SGD steps over 40 root samples as a client over 40 of its own (2 epochs of
+// ceil(40 / 16) = 3 batches = 6; with steps = 5, 5), and from the same start and seed it lands on the
+// client's state bit for bit. Its own schedule (1 epoch of batch 64) takes 1 step.
+TEST(FlFlTrust, ServerStepCountEqualsAClientsForTheSameDataSize) {
+  const Dataset data = pfl_testing::synthetic_train(100);
+  std::vector<int64_t> own(40), root(40);
+  std::iota(own.begin(), own.end(), int64_t{0});
+  std::iota(root.begin(), root.end(), int64_t{60});
+  const TransformSpec identity;
+  for (const int64_t steps : {int64_t{0}, int64_t{5}}) {
+    const Params schedule("clients.sgd", *find_client_rule("sgd").info.params,
+                          {{"epochs", int64_t{2}}, {"steps", steps}, {"batch", int64_t{16}}, {"lr", 0.05}, {"momentum", 0.5}});
+    const int64_t expected = steps > 0 ? steps : 6;
+    const auto client_model = make_model("mlp", pfl_testing::kInput, 10, 5);
+    const std::vector<float> start = pfl_testing::state_of(*client_model);
+    ClientState state;
+    ClientTask task{*client_model, data, own, identity, state, 3, 1, 11, 12};
+    EXPECT_EQ(find_client_rule("sgd").make(schedule)->train(task).steps, expected);
+
+    const auto replica = make_model("mlp", pfl_testing::kInput, 10, 5);
+    ModelServerData server(*replica, data, root, identity, identity, 64, client_local_schedule(schedule));
+    Uploads u({start, start});
+    u.global = start;
+    u.server_data = &server;
+    make_fltrust(rule_params("fltrust", fltrust_params()))->aggregate(u.input());
+    EXPECT_EQ(server.last_train_steps(), expected) << "steps = " << steps;
+    make_fltrust(rule_params("fltrust", fltrust_params(), {{"schedule", std::string("own")}}))->aggregate(u.input());
+    EXPECT_EQ(server.last_train_steps(), 1);
+
+    // Same start, same samples, same seed: the server's update is a client's update.
+    ClientState fresh;
+    ClientTask on_root{*client_model, data, root, identity, fresh, 3, 1, u.seed, 12};
+    std::copy(start.begin(), start.end(), client_model->flat_state().begin());
+    find_client_rule("sgd").make(schedule)->train(on_root);
+    ServerTrainSpec spec = *server.client_schedule(1);
+    spec.seed = u.seed;
+    EXPECT_EQ(server.train(start, spec), pfl_testing::state_of(*client_model));
+  }
 }
 
 TEST(FlFlTrust, AllUploadsAgainstTheServerLeaveTheModel) {

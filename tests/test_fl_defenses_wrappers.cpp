@@ -132,7 +132,7 @@ std::vector<int64_t> members_of(const Uploads& u, int64_t mask, float bucket_val
 TEST(FlBucketing, BucketsArePairMeansOfAPermutation) {
   // n = 5, s = 2: k = 3 buckets of 2, 2, 1 uploads. Uploads 1, 10, 100, 1000, 10000 with samples 1, 2,
   // 4, 8, 16: each bucket's sample sum names its members, and its row must be their plain mean; the
-  // buckets partition the uploads. f = 2 -> inner f = floor(3 * 2 / 5) = 1 (FedCAP's scaling).
+  // buckets partition the uploads. f = 2 reaches the inner rule unchanged (the paper's default).
   Uploads u = powers_of_ten(5);
   u.f = 2;
   u.round = 4;
@@ -144,7 +144,7 @@ TEST(FlBucketing, BucketsArePairMeansOfAPermutation) {
   ASSERT_EQ(calls.size(), 1u);
   const Call& c = calls[0];
   EXPECT_EQ(c.n, 3);
-  EXPECT_EQ(c.f, 1);
+  EXPECT_EQ(c.f, 2);
   EXPECT_EQ(c.round, 4);
   EXPECT_EQ(c.seed, 99u);
   EXPECT_EQ(c.pool, &pool);
@@ -158,9 +158,41 @@ TEST(FlBucketing, BucketsArePairMeansOfAPermutation) {
   }
   EXPECT_EQ(sizes, (std::vector<size_t>{2, 2, 1}));
   EXPECT_EQ(seen.size(), 5u);
-  // inner_f = unchanged passes f itself.
+}
+
+TEST(FlBucketing, InnerRuleGetsTheUnchangedFByDefaultAndFedCapsScaledFAsAnOption) {
+  // n = 5 uploads, s = 2 -> k = 3 buckets; f = 2. Default and inner_f = unchanged: the inner rule gets
+  // f = 2; inner_f = scaled (FedCAP): floor(k f / n) = floor(6 / 5) = 1.
+  Uploads u = powers_of_ten(5);
+  u.f = 2;
+  std::vector<Call> calls;
+  bucketing(std::make_unique<RecordingMean>(&calls))->aggregate(u.input());
   bucketing(std::make_unique<RecordingMean>(&calls), {{"inner_f", std::string("unchanged")}})->aggregate(u.input());
-  EXPECT_EQ(calls.back().f, 2);
+  bucketing(std::make_unique<RecordingMean>(&calls), {{"inner_f", std::string("scaled")}})->aggregate(u.input());
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].f, 2);
+  EXPECT_EQ(calls[1].f, 2);
+  EXPECT_EQ(calls[2].f, 1);
+}
+
+TEST(FlBucketing, InnerPreconditionFailureNamesTheNumbersAndTheSettingsThatFit) {
+  // Krum inside (the one real robust rule in this file: its precondition is the point). n = 10 uploads in
+  // pairs give k = 5 buckets; Krum needs k > 2f + 2. With f = 2 unchanged: 5 > 6 fails. s = 1 gives
+  // k = 10 > 6; inner_f = scaled keeps s = 2 with f = floor(5 * 2 / 10) = 1: 5 > 4.
+  Uploads u = Uploads::gaussian(10, 3, 21);
+  u.f = 2;
+  const auto krum_inside = [] { return make_krum(rule_params("krum", krum_params())); };
+  expect_error([&] { bucketing(krum_inside())->aggregate(u.input()); },
+               {"bucketing", "n = 10", "s = 2", "k = 5", "f = 2", "krum: needs n > 2f + 2, got n = 5, f = 2",
+                "s = 1 with inner_f = \"unchanged\" (k = 10)", "s = 2 with inner_f = \"scaled\" (k = 5)"});
+  // The suggested settings do run.
+  EXPECT_EQ(bucketing(krum_inside(), {{"s", int64_t{1}}})->aggregate(u.input()).update.size(), 3u);
+  EXPECT_EQ(bucketing(krum_inside(), {{"inner_f", std::string("scaled")}})->aggregate(u.input()).update.size(), 3u);
+  // n = 4, f = 2: Krum needs at least 7 rows with f = 2 and 5 with f = 1; nothing fits.
+  Uploads few = Uploads::gaussian(4, 3, 22);
+  few.f = 2;
+  expect_error([&] { bucketing(krum_inside())->aggregate(few.input()); },
+               {"bucketing", "k = 2", "no s or inner_f fits"});
 }
 
 TEST(FlBucketing, FedAvgInsideGivesThePlainMeanWhateverThePermutation) {

@@ -83,7 +83,7 @@ class SeedRun {
         second_replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
     if (!partition_.server.empty())
       server_data_.emplace(*replicas_[0], shared.train, partition_.server, shared.train_transform,
-                           shared.eval_transform, c_.eval.integer("batch"));
+                           shared.eval_transform, c_.eval.integer("batch"), client_local_schedule(c_.client_rule));
     D_ = static_cast<int64_t>(global_.size());
     client_states_.resize(static_cast<size_t>(c_.data.integer("clients")));
     loaded_version_.assign(static_cast<size_t>(threads), -1);
@@ -312,6 +312,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
   }
   const AggregationInput input{.updates = uploads.data(), .n = n, .D = width, .num_parameters = sharing_.parameters,
                                .num_samples = samples, .clients = accepted_clients, .round = round,
+                               .last_round = c_.experiment.integer("rounds"),
                                .seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64(),
                                .global = global_shared(), .expected_malicious = expected_malicious_count(c_, n),
                                .server_data = server_data, .pool = &pool_};

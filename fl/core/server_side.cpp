@@ -99,11 +99,39 @@ std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& c, const M
   return make_column_subset(std::move(rule), std::move(ranges), c.server.text("rest") == "mean");
 }
 
+std::optional<LocalSchedule> client_local_schedule(const Params& client_rule) {
+  for (const ParamSpec& spec : local_schedule_params())
+    if (client_rule.values().count(spec.name) == 0) return std::nullopt;
+  // A rule that counts its local work in its own keys (fedrep's head and body epochs) may set epochs = 0;
+  // that is no schedule to copy, and must not fail runs that never ask for one.
+  if (client_rule.integer("epochs") <= 0 && client_rule.integer("steps") <= 0) return std::nullopt;
+  return local_schedule(client_rule);
+}
+
+ServerTrainSpec server_spec_of(const LocalSchedule& schedule, int64_t round) {
+  ServerTrainSpec spec;
+  spec.epochs = schedule.epochs;
+  spec.steps = schedule.steps;
+  spec.batch = schedule.batch;
+  spec.lr = schedule.lr_at(round);
+  spec.momentum = schedule.sgd.momentum;
+  spec.weight_decay = schedule.sgd.weight_decay;
+  spec.nesterov = schedule.sgd.nesterov;
+  spec.grad_clip = schedule.grad_clip;
+  spec.drop_last = schedule.drop_last;
+  return spec;
+}
+
 ModelServerData::ModelServerData(Model& model, const Dataset& data, const std::vector<int64_t>& indices,
                                  const TransformSpec& train_transform, const TransformSpec& eval_transform,
-                                 int64_t eval_batch)
+                                 int64_t eval_batch, std::optional<LocalSchedule> clients)
     : model_(model), data_(data), indices_(indices), train_transform_(train_transform),
-      eval_transform_(eval_transform), eval_batch_(eval_batch) {}
+      eval_transform_(eval_transform), eval_batch_(eval_batch), clients_(std::move(clients)) {}
+
+std::optional<ServerTrainSpec> ModelServerData::client_schedule(int64_t round) const {
+  if (!clients_) return std::nullopt;
+  return server_spec_of(*clients_, round);
+}
 
 std::vector<float> ModelServerData::train(std::span<const float> state, const ServerTrainSpec& spec) {
   BASTION_CHECK(!indices_.empty(), "the server has no data of its own: set data.server_fraction");
@@ -111,11 +139,12 @@ std::vector<float> ModelServerData::train(std::span<const float> state, const Se
                 "server training: state of ", state.size(), " values for a model of ", model_.flat_state().size());
   std::copy(state.begin(), state.end(), model_.flat_state().begin());
   const Params params("server.training", sgd_client_params(),
-                      {{"epochs", spec.epochs}, {"batch", spec.batch}, {"lr", spec.lr}, {"momentum", spec.momentum},
-                       {"weight_decay", spec.weight_decay}, {"rho", spec.rho}});
+                      {{"epochs", spec.epochs}, {"steps", spec.steps}, {"batch", spec.batch}, {"lr", spec.lr},
+                       {"momentum", spec.momentum}, {"weight_decay", spec.weight_decay}, {"nesterov", spec.nesterov},
+                       {"grad_clip", spec.grad_clip}, {"drop_last", spec.drop_last}, {"rho", spec.rho}});
   ClientState scratch;
   ClientTask task{model_, data_, indices_, train_transform_, scratch, -1, 0, spec.seed, spec.seed};
-  make_sgd_client(params)->train(task);
+  last_train_steps_ = make_sgd_client(params)->train(task).steps;
   const std::span<const float> trained = model_.flat_state();
   return {trained.begin(), trained.end()};
 }

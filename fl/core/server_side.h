@@ -4,12 +4,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/dataset.h"
 #include "data/transforms.h"
 #include "fl/clients/client_rule.h"
+#include "fl/clients/local_training.h"
 #include "fl/core/client_models.h"
 #include "fl/core/config.h"
 #include "fl/defenses/column_subset.h"
@@ -47,16 +49,26 @@ std::vector<ColumnRange> apply_to_columns(const Model& model, const std::vector<
 std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& config, const Model& model,
                                               const SharedColumns& shared);
 
+// The SGD part of a client rule's schedule keys (fl/clients/local_training.h) as a ServerTrainSpec for
+// `round` (lr decayed as the clients' lr_t; SAM's rho is not carried: the server's copy takes plain SGD
+// steps), or none when the rule's table lacks them.
+std::optional<LocalSchedule> client_local_schedule(const Params& client_rule);
+ServerTrainSpec server_spec_of(const LocalSchedule& schedule, int64_t round);
+
 // ServerData over the run's server split: training runs the sgd client rule on a Model replica (so the
 // server trains exactly like a client: same loader, augmentation, SAM when rho > 0), evaluation uses
 // the deterministic eval transform. The replica is the caller's scratch: its state is overwritten.
+// `clients` is the clients' schedule that client_schedule() reports (none: it reports none).
 class ModelServerData final : public ServerData {
  public:
   ModelServerData(Model& model, const Dataset& data, const std::vector<int64_t>& indices,
-                  const TransformSpec& train_transform, const TransformSpec& eval_transform, int64_t eval_batch);
+                  const TransformSpec& train_transform, const TransformSpec& eval_transform, int64_t eval_batch,
+                  std::optional<LocalSchedule> clients = std::nullopt);
   int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
   std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) override;
   ServerEval evaluate(std::span<const float> state) override;
+  std::optional<ServerTrainSpec> client_schedule(int64_t round) const override;
+  int64_t last_train_steps() const { return last_train_steps_; }  // SGD steps of the last train()
 
  private:
   Model& model_;
@@ -65,6 +77,8 @@ class ModelServerData final : public ServerData {
   const TransformSpec& train_transform_;
   const TransformSpec& eval_transform_;
   int64_t eval_batch_;
+  std::optional<LocalSchedule> clients_;
+  int64_t last_train_steps_ = 0;
 };
 
 }  // namespace bastion

@@ -5,9 +5,13 @@
 //              n - (k - 1) s uploads when s does not divide n)
 //   update = inner rule applied to the k bucket means (all D columns)
 // The inner rule sees: n = k, the bucket means, num_samples = sum of the members' samples, clients = the
-// bucket index b (a stateful inner rule keys its memory by bucket), expected_malicious =
-// floor(k f / n) (inner_f = scaled, FedCAP's floor(#buckets * attack_ratio)) or f (inner_f = unchanged),
-// and round, seed, global, server_data and pool unchanged.
+// bucket index b (a stateful inner rule keys its memory by bucket), expected_malicious = f
+// (inner_f = unchanged, the default: Algorithm 1 runs the robust aggregator with the same f, since f
+// attackers can spoil up to f buckets; FLPoison does the same) or floor(k f / n) (inner_f = scaled,
+// FedCAP's floor(#buckets * attack_ratio)), and round, seed, global, server_data and pool unchanged.
+// An inner rule whose precondition fails on (k, f) (Krum needs k > 2f + 2: 10 uploads in pairs give 5
+// buckets, too few for f = 2) is refused before it runs, with the numbers and the settings of s and
+// inner_f that would fit, if any.
 // Permutation: reshuffle = round draws pi from the round's seed (a new permutation each round, the
 // paper); reshuffle = fixed draws it from this rule's own `seed` parameter, the same permutation of
 // upload positions every round (FedCAP re-seeds numpy with the run seed before each shuffle).
@@ -17,6 +21,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <string>
 
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/server_rule.h"
@@ -49,7 +54,12 @@ class Bucketing final : public ServerRule {
     for (int64_t i = n - 1; i > 0; --i)  // Fisher-Yates
       std::swap(order[i], order[static_cast<int64_t>(g.below(static_cast<uint64_t>(i + 1)))]);
 
-    const int64_t k = (n + s_ - 1) / s_;
+    const int64_t k = (n + s_ - 1) / s_, inner_f = scaled_f_ ? (k * f) / n : f;
+    const std::string refused = inner_->refusal(k, inner_f);
+    BASTION_CHECK(refused.empty(), "bucketing: n = ", n, " uploads in buckets of s = ", s_, " give k = ", k,
+                  " bucket means with f = ", inner_f, " for the inner rule (inner_f = ",
+                  scaled_f_ ? "scaled" : "unchanged", ", f = ", f, "), and it refuses them: ", refused, "; ",
+                  fitting_settings(n, f));
     std::vector<float> means(static_cast<size_t>(k * in.D));
     std::vector<int64_t> samples(static_cast<size_t>(k), 0), ids(static_cast<size_t>(k));
     std::iota(ids.begin(), ids.end(), int64_t{0});
@@ -64,7 +74,7 @@ class Bucketing final : public ServerRule {
     sub.n = k;
     sub.num_samples = samples;
     sub.clients = ids;
-    sub.expected_malicious = scaled_f_ ? (k * f) / n : f;
+    sub.expected_malicious = inner_f;
     AggregationOutput inner = inner_->aggregate(sub);
     AggregationOutput out;
     out.update = std::move(inner.update);
@@ -75,6 +85,22 @@ class Bucketing final : public ServerRule {
       for (int64_t pos = 0; pos < n; ++pos) out.flagged[order[pos]] = inner.flagged[pos / s_];
     }
     return out;
+  }
+
+  // The settings of s and inner_f under which the inner rule accepts n uploads with f attackers.
+  std::string fitting_settings(int64_t n, int64_t f) const {
+    std::string fits;
+    for (const bool scaled : {false, true})
+      for (int64_t s = s_; s >= 1; --s) {
+        const int64_t k = (n + s - 1) / s;
+        if (!inner_->refusal(k, scaled ? (k * f) / n : f).empty()) continue;
+        fits += (fits.empty() ? "" : " or ") + std::string("s = ") + std::to_string(s) + " with inner_f = " +
+                (scaled ? "\"scaled\"" : "\"unchanged\"") + " (k = " + std::to_string(k) + ")";
+        break;  // the largest fitting s for this inner_f
+      }
+    return fits.empty() ? "no s or inner_f fits: assume fewer attackers (server.expected_malicious or the "
+                          "inner rule's f) or sample more clients per round"
+                        : "would fit: " + fits;
   }
 
   std::vector<float> save_state() const override { return inner_->save_state(); }
@@ -98,9 +124,10 @@ const std::vector<ParamSpec>& bucketing_params() {
        "round: new permutation each round (paper); fixed: one permutation from `seed` (FedCAP)", -inf, inf,
        {"round", "fixed"}},
       {"seed", ParamType::Integer, int64_t{0}, "seed of the permutation when reshuffle = fixed", 0, 9.0e15},
-      {"inner_f", ParamType::Text, std::string("scaled"),
-       "scaled: the inner rule assumes floor(#buckets * f / n) attackers (FedCAP); unchanged: f", -inf, inf,
-       {"scaled", "unchanged"}},
+      {"inner_f", ParamType::Text, std::string("unchanged"),
+       "unchanged: the inner rule assumes the same f (paper, FLPoison) | scaled: floor(#buckets * f / n) "
+       "(FedCAP's code)",
+       -inf, inf, {"unchanged", "scaled"}},
       f_param(),
   };
   return specs;

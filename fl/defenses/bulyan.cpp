@@ -11,6 +11,7 @@
 // Precondition: n >= 4f + 3 (so beta >= 3). Inputs are finite (the run loop rejects NaN/Inf first).
 // Flags every upload outside S. Cost: O(n^2 P) (GEMM) + O(theta n^2 log n) + O(D theta log^2 theta).
 #include <algorithm>
+#include <string>
 
 #include "fl/defenses/coordinate_wise.h"
 #include "fl/defenses/defense_support.h"
@@ -25,9 +26,16 @@ class Bulyan final : public ServerRule {
  public:
   explicit Bulyan(const Params& p) : params_(p) {}
 
+  std::string refusal(int64_t n, int64_t expected_malicious) const override {
+    const int64_t f = resolved_f(params_, expected_malicious);
+    if (n >= 4 * f + 3) return {};
+    return "bulyan: needs n >= 4f + 3, got n = " + std::to_string(n) + ", f = " + std::to_string(f);
+  }
+
   AggregationOutput aggregate(const AggregationInput& in) override {
+    const std::string refused = refusal(in.n, in.expected_malicious);
+    BASTION_CHECK(refused.empty(), refused);
     const int64_t n = in.n, f = resolved_f(params_, in);
-    BASTION_CHECK(n >= 4 * f + 3, "bulyan: needs n >= 4f + 3, got n = ", n, ", f = ", f);
     const int64_t theta = n - 2 * f, beta = theta - 2 * f;
     const std::vector<float> dist = pairwise_parameter_distances(in);
     std::vector<int64_t> selected = krum_select(dist, n, f, theta, KrumSelection::Iterative);

@@ -39,6 +39,7 @@ class SubsetServerData final : public ServerData {
     return gather(full_.train(complete(state), spec), ranges_, width_);
   }
   ServerEval evaluate(std::span<const float> state) override { return full_.evaluate(complete(state)); }
+  std::optional<ServerTrainSpec> client_schedule(int64_t round) const override { return full_.client_schedule(round); }
 
  private:
   ServerData& full_;

@@ -13,9 +13,11 @@ ParamSpec f_param() {
           "attackers assumed among the uploads; -1 = server.expected_malicious", -1, 1e9};
 }
 
-int64_t resolved_f(const Params& params, const AggregationInput& in) {
+int64_t resolved_f(const Params& params, const AggregationInput& in) { return resolved_f(params, in.expected_malicious); }
+
+int64_t resolved_f(const Params& params, int64_t expected_malicious) {
   const int64_t f = params.integer("f");
-  return f >= 0 ? f : in.expected_malicious;
+  return f >= 0 ? f : expected_malicious;
 }
 
 std::vector<float> weighted_sum_of_rows(const AggregationInput& in, std::span<const int64_t> rows,

@@ -16,6 +16,7 @@ namespace bastion {
 // server.expected_malicious (AggregationInput::expected_malicious).
 ParamSpec f_param();
 int64_t resolved_f(const Params& params, const AggregationInput& in);
+int64_t resolved_f(const Params& params, int64_t expected_malicious);
 
 // sum_i w_i * row_i over all D columns, accumulated in double in the given row order (weights are used
 // as given, not normalised). rows.size() == weights.size().

@@ -11,11 +11,14 @@
 //     the diagonal of dist is exactly 0, so this is the same number as "paper" (an alias for configs).
 //   squared = false: Euclidean instead of squared distances (SPMC's utils.py).
 //   neighbours: k itself (-1 = n - f - 2); SPMC sums all n - 1 distances.
+//   FedCPA's krum (defense_utils.py) = squared = false + output = "neighbourhood" + f = 1 (its
+//     expected_n_attacker with 10 parties per round): preset configs/papers/fedcpa-cifar10-krum.toml.
 // Precondition: n > 2f + 2. Inputs are finite (the run loop rejects NaN/Inf first).
 // Flags every upload that does not enter the update. Cost: O(n^2 P) (GEMM) + O(n D).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/krum_scores.h"
@@ -31,9 +34,16 @@ class Krum final : public ServerRule {
       : params_(p), squared_(p.boolean("squared")), neighbours_(p.integer("neighbours")),
         neighbourhood_(p.text("output") == "neighbourhood") {}
 
+  std::string refusal(int64_t n, int64_t expected_malicious) const override {
+    const int64_t f = resolved_f(params_, expected_malicious);
+    if (n > 2 * f + 2) return {};
+    return "krum: needs n > 2f + 2, got n = " + std::to_string(n) + ", f = " + std::to_string(f);
+  }
+
   AggregationOutput aggregate(const AggregationInput& in) override {
+    const std::string refused = refusal(in.n, in.expected_malicious);
+    BASTION_CHECK(refused.empty(), refused);
     const int64_t n = in.n, f = resolved_f(params_, in);
-    BASTION_CHECK(n > 2 * f + 2, "krum: needs n > 2f + 2, got n = ", n, ", f = ", f);
     const int64_t k = neighbours_ >= 0 ? neighbours_ : n - f - 2;
     BASTION_CHECK(k >= 1 && k <= n - 1, "krum: neighbours must lie in [1, n - 1], got ", k, " for n = ", n);
     std::vector<float> dist = pairwise_parameter_distances(in);

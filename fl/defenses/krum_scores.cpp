@@ -58,14 +58,19 @@ size_t best_candidate(std::span<const double> scores, std::span<const int64_t> c
 
 std::vector<int64_t> krum_select(std::span<const float> dist, int64_t n, int64_t f, int64_t m, KrumSelection selection) {
   BASTION_ASSERT(n > 2 * f + 2 && m >= 1 && m <= n);
+  BASTION_ASSERT(selection != KrumSelection::Ndss21 || m == n - 2 * f - 2);
+  // Neighbours other than itself summed per score among r candidates: NDSS'21 counts its own zero
+  // distance among the r - f - 2 columns it sums, so it sums one other distance fewer.
+  const int64_t self_column = selection == KrumSelection::Ndss21 ? 1 : 0;
+  const auto neighbours = [&](int64_t r) { return r - f - 2 - self_column; };
   std::vector<int64_t> remaining(static_cast<size_t>(n));
   std::iota(remaining.begin(), remaining.end(), int64_t{0});
-  std::vector<double> scores = krum_scores(dist, n, remaining, n - f - 2);
+  std::vector<double> scores = krum_scores(dist, n, remaining, neighbours(n));
   std::vector<int64_t> selected;
   while (static_cast<int64_t>(selected.size()) < m) {
     const int64_t r = static_cast<int64_t>(remaining.size());
-    if (selection == KrumSelection::Iterative && !selected.empty() && r > 2 * f + 2)
-      scores = krum_scores(dist, n, remaining, r - f - 2);
+    if (selection != KrumSelection::OneShot && !selected.empty() && r > 2 * f + 2)
+      scores = krum_scores(dist, n, remaining, neighbours(r));
     const size_t best = best_candidate(scores, remaining);
     selected.push_back(remaining[best]);
     remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(best));

@@ -32,20 +32,24 @@ std::vector<double> krum_scores(std::span<const float> dist, int64_t n, std::spa
 
 enum class KrumSelection {
   // One scoring over all n uploads with k = n - f - 2; the m lowest scores (Blanchard et al.'s Multi-Krum;
-  // FedCAP's mkrum).
+  // FLPoison, ByzFL and FedCAP's mkrum).
   OneShot,
-  // Krum repeated on the shrinking candidate set R (El Mhamdi et al.'s Bulyan selection; NDSS'21's
-  // multi-krum): while fewer than m are selected, score every r in R with k = |R| - f - 2 neighbours inside
-  // R and move the argmin to the selected set. Scores are recomputed only while |R| > 2f + 2 (Krum's own
-  // precondition on R, NDSS'21's loop condition); after that the remaining picks follow the last scores
-  // (lowest first) instead of stopping. Why: with k <= f - 1, f colluding identical uploads score 0 among
-  // themselves and would be picked first (measured: the 13-upload, f = 3 outlier test), and with k = 1 two
-  // mutual nearest neighbours tie, handing the pick to the row order.
+  // Krum repeated on the shrinking candidate set R (El Mhamdi et al.'s Bulyan selection): while fewer
+  // than m are selected, score every r in R with k = |R| - f - 2 other neighbours inside R and move the
+  // argmin to the selected set. Scores are recomputed only while |R| > 2f + 2 (Krum's own precondition on
+  // R); after that the remaining picks follow the last scores (lowest first) instead of stopping. Why:
+  // with k <= f - 1, f colluding identical uploads score 0 among themselves and would be picked first
+  // (measured: the 13-upload, f = 3 outlier test), and with k = 1 two mutual nearest neighbours tie,
+  // handing the pick to the row order.
   Iterative,
+  // NDSS'21's multi_krum (Shejwalkar & Houmansadr, cifar10/release-fedsgd-*-mkrum.ipynb) as written:
+  // while |R| > 2f + 2, score = the sum of the |R| - f - 2 smallest entries of the row *including its own
+  // zero distance* (so |R| - f - 3 other neighbours), move the argmin to the selected set; it stops when
+  // 2f + 2 remain, so exactly m = n - 2f - 2 are selected (the caller passes that m).
+  Ndss21,
 };
 
-// Rows selected, in the order of selection. Needs n > 2f + 2 and
-// 1 <= m <= n.
+// Rows selected, in the order of selection. Needs n > 2f + 2 and 1 <= m <= n (m = n - 2f - 2 for Ndss21).
 std::vector<int64_t> krum_select(std::span<const float> dist, int64_t n, int64_t f, int64_t m, KrumSelection selection);
 
 // The `count` rows nearest to `row` (itself first, distance 0), ordered by (distance, index).

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "fl/core/params.h"
@@ -30,8 +32,12 @@ class ThreadPool;
 // BatchNorm buffers), the same layout as the uploads.
 struct ServerTrainSpec {
   int64_t epochs = 1;
+  int64_t steps = 0;     // > 0: exactly this many steps instead of epochs (a client schedule's `steps`)
   int64_t batch = 64;
   double lr = 0.01, momentum = 0.9, weight_decay = 1e-5;
+  bool nesterov = false;
+  double grad_clip = 0.0;  // > 0: clip the gradient's global L2 norm
+  bool drop_last = false;  // drop the last partial batch of each epoch
   double rho = 0.0;      // > 0: SAM steps with radius rho (FTSAM)
   uint64_t seed = 0;     // shuffling
 };
@@ -49,6 +55,10 @@ class ServerData {
   // Trains a copy of `state` on the split and returns the trained state (D values).
   virtual std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) = 0;
   virtual ServerEval evaluate(std::span<const float> state) = 0;
+  // The clients' local SGD schedule in `round` (epochs or steps, batch, lr as decayed for that round,
+  // momentum, weight decay, nesterov, grad clip, drop_last; seed 0), so a rule can train the server's
+  // copy exactly as a client trains (FLTrust's ModelUpdate); none when the run's client rule has none.
+  virtual std::optional<ServerTrainSpec> client_schedule(int64_t round) const { return std::nullopt; }
 };
 
 struct AggregationInput {
@@ -58,6 +68,7 @@ struct AggregationInput {
   std::span<const int64_t> num_samples;   // n: local training set sizes (sample weighting)
   std::span<const int64_t> clients;       // n: client ids
   int64_t round = 0;
+  int64_t last_round = 0;                 // the run's final round (experiment.rounds); 0 = not known
   uint64_t seed = 0;                      // (seed, round)-derived, for randomised rules
   std::span<const float> global;          // D: the global state the updates are relative to
   int64_t expected_malicious = 0;         // f: attackers the server assumes among these n uploads
@@ -77,6 +88,10 @@ class ServerRule {
  public:
   virtual ~ServerRule() = default;
   virtual AggregationOutput aggregate(const AggregationInput& input) = 0;
+  // Why this rule would refuse n uploads when the run assumes `expected_malicious` attackers (its own
+  // `f` parameter applied), e.g. "krum: needs n > 2f + 2, got n = 5, f = 2"; empty when it accepts them.
+  // Rules check it in aggregate(); wrappers ask it first to name the numbers that fail (bucketing).
+  virtual std::string refusal(int64_t n, int64_t expected_malicious) const { return {}; }
   // Personalised start states (DESIGN.md pFL hook 1; FedCAP's customised models, FedFomo's mixtures):
   // a rule that returns true here is asked, before the round's training, for each sampled client's start
   // state; it ASSIGNS `out` (the width of the global span it aggregates over) and returns true, or returns
