@@ -130,6 +130,57 @@ std::string scale_description(const ReproduceOptions& options) {
   return scale + ")";
 }
 
+// Rank 0's side of the grid, one finished run at a time (with one process: in the grid's order): the
+// counts, the progress line with its ETA, and the run's cells from its summary.json.
+class GridTally {
+ public:
+  GridTally(const Preset& preset, const PresetGrid& grid, const ReproduceOptions& options, int64_t seeds,
+            ReproduceReport& report)
+      : preset_(preset), grid_(grid), options_(options), seeds_(seeds), report_(report) {}
+
+  void record(size_t i, const GridOutcome& outcome) {
+    const std::string dir = options_.out_dir + "/runs/" + grid_.runs[i].folder;
+    std::string prefix = "[";  // appended: GCC 12's -Wrestrict false positive on "[" + std::string
+    prefix.append(std::to_string(i + 1)).append("/").append(std::to_string(grid_.runs.size())).append("] ");
+    prefix.append(grid_.runs[i].folder);
+    if (report_.ranks > 1) prefix.append(" (rank ").append(std::to_string(outcome.rank)).append(")");
+    const size_t left = grid_.runs.size() - ++finished_;
+    std::string failure = outcome.error;
+    if (outcome.status == GridOutcome::Status::skipped) {
+      ++report_.skipped;
+      if (options_.log) options_.log(prefix + ": finished earlier, skipped");
+    } else if (outcome.status == GridOutcome::Status::ran) {
+      executed_seconds_ += outcome.seconds;
+      ++report_.runs;
+      // The runs left share the ranks: the mean run time x left / ranks.
+      const double eta =
+          executed_seconds_ / static_cast<double>(report_.runs) * static_cast<double>(left) / report_.ranks;
+      if (options_.log) options_.log(prefix + ": done in " + fixed(outcome.seconds, 1) + " s; eta " + minutes(eta));
+    }
+    if (outcome.status != GridOutcome::Status::failed) {
+      try {
+        read_cells(preset_, grid_, i, dir, seeds_, report_);
+      } catch (const Error& e) {
+        failure = e.what();
+      }
+    }
+    if (outcome.status == GridOutcome::Status::failed || !failure.empty()) {
+      ++report_.failed;
+      mark_failed(preset_, grid_, i, report_);
+      if (options_.log) options_.log(prefix + ": FAILED: " + failure);
+    }
+  }
+
+ private:
+  const Preset& preset_;
+  const PresetGrid& grid_;
+  const ReproduceOptions& options_;
+  int64_t seeds_;
+  ReproduceReport& report_;
+  double executed_seconds_ = 0.0;
+  size_t finished_ = 0;
+};
+
 }  // namespace
 
 ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options) {
@@ -147,42 +198,11 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options)
   ReproduceReport report;
   report.cells.assign(preset.rows.size(), std::vector<CellResult>(preset.columns.size(), CellResult{kNaN, kNaN}));
   report.ranks = grid_world().size;
-  double executed_seconds = 0.0;
-  size_t finished = 0;
   const GridTask task = [&](size_t i) {
     return run_grid_cell(preset.base, grid.runs[i], options.out_dir + "/runs/" + grid.runs[i].folder, options);
   };
-  // On rank 0, in the order runs finish (with one process: the grid's order).
-  const GridDone done = [&](size_t i, const GridOutcome& outcome) {
-    const std::string dir = options.out_dir + "/runs/" + grid.runs[i].folder;
-    std::string prefix = "[";  // appended: GCC 12's -Wrestrict false positive on "[" + std::string
-    prefix.append(std::to_string(i + 1)).append("/").append(std::to_string(grid.runs.size())).append("] ").append(grid.runs[i].folder);
-    if (report.ranks > 1) prefix.append(" (rank ").append(std::to_string(outcome.rank)).append(")");
-    const size_t left = grid.runs.size() - ++finished;
-    std::string failure = outcome.error;
-    if (outcome.status == GridOutcome::Status::skipped) {
-      ++report.skipped;
-      if (options.log) options.log(prefix + ": finished earlier, skipped");
-    } else if (outcome.status == GridOutcome::Status::ran) {
-      executed_seconds += outcome.seconds;
-      ++report.runs;
-      // The runs left share the ranks: the mean run time x left / ranks.
-      const double eta = executed_seconds / static_cast<double>(report.runs) * static_cast<double>(left) / report.ranks;
-      if (options.log) options.log(prefix + ": done in " + fixed(outcome.seconds, 1) + " s; eta " + minutes(eta));
-    }
-    if (outcome.status != GridOutcome::Status::failed) {
-      try {
-        read_cells(preset, grid, i, dir, seeds, report);
-      } catch (const Error& e) {
-        failure = e.what();
-      }
-    }
-    if (outcome.status == GridOutcome::Status::failed || !failure.empty()) {
-      ++report.failed;
-      mark_failed(preset, grid, i, report);
-      if (options.log) options.log(prefix + ": FAILED: " + failure);
-    }
-  };
+  GridTally tally(preset, grid, options, seeds, report);
+  const GridDone done = [&](size_t i, const GridOutcome& outcome) { tally.record(i, outcome); };
   report.rank = run_grid(grid.runs.size(), task, done).rank;
   if (report.rank != 0) return report;  // rank 0 writes the tables
   report.seconds = seconds_since(start);
