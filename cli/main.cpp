@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "fl/core/mpi_grid.h"
 #include "kernels/cpu/gemm.h"
 #include "tensor/error.h"
 
@@ -33,6 +34,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    // Under mpirun with K > 1 only reproduce divides its work (fl/core/mpi_grid.h); any other command
+    // would run K times over the same files.
+    BASTION_CHECK(bastion::launcher_size() <= 1 || app.got_subcommand("reproduce") || app.got_subcommand("list"),
+                  "started by mpirun with ", bastion::launcher_size(), " processes, but only `bastion reproduce` "
+                  "spreads its work over MPI ranks (docs/scale-out.md); run this command without mpirun");
     for (auto& [sub, command] : commands)
       if (sub->parsed()) return command();
   } catch (const bastion::Error& e) {

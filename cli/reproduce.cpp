@@ -2,7 +2,8 @@
 // [--threads N]`:
 // runs a paper table's grid (fl/core/preset.h, fl/core/reproduce.h) and writes table.md, table.csv and
 // table.svg. PRESET is a file, or a name looked up as configs/papers/<name>.toml. One progress line per
-// run with its time and the ETA; the last line says where the table is.
+// run with its time and the ETA; the last line says where the table is. `mpirun -np K bastion reproduce ...`
+// (an MPI build) spreads the runs over K processes; see docs/scale-out.md.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "fl/core/mpi_grid.h"
 #include "fl/core/preset.h"
 #include "fl/core/reproduce.h"
 #include "tensor/error.h"
@@ -75,12 +77,16 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   };
+  // Under mpirun every rank runs this; rank 0 prints and writes the table (fl/core/mpi_grid.h).
+  const GridWorld world = grid_world();
   const PresetGrid grid = preset_grid(preset);
-  std::printf("reproduce %s: %s; %zu runs x %lld seeds%s, out %s\n", preset.name.c_str(), preset.title.c_str(),
-              grid.runs.size(), static_cast<long long>(args.seeds > 0 ? args.seeds : preset.seeds),
-              args.quick ? " (quick scale)" : "", options.out_dir.c_str());
+  if (world.rank == 0)
+    std::printf("reproduce %s: %s; %zu runs x %lld seeds%s, out %s\n", preset.name.c_str(), preset.title.c_str(),
+                grid.runs.size(), static_cast<long long>(args.seeds > 0 ? args.seeds : preset.seeds),
+                args.quick ? " (quick scale)" : "", options.out_dir.c_str());
   std::fflush(stdout);
   const ReproduceReport report = reproduce(preset, options);
+  if (report.rank != 0) return 0;
   std::printf("table: %s/table.md (and table.csv, table.svg); %lld run(s), %lld skipped, %lld failed\n",
               options.out_dir.c_str(), static_cast<long long>(report.runs), static_cast<long long>(report.skipped),
               static_cast<long long>(report.failed));
@@ -100,7 +106,9 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
                   "table.md names the overrides")
       ->allow_extra_args(false);  // one KEY=VALUE per --set: the preset positional is never taken for one
   sub->add_option("--out", args->out_dir, "Output folder (default results/reproduce/<preset>)");
-  sub->add_option("--threads", args->threads, "Clients trained in parallel (default: each config's run.threads)")
+  sub->add_option("--threads", args->threads,
+                  "Clients trained in parallel (default: each config's run.threads); under mpirun per rank "
+                  "(keep ranks x threads <= cores)")
       ->check(CLI::Range(1, 256));
   sub->add_flag("--resume", args->resume, "Skip finished runs and continue the others from their checkpoints");
   sub->add_flag("--overwrite", args->overwrite, "Replace results already in the output folder");

@@ -3,7 +3,8 @@
 # Extra package names given as arguments are installed too (scripts/fuzz.sh adds clang and its runtimes).
 set -euo pipefail
 packages=(cmake g++ make pkg-config libopenblas-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libstb-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev dataset-fashion-mnist "$@")
+          libstb-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev dataset-fashion-mnist
+          libopenmpi-dev openmpi-bin "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,6 +11,7 @@
 #include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
+#include "fl/core/mpi_grid.h"
 #include "fl/metrics/results.h"
 #include "tensor/error.h"
 #include "tensor/file_io.h"
@@ -67,6 +68,32 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// One run of the grid, on whichever rank the grid gives it: skipped when --resume finds it finished with
+// the same config, else run_experiment; an Error is the run's failure, reported with its message.
+GridOutcome run_grid_cell(const std::string& base, const PresetRun& run, const std::string& dir,
+                          const ReproduceOptions& options) {
+  GridOutcome outcome;
+  try {
+    const ExperimentConfig config = load_config(base, run.overrides);
+    if (options.resume && finished_with(dir, config_to_toml(config))) {
+      outcome.status = GridOutcome::Status::skipped;
+      return outcome;
+    }
+    const auto run_start = std::chrono::steady_clock::now();
+    RunOptions run_options;
+    run_options.out_dir = dir;
+    run_options.threads = options.threads;
+    run_options.resume = options.resume;
+    run_options.overwrite = options.overwrite;
+    run_experiment(config, run_options);
+    outcome.seconds = seconds_since(run_start);
+  } catch (const Error& e) {
+    outcome.status = GridOutcome::Status::failed;
+    outcome.error = e.what();
+  }
+  return outcome;
+}
+
 std::string minutes(double seconds) { return fixed(seconds / 60.0, 1) + " min"; }
 
 std::string today() {
@@ -103,6 +130,57 @@ std::string scale_description(const ReproduceOptions& options) {
   return scale + ")";
 }
 
+// Rank 0's side of the grid, one finished run at a time (with one process: in the grid's order): the
+// counts, the progress line with its ETA, and the run's cells from its summary.json.
+class GridTally {
+ public:
+  GridTally(const Preset& preset, const PresetGrid& grid, const ReproduceOptions& options, int64_t seeds,
+            ReproduceReport& report)
+      : preset_(preset), grid_(grid), options_(options), seeds_(seeds), report_(report) {}
+
+  void record(size_t i, const GridOutcome& outcome) {
+    const std::string dir = options_.out_dir + "/runs/" + grid_.runs[i].folder;
+    std::string prefix = "[";  // appended: GCC 12's -Wrestrict false positive on "[" + std::string
+    prefix.append(std::to_string(i + 1)).append("/").append(std::to_string(grid_.runs.size())).append("] ");
+    prefix.append(grid_.runs[i].folder);
+    if (report_.ranks > 1) prefix.append(" (rank ").append(std::to_string(outcome.rank)).append(")");
+    const size_t left = grid_.runs.size() - ++finished_;
+    std::string failure = outcome.error;
+    if (outcome.status == GridOutcome::Status::skipped) {
+      ++report_.skipped;
+      if (options_.log) options_.log(prefix + ": finished earlier, skipped");
+    } else if (outcome.status == GridOutcome::Status::ran) {
+      executed_seconds_ += outcome.seconds;
+      ++report_.runs;
+      // The runs left share the ranks: the mean run time x left / ranks.
+      const double eta =
+          executed_seconds_ / static_cast<double>(report_.runs) * static_cast<double>(left) / report_.ranks;
+      if (options_.log) options_.log(prefix + ": done in " + fixed(outcome.seconds, 1) + " s; eta " + minutes(eta));
+    }
+    if (outcome.status != GridOutcome::Status::failed) {
+      try {
+        read_cells(preset_, grid_, i, dir, seeds_, report_);
+      } catch (const Error& e) {
+        failure = e.what();
+      }
+    }
+    if (outcome.status == GridOutcome::Status::failed || !failure.empty()) {
+      ++report_.failed;
+      mark_failed(preset_, grid_, i, report_);
+      if (options_.log) options_.log(prefix + ": FAILED: " + failure);
+    }
+  }
+
+ private:
+  const Preset& preset_;
+  const PresetGrid& grid_;
+  const ReproduceOptions& options_;
+  int64_t seeds_;
+  ReproduceReport& report_;
+  double executed_seconds_ = 0.0;
+  size_t finished_ = 0;
+};
+
 }  // namespace
 
 ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options) {
@@ -119,40 +197,14 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options)
   std::filesystem::create_directories(options.out_dir + "/runs");
   ReproduceReport report;
   report.cells.assign(preset.rows.size(), std::vector<CellResult>(preset.columns.size(), CellResult{kNaN, kNaN}));
-  double executed_seconds = 0.0;
-  for (size_t i = 0; i < grid.runs.size(); ++i) {
-    const PresetRun& run = grid.runs[i];
-    const std::string dir = options.out_dir + "/runs/" + run.folder;
-    std::string prefix = "[";  // appended: GCC 12's -Wrestrict false positive on "[" + std::string
-    prefix.append(std::to_string(i + 1)).append("/").append(std::to_string(grid.runs.size())).append("] ").append(run.folder);
-    try {
-      const ExperimentConfig config = load_config(preset.base, run.overrides);
-      if (options.resume && finished_with(dir, config_to_toml(config))) {
-        ++report.skipped;
-        if (options.log) options.log(prefix + ": finished earlier, skipped");
-      } else {
-        const auto run_start = std::chrono::steady_clock::now();
-        RunOptions run_options;
-        run_options.out_dir = dir;
-        run_options.threads = options.threads;
-        run_options.resume = options.resume;
-        run_options.overwrite = options.overwrite;
-        run_experiment(config, run_options);
-        const double seconds = seconds_since(run_start);
-        executed_seconds += seconds;
-        ++report.runs;
-        const size_t left = grid.runs.size() - i - 1;
-        if (options.log)
-          options.log(prefix + ": done in " + fixed(seconds, 1) + " s; eta " +
-                      minutes(executed_seconds / static_cast<double>(report.runs) * static_cast<double>(left)));
-      }
-      read_cells(preset, grid, i, dir, seeds, report);
-    } catch (const Error& e) {
-      ++report.failed;
-      mark_failed(preset, grid, i, report);
-      if (options.log) options.log(prefix + ": FAILED: " + e.what());
-    }
-  }
+  report.ranks = grid_world().size;
+  const GridTask task = [&](size_t i) {
+    return run_grid_cell(preset.base, grid.runs[i], options.out_dir + "/runs/" + grid.runs[i].folder, options);
+  };
+  GridTally tally(preset, grid, options, seeds, report);
+  const GridDone done = [&](size_t i, const GridOutcome& outcome) { tally.record(i, outcome); };
+  report.rank = run_grid(grid.runs.size(), task, done).rank;
+  if (report.rank != 0) return report;  // rank 0 writes the tables
   report.seconds = seconds_since(start);
   write_file_atomic(options.out_dir + "/table.md", table_markdown(preset, report, options));
   write_file_atomic(options.out_dir + "/table.csv", table_csv(preset, report));
@@ -212,7 +264,8 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   md += "\nRun: `" + options.command + "`  \n";
   md += "Commit: " + (options.commit.empty() ? std::string("unknown") : options.commit) + "  \n";
   md += "Machine: " + (options.machine.empty() ? std::string("unknown") : options.machine) + "  \n";
-  md += "Date: " + today() + "; this invocation: " + minutes(report.seconds) + " wall time, " +
+  const std::string processes = report.ranks > 1 ? " on " + std::to_string(report.ranks) + " MPI ranks" : "";
+  md += "Date: " + today() + "; this invocation: " + minutes(report.seconds) + " wall time" + processes + ", " +
         std::to_string(report.runs) + " run(s) executed, " + std::to_string(report.skipped) +
         " finished earlier and skipped, " + std::to_string(report.failed) + " failed.\n";
   return md;

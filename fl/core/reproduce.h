@@ -9,6 +9,9 @@
 // --resume skips runs whose summary.json exists and whose config.toml matches, and continues the others
 // from their checkpoints. A run that fails is reported with its error; the other runs still complete, its
 // cells show "error", and reproduce() reports the failure count.
+// Under `mpirun -np K` (an MPI build, fl/core/mpi_grid.h) the runs are handed to idle ranks one at a time;
+// every rank calls reproduce(), rank 0 logs each run as it finishes and writes the tables, the others
+// return a report with only rank and ranks set. K = 1 is the single-process loop, in the grid's order.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,7 @@ struct ReproduceReport {
   std::vector<std::vector<CellResult>> cells;    // [row][column]
   int64_t runs = 0, skipped = 0, failed = 0;
   double seconds = 0.0;                          // wall time of this invocation
+  int rank = 0, ranks = 1;                       // this process's place under mpirun (rank 0 has the cells)
 };
 
 ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options);
