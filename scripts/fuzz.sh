@@ -17,7 +17,7 @@ targets=(idx cifar wisdm image_folder matlab config preset safetensors checkpoin
 scripts/setup.sh clang libclang-rt-14-dev libomp-14-dev
 
 cmake -S . -B "$build_dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASTION_FUZZ=ON -DBASTION_CUDA=OFF -DBASTION_BUILD_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASTION_FUZZ=ON -DBASTION_CUDA=OFF -DBASTION_MPI=OFF -DBASTION_BUILD_BENCH=OFF \
   -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$build_dir" -j "$jobs" --target "${targets[@]/#/fuzz_}"
 
