@@ -8,6 +8,7 @@
 #include "data/idx.h"
 #include "fl/core/preset.h"
 #include "fl/core/reproduce.h"
+#include "reproduce_test_support.h"
 #include "test_support.h"
 
 namespace bastion {
@@ -15,24 +16,7 @@ namespace {
 
 using testing::expect_error;
 
-constexpr const char* kBase = R"(
-name = "base"
-seed = 3
-rounds = 2
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.5"
-clients = 8
-min_size = 5
-local_test = "like-train"
-[model]
-name = "mlp"
-[clients]
-per_round = 4
-[eval]
-batch = 128
-personalized = true
-)";
+constexpr const char* kBase = bastion::testing::kReproduceBase;
 
 std::string preset_text(const std::string& rows) {
   return std::string(R"(title = "A tiny table"

@@ -11,6 +11,7 @@
 
 #include "fl/core/mpi_grid.h"
 #include "data/idx.h"
+#include "reproduce_test_support.h"
 #include "test_support.h"
 
 namespace bastion {
@@ -18,24 +19,7 @@ namespace {
 
 using testing::run_shell;
 
-constexpr const char* kBase = R"(
-name = "base"
-seed = 3
-rounds = 2
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.5"
-clients = 8
-min_size = 5
-local_test = "like-train"
-[model]
-name = "mlp"
-[clients]
-per_round = 4
-[eval]
-batch = 128
-personalized = true
-)";
+constexpr const char* kBase = bastion::testing::kReproduceBase;
 
 // Four runs for three ranks, so some rank asks for a second one.
 constexpr const char* kPreset = R"(title = "A tiny grid"
