@@ -25,6 +25,7 @@ struct Uploads {
   uint64_t seed = 7;
   ServerData* server_data = nullptr;
   ThreadPool* pool = nullptr;
+  std::vector<ColumnRange> weight_columns;  // empty: layout unknown
 
   Uploads(std::vector<std::vector<float>> rows) {
     n = static_cast<int64_t>(rows.size());
@@ -61,6 +62,7 @@ struct Uploads {
     in.expected_malicious = f;
     in.server_data = server_data;
     in.pool = pool;
+    in.weight_columns = weight_columns;
     return in;
   }
 
