@@ -80,6 +80,8 @@ const std::vector<ServerRuleEntry>& server_rule_registry() {
        make_rfa, nullptr, false},
       {{"residual-base", "residual-based reweighting with repeated-median regression per coordinate", "Fu et al. 2019; FedCPA", &residual_base_params()},
        make_residual_base, nullptr, false},
+      {{"fedcpa", "weight clients by agreement of their top/bottom-k critical parameters with peers and the global model", "Han et al. 2023 (FedCPA)", &fedcpa_params()},
+       make_fedcpa, nullptr, false},
       {{"fltrust", "trust = ReLU(cos) with the server's update on its root set; updates rescaled to its norm", "Cao et al. 2021 (FLTrust)", &fltrust_params()},
        make_fltrust, nullptr, true},
       {{"sageflow", "entropy filter and loss-weighted average on the server's public set", "Park et al. 2021 (Sageflow)", &sageflow_params()},

@@ -50,6 +50,7 @@ struct Uploads {
   uint64_t seed = 7;
   ServerData* server_data = nullptr;
   ThreadPool* pool = nullptr;
+  std::vector<ColumnRange> weight_columns;  // empty: layout unknown
 
   Uploads(std::vector<std::vector<float>> rows) {
     n = static_cast<int64_t>(rows.size());
@@ -87,6 +88,7 @@ struct Uploads {
     in.expected_malicious = f;
     in.server_data = server_data;
     in.pool = pool;
+    in.weight_columns = weight_columns;
     return in;
   }
 

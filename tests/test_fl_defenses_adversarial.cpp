@@ -71,6 +71,12 @@ const std::set<std::string> kNotRobust = {"fedavg", "norm-clip", "add-noise", "c
 // (objective change < ftol * objective) fires while the 1e30 outlier dominates the objective, leaving
 // the update at ~5e20 instead of near the honest uploads. Finite, but not robust at that scale.
 const std::set<std::string> kNotRobustToOneHugeUpload = {"foolsgold", "rfa"};
+// fedcpa (Eq. 9) divides sum_i lambda_i Delta_i by the number of kept clients, not by sum lambda: with some
+// weights in (0, 1) the update is the honest range shrunk toward 0. At the zero global model of these tests
+// its importance |Delta * (g + Delta)| = Delta^2 cannot tell -3 mu from mu (same ranks), so repeated
+// copies of -3 mu enter (docs/defenses.md).
+const std::set<std::string> kShrinksTowardZero = {"fedcpa"};
+const std::set<std::string> kBlindToSignAtZeroGlobal = {"fedcpa"};
 const std::set<std::string> kNoisy = {"add-noise", "crfl"};
 constexpr float kNoiseTolerance = 5e-3f;  // add-noise sigma 5e-4 and crfl sigma 1e-4: 10 sigma
 constexpr float kTight = 1e-6f;           // double sums of O(1) values rounded to float
@@ -81,11 +87,14 @@ void expect_valid(const AggregationOutput& out, int64_t n, const std::string& wh
   EXPECT_TRUE(out.flagged.empty() || static_cast<int64_t>(out.flagged.size()) == n) << what;
 }
 
-// Every parameter column inside the range of rows `honest` (10 % slack: geometric-median-style rules).
-void expect_inside(const AggregationOutput& out, Uploads& u, const std::vector<int64_t>& honest, const std::string& what) {
+// Every parameter column inside the range of rows `honest` (10 % slack: geometric-median-style rules),
+// widened to include 0 for the rules in kShrinksTowardZero (`rule` names the rule).
+void expect_inside(const AggregationOutput& out, Uploads& u, const std::vector<int64_t>& honest, const std::string& what,
+                   const std::string& rule = "") {
   for (int64_t d = 0; d < kP; ++d) {
     float lo = INFINITY, hi = -INFINITY;
     for (int64_t i : honest) lo = std::min(lo, u.row(i)[d]), hi = std::max(hi, u.row(i)[d]);
+    if (kShrinksTowardZero.count(rule)) lo = std::min(lo, 0.0f), hi = std::max(hi, 0.0f);
     const float slack = 0.1f * (hi - lo);
     EXPECT_GE(out.update[d], lo - slack) << what << " d=" << d;
     EXPECT_LE(out.update[d], hi + slack) << what << " d=" << d;
@@ -152,7 +161,7 @@ TEST(FlDefenseAdversarial, HugeFiniteUploadsGiveAFiniteUpdateAndRobustRulesIgnor
       const AggregationOutput out = one.run(*build(entry));
       expect_valid(out, kN, what + " one row");
       if (!kNotRobust.count(entry.info.name) && !kNotRobustToOneHugeUpload.count(entry.info.name))
-        expect_inside(out, one.uploads, rows_except(kN, {0}), what + " one row");
+        expect_inside(out, one.uploads, rows_except(kN, {0}), what + " one row", entry.info.name);
 
       Round all = honest_round(3);  // every row +huge: any float sum of two rows overflows; two rounds,
       std::fill(all.uploads.data.begin(), all.uploads.data.end(), huge);  // so memory overflows too
@@ -244,7 +253,8 @@ TEST(FlDefenseAdversarial, RepeatedUploadOfOneClient) {
       for (int64_t d = 0; d < kD; ++d) r.uploads.row(i)[d] = -3.0f * r.mu[d];
     const AggregationOutput out = r.run(*build(entry));
     expect_valid(out, kN, entry.info.name);
-    if (!kNotRobust.count(entry.info.name)) expect_inside(out, r.uploads, rows_except(kN, {9, 10}), entry.info.name);
+    if (!kNotRobust.count(entry.info.name) && !kBlindToSignAtZeroGlobal.count(entry.info.name))
+      expect_inside(out, r.uploads, rows_except(kN, {9, 10}), entry.info.name);
     if (entry.info.name == "foolsgold") {  // the copies' histories are identical: weight 0, flagged
       EXPECT_EQ(out.flagged[9], 1);
       EXPECT_EQ(out.flagged[10], 1);
@@ -271,6 +281,7 @@ const std::map<std::string, Needs> kNeeds = {
     {"residual-base", {3, "at least 3"}},   {"fltrust", {1, "no upload"}},
     {"sageflow", {1, "no upload"}},         {"finetune", {1, "no upload"}},
     {"bucketing", {2, "f = 2 outside"}},    {"gas", {3, "0 <= f < n"}},
+    {"fedcpa", {1, "no upload"}},
 };
 
 TEST(FlDefenseAdversarial, TooFewUploadsAreRefusedByTheRulesPrecondition) {
@@ -341,9 +352,11 @@ TEST(FlDefenseAdversarial, StateRestoredFromACheckpointGivesTheSameNextRounds) {
       const AggregationOutput want = a.run(*whole), got = b.run(*restored), fresh = c.run(*forgetful);
       EXPECT_EQ(got.update, want.update) << what << " round " << t;
       EXPECT_EQ(got.flagged, want.flagged) << what << " round " << t;
-      // The test can fail: without the state, a rule with memory answers otherwise.
-      if (stateful && inner.empty() && t == 2) {
-        EXPECT_NE(fresh.flagged, want.flagged) << what;
+      // The test can fail: without the state, a rule with memory answers otherwise. fedcpa's memory is the
+      // previous global model; with a zero global here its global term is all ties (k = 1 of 20 columns) and
+      // changes nothing, so test_fl_defenses_fedcpa.cpp shows its memory mattering instead.
+      if (stateful && inner.empty() && t == 2 && entry->info.name != "fedcpa") {
+        EXPECT_TRUE(fresh.flagged != want.flagged || fresh.update != want.update) << what;
       }
     }
   }

@@ -59,20 +59,7 @@ void client_start_states(ServerRule& rule, const SharedColumns& shared, std::spa
 }
 
 std::vector<ColumnRange> ranges_within_shared(const std::vector<ColumnRange>& ranges, const SharedColumns& shared) {
-  std::vector<ColumnRange> out;
-  int64_t offset = 0;  // the row position of the current shared range's first column
-  for (const ColumnRange& s : shared.ranges) {
-    for (const ColumnRange& r : ranges) {
-      const int64_t begin = std::max(r.begin, s.begin), end = std::min(r.end, s.end);
-      if (begin >= end) continue;
-      const ColumnRange mapped{offset + begin - s.begin, offset + end - s.begin};
-      if (!out.empty() && out.back().end == mapped.begin) out.back().end = mapped.end;
-      else out.push_back(mapped);
-    }
-    offset += s.end - s.begin;
-  }
-  std::sort(out.begin(), out.end(), [](const ColumnRange& a, const ColumnRange& b) { return a.begin < b.begin; });
-  return out;
+  return ranges_within(ranges, shared.ranges);
 }
 
 }  // namespace bastion

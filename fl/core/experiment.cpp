@@ -72,6 +72,7 @@ class SeedRun {
     P_ = replicas_[0]->num_parameters();
     sharing_ = shared_columns(*replicas_[0], client_rule_->shared_part());
     server_rule_ = build_server_rule(c_, *replicas_[0], sharing_);
+    weight_columns_ = weight_columns(*replicas_[0], sharing_);
     if (options.wrap_server_rule) server_rule_ = options.wrap_server_rule(std::move(server_rule_));
     method_server_ = client_rule_->make_method_server(c_.data.integer("clients"), P_);
     BASTION_CHECK(!method_server_ || sharing_.all || !method_server_->needs_all_columns(), "client rule '", c_.clients.text("rule"),
@@ -123,6 +124,7 @@ class SeedRun {
   std::vector<float> global_;
   int64_t P_ = 0, D_ = 0;
   SharedColumns sharing_;                    // what a client uploads (client_models.h)
+  std::vector<ColumnRange> weight_columns_;  // conv/linear weight columns of an upload row (server_side.h)
   std::vector<float> global_shared_;         // the shared columns of global_ (when not every column is shared)
   std::vector<float> starts_;                // (m, D) per-client start states, when the server rule sends them
   std::optional<PostSpec> post_;             // post-training step before personalised evaluation
@@ -315,7 +317,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
                                .last_round = c_.experiment.integer("rounds"),
                                .seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64(),
                                .global = global_shared(), .expected_malicious = expected_malicious_count(c_, n),
-                               .server_data = server_data, .pool = &pool_};
+                               .server_data = server_data, .pool = &pool_, .weight_columns = weight_columns_};
   loaded_version_[0] = -1;  // server data (if any) trains and evaluates on replica 0
   AggregationOutput output = server_rule_->aggregate(input);
   BASTION_CHECK(static_cast<int64_t>(output.update.size()) == width, "server rule '", c_.server.text("rule"),

@@ -86,6 +86,17 @@ std::vector<ColumnRange> apply_to_columns(const Model& model, const std::vector<
   return ranges;
 }
 
+std::vector<ColumnRange> weight_columns(const Model& model, const SharedColumns& shared) {
+  std::vector<ColumnRange> full;
+  for (const ParameterView& view : model.parameters()) {
+    const int dims = view.value.shape().rank();
+    if (dims != 2 && dims != 4) continue;
+    if (!full.empty() && full.back().end == view.begin) full.back().end = view.end;
+    else full.push_back({view.begin, view.end});
+  }
+  return ranges_within_shared(full, shared);
+}
+
 std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& c, const Model& model, const SharedColumns& shared) {
   std::unique_ptr<ServerRule> rule =
       make_server_rule(c.server.text("rule"), c.server_rule, c.server.text("inner"), c.server_inner_rule);

@@ -44,6 +44,11 @@ void add_update_checked(const SharedColumns& sharing, std::span<const float> upd
 // nothing is an error listing the model's parameter names.
 std::vector<ColumnRange> apply_to_columns(const Model& model, const std::vector<std::string>& apply_to);
 
+// AggregationInput::weight_columns: the conv and linear weights of `model` (parameter tensors with 2 or 4
+// dimensions; biases, BatchNorm affine parameters and buffers excluded, as FedCPA's code selects them),
+// restricted to the shared columns and renumbered in upload-row coordinates.
+std::vector<ColumnRange> weight_columns(const Model& model, const SharedColumns& shared);
+
 // server.rule (with server.inner for wrappers) over the shared columns (the upload rows), restricted to
 // server.apply_to when given (its columns intersected with the shared ones).
 std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& config, const Model& model,

@@ -74,6 +74,8 @@ class ColumnSubset final : public ServerRule {
     inner_in.num_parameters = sub_parameters(in.num_parameters);
     inner_in.global = sub_global;
     inner_in.server_data = sub_data ? &*sub_data : nullptr;
+    const std::vector<ColumnRange> sub_weights = ranges_within(in.weight_columns, ranges_);
+    inner_in.weight_columns = sub_weights;
     AggregationOutput inner_out = inner_->aggregate(inner_in);
     BASTION_CHECK(static_cast<int64_t>(inner_out.update.size()) == width_, "server rule returned ",
                   inner_out.update.size(), " values for a subset of ", width_);
@@ -122,6 +124,23 @@ std::unique_ptr<ServerData> make_subset_server_data(ServerData& full, std::span<
   int64_t width = 0;
   for (const ColumnRange& r : ranges) width += r.end - r.begin;
   return std::make_unique<SubsetServerData>(full, global, ranges, width);
+}
+
+std::vector<ColumnRange> ranges_within(std::span<const ColumnRange> ranges, std::span<const ColumnRange> subset) {
+  std::vector<ColumnRange> out;
+  int64_t offset = 0;  // the sub-row position of the current subset range's first column
+  for (const ColumnRange& s : subset) {
+    for (const ColumnRange& r : ranges) {
+      const int64_t begin = std::max(r.begin, s.begin), end = std::min(r.end, s.end);
+      if (begin >= end) continue;
+      const ColumnRange mapped{offset + begin - s.begin, offset + end - s.begin};
+      if (!out.empty() && out.back().end == mapped.begin) out.back().end = mapped.end;
+      else out.push_back(mapped);
+    }
+    offset += s.end - s.begin;
+  }
+  std::sort(out.begin(), out.end(), [](const ColumnRange& a, const ColumnRange& b) { return a.begin < b.begin; });
+  return out;
 }
 
 std::unique_ptr<ServerRule> make_column_subset(std::unique_ptr<ServerRule> inner, std::vector<ColumnRange> ranges,

@@ -16,9 +16,9 @@
 
 namespace bastion {
 
-struct ColumnRange {
-  int64_t begin = 0, end = 0;  // [begin, end) of the D columns
-};
+// `ranges` (columns of a row) restricted to `subset` (sorted, disjoint) and renumbered in the coordinates
+// of the sub-row that gathers `subset` in order. Empty when they share no column.
+std::vector<ColumnRange> ranges_within(std::span<const ColumnRange> ranges, std::span<const ColumnRange> subset);
 
 // Server data seen through a column subset: a sub-state (the selected columns, in range order) is
 // completed with `global`'s other columns before training or evaluation; training returns the

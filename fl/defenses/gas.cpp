@@ -67,6 +67,7 @@ class Gas final : public ServerRule {
       sub.updates = block.data();
       sub.D = sub.num_parameters = width;
       sub.global = global;
+      sub.weight_columns = {};  // a random column group has no tensor layout
       const AggregationOutput agg = inner_->aggregate(sub);
       BASTION_CHECK(static_cast<int64_t>(agg.update.size()) == width, "gas: inner rule returned ",
                     agg.update.size(), " values for a group of ", width);

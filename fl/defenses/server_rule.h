@@ -25,6 +25,10 @@ namespace bastion {
 
 class ThreadPool;
 
+struct ColumnRange {
+  int64_t begin = 0, end = 0;  // [begin, end) of the D columns
+};
+
 // What a rule may ask of the server's own data: the held-out server split of the training set
 // (data.server_fraction; SPMC holds out 10 %). FLTrust trains on it (root set), SageFlow scores models on
 // it (public set), finetune trains the aggregate on it (validation set). The run loop implements it over a
@@ -76,6 +80,11 @@ struct AggregationInput {
   ServerData* server_data = nullptr;      // null: no server split (rules that need one refuse)
   ThreadPool* pool = nullptr;             // threads a rule may use across coordinates; null = serial.
                                           // Results must not depend on the thread count.
+  std::span<const ColumnRange> weight_columns;  // the conv and linear weights (parameter tensors of 2 or 4
+                                          // dimensions) among [0, num_parameters), sorted, in row
+                                          // coordinates (server_side.h, weight_columns). Empty = layout
+                                          // unknown (unit tests, gas's random column groups): a rule that
+                                          // needs it (fedcpa) then treats every parameter column as one.
 };
 
 struct AggregationOutput {
@@ -136,7 +145,7 @@ const std::vector<ParamSpec>& rlr_params();
 std::unique_ptr<ServerRule> make_rlr(const Params& params);
 const std::vector<ParamSpec>& rsa_params();
 std::unique_ptr<ServerRule> make_rsa(const Params& params);
-// similarity and clustering: foolsgold.cpp, dnc.cpp, clustered.cpp, rfa.cpp, residual_base.cpp
+// similarity and clustering: foolsgold.cpp, dnc.cpp, clustered.cpp, rfa.cpp, residual_base.cpp, fedcpa.cpp
 const std::vector<ParamSpec>& foolsgold_params();
 std::unique_ptr<ServerRule> make_foolsgold(const Params& params);
 const std::vector<ParamSpec>& dnc_params();
@@ -147,6 +156,8 @@ const std::vector<ParamSpec>& rfa_params();
 std::unique_ptr<ServerRule> make_rfa(const Params& params);
 const std::vector<ParamSpec>& residual_base_params();
 std::unique_ptr<ServerRule> make_residual_base(const Params& params);
+const std::vector<ParamSpec>& fedcpa_params();
+std::unique_ptr<ServerRule> make_fedcpa(const Params& params);
 // server data: fltrust.cpp, sageflow.cpp, finetune.cpp
 const std::vector<ParamSpec>& fltrust_params();
 std::unique_ptr<ServerRule> make_fltrust(const Params& params);
