@@ -64,7 +64,7 @@ Round honest_round(uint64_t seed, int64_t n = kN) {
 
 // Rules that do not keep a huge or far upload out by design (their own tests and docs/defenses.md):
 // plain or clipped means, noise, sign votes, sign steps, a plain mean before fine-tuning.
-const std::set<std::string> kNotRobust = {"fedavg", "norm-clip", "add-noise", "crfl", "rlr", "rsa", "finetune"};
+const std::set<std::string> kNotRobust = {"fedavg", "norm-clip", "add-noise", "crfl", "rlr", "rsa", "rsa-server", "finetune"};
 // FoolsGold judges directions, not sizes: one huge upload that resembles nobody keeps weight 1 (the paper's
 // threat is sybils; the grid in docs/defenses.md shows the same under scale).
 // rfa (OPEN, not fixed): Weiszfeld starts at the mean, ~1e29 away, and its relative stopping test
@@ -210,8 +210,11 @@ TEST(FlDefenseAdversarial, TheRunLoopNeverAddsAnUpdateThatOverflowsTheGlobalMode
 // The answer on n identical uploads u (input 5 is u = 0, input 6 is u = row 0 of a round), per rule.
 std::vector<float> identical_answer(const std::string& rule, const std::vector<float>& u, const Round& r) {
   std::vector<float> want = u;
-  if (rule == "rsa")  // alpha lambda min(n, cap) sign(u) on the parameters (global 0, no decay term)
+  // alpha lambda min(n, cap) sign(u) on the parameters (global 0, no decay term); rsa has no cap
+  if (rule == "rsa-server")
     for (int64_t d = 0; d < kP; ++d) want[d] = 0.05f * 0.1f * 3.0f * static_cast<float>((u[d] > 0) - (u[d] < 0));
+  if (rule == "rsa")
+    for (int64_t d = 0; d < kP; ++d) want[d] = 0.01f * 0.1f * float(kN) * static_cast<float>((u[d] > 0) - (u[d] < 0));
   if (rule == "fltrust") {  // u rescaled to the server update's norm |mu| (parameters), buffers as they are
     double norm_u = 0, norm_g = 0;
     for (int64_t d = 0; d < kP; ++d) norm_u += double(u[d]) * u[d], norm_g += double(r.mu[d]) * r.mu[d];
@@ -275,7 +278,7 @@ const std::map<std::string, Needs> kNeeds = {
     {"median", {1, "no upload"}},           {"trimmed-mean", {5, "n > 2b"}},
     {"norm-clip", {1, "no upload"}},        {"add-noise", {1, "no upload"}},
     {"norm-bound", {1, "no upload"}},       {"crfl", {1, "no upload"}},
-    {"rlr", {4, "threshold"}},              {"rsa", {1, "no upload"}},
+    {"rlr", {4, "threshold"}},              {"rsa", {1, "no upload"}},     {"rsa-server", {1, "no upload"}},
     {"foolsgold", {1, "no upload"}},        {"dnc", {3, "leaves none"}},
     {"clustered", {1, "no upload"}},        {"rfa", {1, "no upload"}},
     {"residual-base", {3, "at least 3"}},   {"fltrust", {1, "no upload"}},

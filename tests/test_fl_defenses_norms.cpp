@@ -1,5 +1,5 @@
 // Server rules that clip, bound, vote on signs or add noise: norm-clip, add-noise, norm-bound, crfl, rlr,
-// rsa (fl/defenses/*.cpp). Per rule: a hand-computed example, row-permutation invariance, identical
+// rsa-server (fl/defenses/*.cpp; rsa itself: test_fl_rsa.cpp). Per rule: a hand-computed example, row-permutation invariance, identical
 // uploads, outliers, noise statistics where the rule is random, and refused parameters.
 #include <gtest/gtest.h>
 
@@ -399,9 +399,9 @@ TEST(FlRlr, RefusesBadParameters) {
   expect_error([] { rule_params("rlr", rlr_params(), {{"eta", -1.0}}); }, {"server.rlr.eta"});
 }
 
-// ------------------------------------------------------------------------------------------------ rsa
+// ------------------------------------------------------------------------ rsa-server (SPMC; rsa: test_fl_rsa.cpp)
 
-TEST(FlRsa, HandComputedSignStep) {
+TEST(FlRsaServer, HandComputedSignStep) {
   // alpha 0.05, lambda 0.1, cap 3, wd 0.001; P = 3 + 1 buffer; global (10, -20, 0 | 9).
   // column 0: 5 positive -> vote 5, clipped to 3: 0.05 * (0.1 * 3 - 0.001 * 10) = 0.0145
   // column 1: (-1, -1, 1, 0, 0) -> vote -1: 0.05 * (-0.1 + 0.001 * 20) = -0.004
@@ -410,35 +410,36 @@ TEST(FlRsa, HandComputedSignStep) {
   Uploads u({{1, -1, 1, 1}, {2, -5, 1, 2}, {3, 2, -1, 3}, {4, 0, -1, 4}, {5, 0, 1, 5}});
   u.P = 3;
   u.global = {10, -20, 0, 9};
-  const AggregationOutput out = run_rule(make_rsa, "rsa", rsa_params(), u);
+  const AggregationOutput out = run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u);
   expect_near_all(out.update, {0.0145f, -0.004f, 0.005f, 3.0f}, kHandTolerance);
   EXPECT_TRUE(out.flagged.empty());
   // cap 0 (no clipping): column 0: 0.05 * (0.1 * 5 - 0.01) = 0.0245.
-  EXPECT_NEAR(run_rule(make_rsa, "rsa", rsa_params(), u, {{"cap", 0.0}}).update[0], 0.0245f, kHandTolerance);
+  EXPECT_NEAR(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u, {{"cap", 0.0}}).update[0], 0.0245f, kHandTolerance);
 }
 
-TEST(FlRsa, IdenticalUploadsGiveABoundedSignStepNotTheUpload) {
+TEST(FlRsaServer, IdenticalUploadsGiveABoundedSignStepNotTheUpload) {
   // Two identical uploads (3, -7, 0), global (1, 1, 1): alpha lambda min(2, 3) sign(Delta) - alpha wd w
   // = 0.01 * (1, -1, 0) - 5e-5 = (0.00995, -0.01005, -0.00005).
   Uploads u({{3, -7, 0}, {3, -7, 0}});
   u.global = {1, 1, 1};
-  expect_near_all(run_rule(make_rsa, "rsa", rsa_params(), u).update, {0.00995f, -0.01005f, -0.00005f},
+  expect_near_all(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u).update, {0.00995f, -0.01005f, -0.00005f},
                   kHandTolerance);
 }
 
-TEST(FlRsa, MagnitudeOfAnUploadDoesNotMatterAndRowOrderNeither) {
+TEST(FlRsaServer, MagnitudeOfAnUploadDoesNotMatterNorRowOrderWithoutTheCap) {
   Uploads u = Uploads::gaussian(5, 64, 13);
   u.global.assign(64, 0.5f);
-  const AggregationOutput a = run_rule(make_rsa, "rsa", rsa_params(), u);
+  const AggregationOutput a = run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u);
   for (float& v : std::span<float>(u.row(1), 64)) v *= 1e6f;
-  EXPECT_EQ(run_rule(make_rsa, "rsa", rsa_params(), u).update, a.update);
-  expect_permutation_invariant(make_rsa, "rsa", rsa_params(), u);
+  EXPECT_EQ(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u).update, a.update);
+  // Without the cap the row order cannot matter; the running cap depends on it (test_fl_rsa.cpp).
+  expect_permutation_invariant(make_rsa_server, "rsa-server", rsa_server_params(), u, {{"cap", int64_t{0}}});
 }
 
-TEST(FlRsa, RefusesBadParameters) {
-  expect_error([] { rule_params("rsa", rsa_params(), {{"alpha", -0.1}}); }, {"server.rsa.alpha"});
-  expect_error([] { rule_params("rsa", rsa_params(), {{"cap", -1.0}}); }, {"server.rsa.cap"});
-  expect_error([] { rule_params("rsa", rsa_params(), {{"weight_decay", -1.0}}); }, {"server.rsa.weight_decay"});
+TEST(FlRsaServer, RefusesBadParameters) {
+  expect_error([] { rule_params("rsa-server", rsa_server_params(), {{"alpha", -0.1}}); }, {"server.rsa-server.alpha"});
+  expect_error([] { rule_params("rsa-server", rsa_server_params(), {{"cap", -1.0}}); }, {"server.rsa-server.cap"});
+  expect_error([] { rule_params("rsa-server", rsa_server_params(), {{"weight_decay", -1.0}}); }, {"server.rsa-server.weight_decay"});
 }
 
 }  // namespace

@@ -164,6 +164,10 @@ std::unique_ptr<ClientRule> make_fedsmoo_client(const Params& params);
 const std::vector<ParamSpec>& fedfomo_client_params();
 std::unique_ptr<ClientRule> make_fedfomo_client(const Params& params);
 
+// fl/clients/rsa.cpp: RSA's worker (persistent x_i with the l1 consensus sign term; server rule rsa)
+const std::vector<ParamSpec>& rsa_client_params();
+std::unique_ptr<ClientRule> make_rsa_client(const Params& params);
+
 // fl/clients/fedcr.cpp: FedCR (stochastic encoder cnn-fedcr, KL to the server's class Gaussians, personal fc4)
 const std::vector<ParamSpec>& fedcr_client_params();
 std::unique_ptr<ClientRule> make_fedcr_client(const Params& params);

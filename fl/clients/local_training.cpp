@@ -178,7 +178,7 @@ ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, in
 }
 
 ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam_options,
-                                 const LossTerm* extra_loss) {
+                                 const LossTerm* extra_loss, const GradientHook* hook) {
   BatchLoader loader(task.data, schedule.batch, /*shuffle=*/true, task.seed, task.indices, schedule.drop_last);
   Generator attack_rng = attack_stream(task);
   prepare_loader(loader, task, attack_rng);
@@ -193,6 +193,7 @@ ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule
   else if (schedule.rho > 0.0f) sam = std::make_unique<Sam>(task.model, sgd, schedule.sam_options(schedule.rho));
   LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule.grad_clip};
   pass.extra_loss = extra_loss;
+  pass.hook = hook;
   ClientResult result = run_scheduled_epochs(pass, schedule, task.state);
   save_momentum(schedule, task.state, sgd, "momentum");
   return result;
@@ -215,6 +216,16 @@ void add_proximal_gradient(Model& model, std::span<const float> reference, doubl
   for (const ParameterView& p : model.parameters()) {
     if (!p.value.requires_grad()) continue;
     for (int64_t i = p.begin; i < p.end; ++i) grad[i] += l * (w[i] - reference[i]);
+  }
+}
+
+void add_sign_gradient(Model& model, std::span<const float> reference, double lambda) {
+  const std::span<const float> w = model.flat_parameters();
+  const std::span<float> grad = model.flat_gradients();
+  const float l = static_cast<float>(lambda);
+  for (const ParameterView& p : model.parameters()) {
+    if (!p.value.requires_grad()) continue;
+    for (int64_t i = p.begin; i < p.end; ++i) grad[i] += l * static_cast<float>((w[i] > reference[i]) - (w[i] < reference[i]));
   }
 }
 

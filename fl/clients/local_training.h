@@ -76,9 +76,10 @@ struct LocalPass {
 // The sgd client's whole round on task.model: loader (seeded by task.seed, with the attack's poisoning),
 // SGD (or SAM when rho > 0) with lr_t, momentum kept under "momentum" when keep_momentum. `sam`, when
 // given, sets every step's SAM options (the SAM family's radii, linear term and duals) instead of rho's.
-// `extra_loss`, when given, is added to every step's loss.
+// `extra_loss`, when given, is added to every step's loss; `hook`, when given, edits every step's gradient
+// (after clipping; RSA's sign term).
 ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam = nullptr,
-                                 const LossTerm* extra_loss = nullptr);
+                                 const LossTerm* extra_loss = nullptr, const GradientHook* hook = nullptr);
 
 // The lr a client starts its round with: lr_at(round), or with lr_decay_scope = client-epoch the client's
 // own decayed lr (ClientState scalar "lr"; the initial lr before its first round).
@@ -104,6 +105,10 @@ ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, in
 // gradient lambda (w - reference) ADDED to the model's gradient buffer (trainable parameters only).
 double proximal_term(const Model& model, std::span<const float> reference, double lambda);
 void add_proximal_gradient(Model& model, std::span<const float> reference, double lambda);
+// RSA's l1 consensus term lambda ||w - reference||_1 over the parameter columns: its subgradient
+// lambda sign(w - reference) (sign(0) = 0: a coordinate equal to the reference gets nothing) ADDED to the
+// model's gradient buffer (trainable parameters only).
+void add_sign_gradient(Model& model, std::span<const float> reference, double lambda);
 
 // Saves / restores the momentum buffer under `key` in the client's state (keep_momentum).
 void restore_momentum(const LocalSchedule& schedule, const ClientState& state, Sgd& sgd, const std::string& key);

@@ -145,6 +145,8 @@ const std::vector<ParamSpec>& rlr_params();
 std::unique_ptr<ServerRule> make_rlr(const Params& params);
 const std::vector<ParamSpec>& rsa_params();
 std::unique_ptr<ServerRule> make_rsa(const Params& params);
+const std::vector<ParamSpec>& rsa_server_params();  // rsa.cpp: SPMC's server-only variant (its defaults)
+std::unique_ptr<ServerRule> make_rsa_server(const Params& params);
 // similarity and clustering: foolsgold.cpp, dnc.cpp, clustered.cpp, rfa.cpp, residual_base.cpp, fedcpa.cpp
 const std::vector<ParamSpec>& foolsgold_params();
 std::unique_ptr<ServerRule> make_foolsgold(const Params& params);
