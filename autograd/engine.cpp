@@ -22,9 +22,13 @@ Tensor record(Tensor output, const char* name, std::initializer_list<Tensor> inp
   if (!any) return output;
   auto node = std::make_shared<Node>();
   node->name = name;
-  node->inputs.assign(inputs.begin(), inputs.end());
+  node->inputs.reserve(inputs.size());
   node->needs_grad.reserve(inputs.size());
-  for (const Tensor& t : inputs) node->needs_grad.push_back(t.defined() && t.requires_grad());
+  for (const Tensor& t : inputs) {
+    const bool needs = t.defined() && t.requires_grad();
+    node->needs_grad.push_back(needs);
+    node->inputs.push_back(!needs ? Edge{} : t.is_leaf() ? Edge{nullptr, t} : Edge{t.grad_fn(), Tensor()});
+  }
   node->backward = std::move(backward);
   TensorImpl* impl = output.impl_ptr();
   impl->grad_fn = std::move(node);
@@ -50,9 +54,7 @@ std::vector<std::shared_ptr<Node>> reverse_topological(const std::shared_ptr<Nod
   while (!stack.empty()) {
     auto& [node, next_input] = stack.back();
     if (next_input < node->inputs.size()) {
-      const Tensor& input = node->inputs[next_input++];
-      if (!input.defined()) continue;
-      const std::shared_ptr<Node>& child = input.grad_fn();
+      const std::shared_ptr<Node>& child = node->inputs[next_input++].producer;
       if (child != nullptr && visited.insert(child.get()).second) stack.push_back({child, 0});
     } else {
       post_order.push_back(node);
@@ -62,8 +64,8 @@ std::vector<std::shared_ptr<Node>> reverse_topological(const std::shared_ptr<Nod
   return {post_order.rbegin(), post_order.rend()};
 }
 
-void deliver(const Tensor& input, Tensor grad) {
-  if (Node* producer = input.grad_fn().get()) {
+void deliver(const Edge& edge, Tensor grad) {
+  if (Node* producer = edge.producer.get()) {
     if (!producer->grad_output.defined()) {
       producer->grad_output = std::move(grad);
     } else {
@@ -73,6 +75,7 @@ void deliver(const Tensor& input, Tensor grad) {
     }
     return;
   }
+  const Tensor& input = edge.leaf;
   Tensor existing = input.grad();
   if (!existing.defined()) {
     // Own a fresh buffer: `grad` may alias a saved tensor of another node.
@@ -87,7 +90,7 @@ void deliver(const Tensor& input, Tensor grad) {
 void run_backward(const Tensor& root, const Tensor& seed_grad) {
   BASTION_CHECK(root.requires_grad(), "backward: the tensor does not require grad (no parameter reached it)");
   if (root.is_leaf()) {
-    deliver(root, seed_grad);
+    deliver(Edge{nullptr, root}, seed_grad);
     return;
   }
   std::vector<std::shared_ptr<Node>> order = reverse_topological(root.grad_fn());
@@ -102,9 +105,8 @@ void run_backward(const Tensor& root, const Tensor& seed_grad) {
         if (node->needs_grad[i] && grads[i].defined()) deliver(node->inputs[i], std::move(grads[i]));
       }
     }
-  }
-  // Release the graph: saved tensors go back to the pool now, not when the loss handle dies.
-  for (const std::shared_ptr<Node>& node : order) {
+    // Release the node now, not when the loss handle dies: its saved tensors go back to the pool while
+    // the layers before it still run (`order` keeps the nodes themselves alive until the loop ends).
     node->backward = nullptr;
     node->inputs.clear();
   }

@@ -135,8 +135,11 @@ struct StoragePoolStats {
   int64_t fresh_allocations = 0;  // buffers obtained from the system
   int64_t reuses = 0;             // buffers handed out again from the pool
   int64_t cached_bytes = 0;       // bytes held by the pool right now
+  int64_t evictions = 0;          // cached buffers freed to make room on a miss (tensor/storage.cpp)
 };
 StoragePoolStats storage_pool_stats();
 void storage_pool_release_all();  // give cached CPU buffers back to the system
+// A miss evicts cached buffers only while the pool holds more than this (tensor/storage.cpp says why).
+inline constexpr int64_t kStoragePoolKeptBytes = int64_t{64} << 20;
 
 }  // namespace bastion
