@@ -29,6 +29,9 @@ rule_args() {  # wrappers wrap the coordinate-wise median; Bulyan needs n >= 4f 
   case "$1" in
     bucketing|gas) echo "--set server.rule=$1 --set server.inner=median" ;;
     bulyan) echo "--set server.rule=bulyan --set server.bulyan.f=1" ;;
+    # RSA is a client + server pair (persistent x_i); its workers take the grid's local schedule
+    rsa) echo "--set server.rule=rsa --set clients.rule=rsa --set clients.rsa.steps=0 --set clients.rsa.epochs=2
+               --set clients.rsa.batch=64 --set clients.rsa.lr=0.01 --set clients.rsa.momentum=0.9" ;;
     *) echo "--set server.rule=$1" ;;
   esac
 }
