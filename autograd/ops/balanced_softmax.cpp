@@ -1,31 +1,25 @@
-// Recorded balanced-softmax cross-entropy (FedRoD's generic-head loss). Math and the handling of absent
-// classes: kernels/cpu/balanced_softmax.h; CUDA twin: kernels/cuda/balanced_softmax.h.
-//   loss = mean_n(-log softmax(x[n] + log_prior)[y[n]]);  logits (N, C), y (N), log_prior (C) on the host
-// Saves probs (N, C); the backward ASSIGNS dx = (probs - onehot(y)) * g / N. No gradient reaches the
-// prior (it is data: the client's class counts).
-// Checked before any kernel runs, so neither the loss nor the gradient can be NaN or +inf from the prior:
-//   log_prior has C entries, each finite or -inf (a class with no sample), and
+// Recorded balanced-softmax cross-entropy (Ren et al., NeurIPS'20 "Balanced Meta-Softmax"; FedRoD's loss on
+// its generic head, PFL-FACTS §8): cross-entropy on the logits shifted by the log class prior,
+//   loss = mean_n(-log softmax(x[n] + log_prior)[y[n]]);  logits (N, C), y (N), log_prior (C) on the host,
+//   log_prior[c] = log n_c (class counts; -inf for a class with n_c = 0, PFLlib's log 0).
+// Built from `add` and `cross_entropy` (their kernels, CPU and CUDA): the prior is a constant shift, so the
+// gradient is cross-entropy's dx = (probs - onehot(y)) * g / N on the shifted probabilities, and no
+// gradient reaches the prior. An absent class has a shifted logit of -inf: the softmax kernels give it
+// probability exactly 0 and gradient exactly 0, provided each row keeps one finite shifted logit, which
+// the checks below guarantee before any kernel runs:
+//   log_prior has C entries, each finite or -inf, and
 //   no label is a class whose log_prior is -inf (its loss would be +inf: the counts do not cover the data).
+// PyTorch equivalent: F.cross_entropy(x + log_prior, y, reduction="mean")
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
 
 #include "autograd/ops.h"
-#include "kernels/cpu/balanced_softmax.h"
-#include "kernels/cuda/balanced_softmax.h"
 
 namespace bastion {
 
 namespace {
-// A device copy of `count` host values that lives as long as the backward closure that reads it.
-template <typename T>
-std::shared_ptr<T> device_copy(const T* values, int64_t count) {
-  const size_t bytes = static_cast<size_t>(count) * sizeof(T);
-  std::shared_ptr<T> copy(static_cast<T*>(cuda_allocate(bytes)), [](T* p) { cuda_release(p); });
-  cuda_copy_to_device(copy.get(), values, bytes, cuda_stream());
-  return copy;
-}
-
 void check_prior(std::span<const float> log_prior, const LabelTensor& y, int64_t C) {
   BASTION_CHECK(static_cast<int64_t>(log_prior.size()) == C, "balanced_softmax_cross_entropy: log_prior of ",
                 log_prior.size(), " classes for logits of ", C);
@@ -38,17 +32,12 @@ void check_prior(std::span<const float> log_prior, const LabelTensor& y, int64_t
                   "counts must cover every label trained on");
 }
 
-Tensor balanced_softmax_cuda(const Tensor& logits, const LabelTensor& y, std::span<const float> log_prior, int64_t N,
-                             int64_t C) {
-  std::shared_ptr<int32_t> labels = device_copy(y.data(), N);
-  const std::shared_ptr<float> prior = device_copy(log_prior.data(), C);
-  Tensor probs = Tensor::empty(logits.shape(), Device::CUDA), out = Tensor::empty({1}, Device::CUDA);
-  balanced_softmax_forward_cuda(out.data(), probs.data(), logits.data(), labels.get(), prior.get(), N, C, cuda_stream());
-  return record(out, "balanced_softmax_cross_entropy", {logits}, [probs, labels, N, C](const Tensor& g, const Node&) {
-    Tensor dx = Tensor::empty(probs.shape(), Device::CUDA);
-    balanced_softmax_backward_cuda(dx.data(), probs.data(), labels.get(), g.data(), N, C, cuda_stream());
-    return std::vector<Tensor>{dx};
-  });
+// The prior repeated over the N rows, on `device`: a constant (no gradient), so `add` passes g to the logits.
+Tensor prior_rows(std::span<const float> log_prior, int64_t N, Device device) {
+  const int64_t C = static_cast<int64_t>(log_prior.size());
+  std::vector<float> rows(static_cast<size_t>(N * C));
+  for (int64_t n = 0; n < N; ++n) std::copy(log_prior.begin(), log_prior.end(), rows.begin() + n * C);
+  return Tensor::from_vector({N, C}, rows).to(device);
 }
 }  // namespace
 
@@ -59,15 +48,7 @@ Tensor balanced_softmax_cross_entropy(const Tensor& logits, const LabelTensor& y
   BASTION_CHECK(N > 0, "balanced_softmax_cross_entropy: empty batch");
   y.check_range(C, "balanced_softmax_cross_entropy");
   check_prior(log_prior, y, C);
-  if (logits.device() == Device::CUDA) return balanced_softmax_cuda(logits, y, log_prior, N, C);
-  Tensor probs = Tensor::empty(logits.shape());
-  const double loss = balanced_softmax_forward_cpu(probs.data(), logits.data(), y.data(), log_prior.data(), N, C);
-  Tensor out = Tensor::full({1}, static_cast<float>(loss));
-  return record(out, "balanced_softmax_cross_entropy", {logits}, [probs, y, N, C](const Tensor& g, const Node&) {
-    Tensor dx = Tensor::empty(probs.shape());
-    balanced_softmax_backward_cpu(dx.data(), probs.data(), y.data(), g.item(), N, C);
-    return std::vector<Tensor>{dx};
-  });
+  return cross_entropy(add(logits, prior_rows(log_prior, N, logits.device())), y);
 }
 
 std::vector<float> balanced_softmax_log_prior(std::span<const int64_t> counts) {
