@@ -3,7 +3,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <functional>
+#include <string>
 
 namespace bastion::cli {
 
@@ -14,5 +16,15 @@ Command add_list_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_reproduce_command(CLI::App& app, int argc, char** argv);
+
+// `--data-dir DIR` of run and reproduce: the same as BASTION_DATA=DIR for this process (a config's own
+// data.data_dir still wins). Through the environment, not a --set, so the folder never enters the run's
+// config: results and --resume stay independent of where a machine keeps its datasets.
+inline void add_data_dir_option(CLI::App* sub, std::string& dir) {
+  sub->add_option("--data-dir", dir, "Dataset folder (as BASTION_DATA=DIR; else ./data, /usr/share/datasets)");
+}
+inline void use_data_dir(const std::string& dir) {
+  if (!dir.empty()) setenv("BASTION_DATA", dir.c_str(), 1);
+}
 
 }  // namespace bastion::cli

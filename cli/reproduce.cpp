@@ -1,5 +1,5 @@
 // `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--out DIR] [--resume] [--overwrite]
-// [--threads N]`:
+// [--threads N] [--data-dir DIR]`:
 // runs a paper table's grid (fl/core/preset.h, fl/core/reproduce.h) and writes table.md, table.csv and
 // table.svg. PRESET is a file, or a name looked up as configs/papers/<name>.toml. One progress line per
 // run with its time and the ETA; the last line says where the table is. `mpirun -np K bastion reproduce ...`
@@ -21,7 +21,7 @@ namespace bastion::cli {
 namespace {
 
 struct ReproduceArgs {
-  std::string preset, out_dir;
+  std::string preset, out_dir, data_dir;
   std::vector<std::string> overrides;
   int64_t seeds = 0;
   int threads = 0;
@@ -59,6 +59,7 @@ std::string machine_description() {
 }
 
 int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
+  use_data_dir(args.data_dir);
   const Preset preset = load_preset(resolve_preset(args.preset));
   ReproduceOptions options;
   options.out_dir = args.out_dir.empty() ? "results/reproduce/" + preset.name + (args.quick ? "-quick" : "") : args.out_dir;
@@ -112,6 +113,7 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   sub->add_flag("--resume", args->resume, "Skip finished runs and continue the others from their checkpoints");
   sub->add_flag("--overwrite", args->overwrite, "Replace results already in the output folder");
+  add_data_dir_option(sub, args->data_dir);
   std::string command_line = "bastion";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
   return [args, command_line]() { return run_reproduce(*args, command_line); };

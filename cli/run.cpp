@@ -1,4 +1,4 @@
-// `bastion run CONFIG.toml [--set key=value ...] [--out DIR] [--threads N] [--resume] [--overwrite]`:
+// `bastion run CONFIG.toml [--set key=value ...] [--out DIR] [--threads N] [--resume] [--overwrite] [--data-dir DIR]`:
 // one federated experiment (fl/core/experiment.h). Prints one progress line per round, then where the
 // results and the plot are, and last the one-line summary `acc=.. asr=..`.
 #include <cstdio>
@@ -13,13 +13,14 @@ namespace bastion::cli {
 namespace {
 
 struct RunArgs {
-  std::string config_path, out_dir;
+  std::string config_path, out_dir, data_dir;
   std::vector<std::string> overrides;
   int threads = 0;
   bool resume = false, overwrite = false, quiet = false;
 };
 
 int run_run(const RunArgs& args) {
+  use_data_dir(args.data_dir);
   const ExperimentConfig config = load_config(args.config_path, args.overrides);
   RunOptions options;
   options.out_dir = args.out_dir.empty() ? "results/" + config.experiment.text("name") : args.out_dir;
@@ -57,6 +58,7 @@ Command add_run_command(CLI::App& app) {
   sub->add_flag("--resume", args->resume, "Continue from the checkpoints in the results folder");
   sub->add_flag("--overwrite", args->overwrite, "Replace results already in the results folder");
   sub->add_flag("--quiet", args->quiet, "No per-round progress lines");
+  add_data_dir_option(sub, args->data_dir);
   return [args]() { return run_run(*args); };
 }
 

@@ -99,6 +99,23 @@ TEST(Cli, ErrorsAreOneClearLineAndExitCodeOne) {
   EXPECT_NE(bad_dataset.output.find("fmnist"), std::string::npos) << bad_dataset.output;
 }
 
+// run and reproduce take --data-dir like train and data: the loader looks there (the error lists it) and
+// the folder stays out of the run's config.
+TEST(Cli, RunAndReproduceTakeADataDir) {
+  const std::string out = (std::filesystem::temp_directory_path() / "bastion-cli-data-dir").string();
+  const std::string demo = std::string(BASTION_SOURCE_DIR) + "/configs/demo.toml";
+  const RunResult run = run_bastion("run " + demo + " --set data.dataset=mnist --set rounds=1 --overwrite --quiet "
+                                    "--out " + out + " --data-dir /nonexistent-bastion-run-dir");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("/nonexistent-bastion-run-dir"), std::string::npos) << run.output;
+  const RunResult reproduce = run_bastion("reproduce " + std::string(BASTION_SOURCE_DIR) +
+                                          "/configs/papers/pfedsam-table1.toml --quick --overwrite --out " + out +
+                                          " --data-dir /nonexistent-bastion-reproduce-dir");
+  EXPECT_NE(reproduce.exit_code, 0);
+  EXPECT_NE(reproduce.output.find("/nonexistent-bastion-reproduce-dir"), std::string::npos) << reproduce.output;
+  std::filesystem::remove_all(out);
+}
+
 TEST(Cli, ErrorsShowSourceLocationsOnlyWhenAsked) {
   const RunResult plain = run_bastion("reproduce no-such-preset");
   EXPECT_EQ(plain.exit_code, 1);
