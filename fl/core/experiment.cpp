@@ -86,6 +86,7 @@ class SeedRun {
                            shared.eval_transform, c_.eval.integer("batch"), client_local_schedule(c_.client_rule));
     D_ = static_cast<int64_t>(global_.size());
     client_states_.resize(static_cast<size_t>(c_.data.integer("clients")));
+    client_flags_.assign(client_states_.size(), 0);
     loaded_version_.assign(static_cast<size_t>(threads), -1);
     test_indices_.resize(static_cast<size_t>(shared.test.size()));
     std::iota(test_indices_.begin(), test_indices_.end(), int64_t{0});
@@ -130,6 +131,7 @@ class SeedRun {
   int64_t version_ = 0;                      // bumped when global_ changes; replicas compare before eval
   std::vector<int64_t> loaded_version_;
   std::vector<ClientState> client_states_;
+  std::vector<uint8_t> client_flags_;        // the server rule's latest verdict per client (per-client detection)
   std::optional<BackdoorTest> backdoor_;
   std::vector<int64_t> test_indices_;        // 0..test size - 1, the clean evaluation's list
   std::vector<int64_t> backdoor_indices_;
@@ -323,6 +325,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
   if (method_server_) method_after_aggregation(uploads.data(), accepted_clients, sampled, results, output.update);
   add_update_checked(sharing_, output.update, global_, c_.server.text("rule"), round);
   ++version_;
+  record_verdicts(client_flags_, accepted_clients, output.flagged);
   for (size_t i = 0; i < output.flagged.size() && i < accepted_clients.size(); ++i) {
     const bool truth = attack_on && is_malicious_[accepted_clients[i]];
     const bool flagged = output.flagged[i] != 0;
@@ -411,6 +414,8 @@ void SeedRun::evaluate_round(int64_t round) {
     poison.per_batch = c_.eval.integer("batch");  // every sample of every batch
     record.asr = evaluate_global(backdoor_indices_, &poison).accuracy;
   }
+  // Per client: truth is the client's identity (is_malicious_), whether or not its attack is active yet.
+  record.client_detection = client_detection_rates(client_flags_, is_malicious_);
   if (c_.eval.boolean("local")) record.local_acc = evaluate_local();
   if (c_.eval.boolean("personalized")) record.personal = evaluate_personalized(round);
   records_.push_back(as_printed(record));
@@ -496,6 +501,7 @@ CheckpointState SeedRun::checkpoint_state() const {
   state.server_state = server_rule_->save_state();
   if (method_server_) state.method_state = method_server_->save_state();
   state.clients = client_states_;
+  state.client_flags = client_flags_;
   state.records = records_;
   state.pending = pending_;
   state.timings = timings_;
@@ -515,6 +521,10 @@ void SeedRun::restore(const CheckpointState& state) {
   server_rule_->load_state(state.server_state);
   if (method_server_) method_server_->load_state(state.method_state);
   client_states_ = state.clients;
+  // A checkpoint from before per-client detection holds no verdicts: every client starts unflagged.
+  client_flags_ = state.client_flags.empty() ? std::vector<uint8_t>(client_states_.size(), 0) : state.client_flags;
+  BASTION_CHECK(client_flags_.size() == client_states_.size(), "checkpoint has ", client_flags_.size(),
+                " client verdicts for ", client_states_.size(), " clients");
   records_ = state.records;
   pending_ = state.pending;
   timings_ = state.timings;
