@@ -38,6 +38,8 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
        make_fedfomo_client},
       {{"fedcr", "stochastic encoder with a KL pull to the server's class-conditional Gaussians (product of experts); personal head fc4", "Zhang et al. ICML'23 (PFL-FACTS §11)", &fedcr_client_params()},
        make_fedcr_client},
+      {{"fedcap", "FedCAP's client: Ditto-style personal model (lambda) beside the customised model it uploads (server rule fedcap)", "FedCAP (seed paper, §IV-C)", &fedcap_client_params()},
+       make_fedcap_client},
       {{"st", "FedAvg, then Simple-Tuning: re-initialise the head and retrain it on clean local data", "Qin et al. 2023 (pFedSAM's ST)", &st_client_params()},
        make_st_client},
   };
@@ -86,6 +88,8 @@ const std::vector<ServerRuleEntry>& server_rule_registry() {
        make_sageflow, nullptr, true},
       {{"finetune", "average, then fine-tune the global model on the server's validation split", "SPMC baseline", &finetune_params()},
        make_finetune, nullptr, true},
+      {{"fedcap", "customised models softmax(alpha cos) over recovered uploads; calibrated norm > T_norm removes a client for good", "FedCAP (seed paper, §IV)", &fedcap_params()},
+       make_fedcap, nullptr, false},
       {{"bucketing", "average random buckets of s uploads, then apply the inner rule", "Karimireddy et al. 2022", &bucketing_params()},
        nullptr, make_bucketing, false},
       {{"gas", "score clients by an inner rule on p coordinate groups; average the n - f best", "Liu et al. 2023 (GAS)", &gas_params()},

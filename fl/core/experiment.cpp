@@ -33,7 +33,8 @@ namespace {
 enum Stream : uint64_t {
   kPartition = 1, kMalicious, kInit, kSampling, kClient, kAttack, kServer, kClientFixed,
   kLocalTest, kPersonalSubset, kPostStep,  // personalised evaluation
-  kMethodServer                            // the method server's random choices (FedFomo's exploration)
+  kMethodServer,                           // the method server's random choices (FedFomo's exploration)
+  kRequest, kRequestAttack                 // FedCAP's request updates: training and attacks
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -148,10 +149,13 @@ class SeedRun {
   void prepare_backdoor_test();
   std::vector<int64_t> round_clients(int64_t round, bool attack_on) const;
   std::span<const float> global_shared();
-  void prepare_start_states(const std::vector<int64_t>& sampled);
+  void prepare_start_states(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
+  void request_updates(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
   void train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
-                     std::vector<ClientResult>& results);
-  void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads);
+                     std::vector<ClientResult>& results, std::vector<ClientState>* scratch = nullptr,
+                     uint64_t stream = kClient);
+  void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads,
+                      uint64_t stream = kAttack);
   void prepare_messages(int64_t round, const std::vector<int64_t>& sampled);
   void aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                  const std::vector<ClientResult>& results);
@@ -200,15 +204,46 @@ std::span<const float> SeedRun::global_shared() {
   return global_shared_;
 }
 
-void SeedRun::prepare_start_states(const std::vector<int64_t>& sampled) {
+void SeedRun::prepare_start_states(int64_t round, const std::vector<int64_t>& sampled, bool attack_on) {
   starts_.clear();
-  if (sharing_.width > 0 && server_rule_->has_client_start_states())
-    client_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, starts_);
+  if (sharing_.width == 0 || !server_rule_->has_client_start_states()) return;
+  request_updates(round, sampled, attack_on);
+  client_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, starts_);
 }
 
+// FedCAP's request path (ServerRule::request_clients): the asked clients train from the rule's base state
+// on copies of their ClientState (their own state stays as it was), on their own random streams; model
+// attacks act on these updates as on a round's uploads. Traffic: the base down, the update up.
+void SeedRun::request_updates(int64_t round, const std::vector<int64_t>& sampled, bool attack_on) {
+  const std::vector<int64_t> asked = server_rule_->request_clients(sampled);
+  if (asked.empty()) return;
+  const std::span<const float> base = server_rule_->request_base();
+  BASTION_CHECK(static_cast<int64_t>(base.size()) == sharing_.width, "server rule '", c_.server.text("rule"),
+                "' gave a request base of ", base.size(), " values for ", sharing_.width, " shared columns");
+  const int64_t m = static_cast<int64_t>(asked.size()), width = sharing_.width;
+  std::vector<float> start(global_);
+  sharing_.assign_into(base, start);
+  starts_.clear();
+  for (int64_t i = 0; i < m; ++i) starts_.insert(starts_.end(), start.begin(), start.end());
+  std::vector<ClientState> scratch;
+  for (int64_t client : asked) scratch.push_back(client_states_[client]);
+  std::vector<float> updates(static_cast<size_t>(m * width));
+  std::vector<ClientResult> results(static_cast<size_t>(m));
+  messages_.clear();  // a request carries no method-server message
+  train_clients(round, asked, attack_on, updates, results, &scratch, kRequest);
+  if (attack_on) attack_uploads(round, asked, updates, kRequestAttack);
+  for (int64_t i = 0; i < m; ++i)
+    server_rule_->receive_request(asked[i], std::span<const float>(updates.data() + i * width, static_cast<size_t>(width)));
+  pending_.bytes_up += m * width * static_cast<int64_t>(sizeof(float));
+  pending_.bytes_down += m * width * static_cast<int64_t>(sizeof(float));
+  starts_.clear();
+}
+
+// `scratch` (one ClientState per entry of `sampled`) replaces the clients' own states when given.
 void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on,
-                            std::vector<float>& uploads, std::vector<ClientResult>& results) {
-  const Generator client_streams = root_.fork(kClient).fork(static_cast<uint64_t>(round));
+                            std::vector<float>& uploads, std::vector<ClientResult>& results,
+                            std::vector<ClientState>* scratch, uint64_t stream) {
+  const Generator client_streams = root_.fork(stream).fork(static_cast<uint64_t>(round));
   const int64_t width = sharing_.width;
   pool_.run(static_cast<int64_t>(sampled.size()), [&](int64_t i, int worker) {
     Model& model = *replicas_[worker];
@@ -218,7 +253,8 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
     loaded_version_[worker] = -1;  // the replica now holds a client's model, not the global one
     const int64_t client = sampled[i];
     const bool attacker = attack_on && is_malicious_[client];
-    ClientTask task{model, shared_.train, partition_.train[client], shared_.train_transform, client_states_[client],
+    ClientState& state = scratch ? (*scratch)[static_cast<size_t>(i)] : client_states_[client];
+    ClientTask task{model, shared_.train, partition_.train[client], shared_.train_transform, state,
                     client, round, client_streams.fork(static_cast<uint64_t>(client)).next_u64(),
                     root_.fork(kClientFixed).fork(static_cast<uint64_t>(client)).next_u64(),
                     attacker ? attacks_.data : nullptr, attacker ? attacker_index_.at(client) : 0,
@@ -232,7 +268,8 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
 
 // Model attacks act on what an attacker uploads: the shared columns (the first `parameters` of them are
 // parameters), relative to the global model's shared columns.
-void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads) {
+void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads,
+                             uint64_t stream) {
   std::vector<int64_t> attacker_rows, view_rows;
   const bool see_all = c_.attack.text("omniscient_view") == "all";
   for (size_t i = 0; i < sampled.size(); ++i) {
@@ -243,7 +280,7 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
   const int64_t m = static_cast<int64_t>(sampled.size());
   const int64_t width = sharing_.width, parameters = sharing_.parameters;
   const std::span<const float> global_part = global_shared();
-  const Generator streams = root_.fork(kAttack).fork(static_cast<uint64_t>(round));
+  const Generator streams = root_.fork(stream).fork(static_cast<uint64_t>(round));
   if (attacks_.collusion) {
     if (view_rows.empty()) view_rows = attacker_rows;  // a round of attackers only: they see their own honest updates
     std::vector<float> view(view_rows.size() * static_cast<size_t>(parameters));
@@ -435,7 +472,7 @@ void SeedRun::run(const RunOptions& options) {
     const int64_t m = static_cast<int64_t>(sampled.size());
     uploads.resize(static_cast<size_t>(m * sharing_.width));
     results.assign(static_cast<size_t>(m), ClientResult{});
-    prepare_start_states(sampled);
+    prepare_start_states(round, sampled, attack_on);
     prepare_messages(round, sampled);
     train_clients(round, sampled, attack_on, uploads, results);
     const double train_seconds = seconds_since(round_start);
