@@ -163,6 +163,12 @@ std::vector<float> FedcapRule::save_state() const {
 }
 
 void FedcapRule::load_state(std::span<const float> s) {
+  if (s.empty()) {  // a fresh start (a checkpoint taken before any round)
+    removed_.clear(), pool_clients_.clear(), pool_models_.clear(), pool_updates_.clear(), pool_base_.clear();
+    pool_D_ = pool_P_ = 0;
+    sent_.clear(), requests_.clear();
+    return;
+  }
   size_t at = 0;
   const auto next_count = [&](const char* what) {
     BASTION_CHECK(at < s.size() && s[at] >= 0 && s[at] == std::trunc(s[at]) && s[at] < 16777216.0f,
