@@ -40,6 +40,8 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
        make_fedcr_client},
       {{"rsa", "a persistent own model x_i trained with lambda sign(x_i - x_0); uploads x_i - x_0 for the server rule rsa", "Li et al. AAAI'19 (RSA)", &rsa_client_params()},
        make_rsa_client},
+      {{"fedcap", "FedCAP's client: Ditto-style personal model (lambda) beside the customised model it uploads (server rule fedcap)", "FedCAP (seed paper, §IV-C)", &fedcap_client_params()},
+       make_fedcap_client},
       {{"st", "FedAvg, then Simple-Tuning: re-initialise the head and retrain it on clean local data", "Qin et al. 2023 (pFedSAM's ST)", &st_client_params()},
        make_st_client},
   };
@@ -92,6 +94,8 @@ const std::vector<ServerRuleEntry>& server_rule_registry() {
        make_sageflow, nullptr, true},
       {{"finetune", "average, then fine-tune the global model on the server's validation split", "SPMC baseline", &finetune_params()},
        make_finetune, nullptr, true},
+      {{"fedcap", "customised models softmax(alpha cos) over recovered uploads; calibrated norm > T_norm removes a client for good", "FedCAP (seed paper, §IV)", &fedcap_params()},
+       make_fedcap, nullptr, false},
       {{"bucketing", "average random buckets of s uploads, then apply the inner rule", "Karimireddy et al. 2022", &bucketing_params()},
        nullptr, make_bucketing, false},
       {{"gas", "score clients by an inner rule on p coordinate groups; average the n - f best", "Liu et al. 2023 (GAS)", &gas_params()},

@@ -39,13 +39,15 @@ std::vector<RoundRecord> two_rounds() {
   b.sampled = 10, b.malicious = 3, b.rejected = 1;
   b.true_positive = 2, b.false_positive = 1, b.true_negative = 6, b.false_negative = 1;
   b.bytes_up = 123456789012, b.bytes_down = 5;
+  b.client_detection = detection_rates(2, 1, 6, 1);  // 8/10, 1/7 (rounded to 6 digits), 1/3
   return {a, b};
 }
 
 const char* kTwoRoundsCsv =
-    "round,acc,asr,bfr,v,loss,local_acc,train_loss,sampled,malicious,rejected,tp,fp,tn,fn,bytes_up,bytes_down\n"
-    "1,0.5,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000\n"
-    "2,0.8125,0.25,0.75,0.78125,0.123457,,1e-07,10,3,1,2,1,6,1,123456789012,5\n";  // v = (0.8125 + 0.75) / 2
+    "round,acc,asr,bfr,v,loss,local_acc,train_loss,sampled,malicious,rejected,tp,fp,tn,fn,bytes_up,bytes_down,"
+    "client_dacc,client_fpr,client_fnr\n"
+    "1,0.5,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000,,,\n"
+    "2,0.8125,0.25,0.75,0.78125,0.123457,,1e-07,10,3,1,2,1,6,1,123456789012,5,0.8,0.142857,0.333333\n";  // v = (0.8125 + 0.75) / 2
 
 RoundRecord record(int64_t round, double acc, double asr) {
   RoundRecord r;
@@ -123,17 +125,17 @@ TEST(FlResults, ParseRoundsCsvErrorsNameTheLine) {
   const std::string header = std::string(kTwoRoundsCsv).substr(0, std::string(kTwoRoundsCsv).find('\n') + 1);
   expect_error([] { parse_rounds_csv(""); }, {"line 1", "header"});
   expect_error([] { parse_rounds_csv("round,acc\n1,0.5\n"); }, {"line 1", "header", "'round,acc'"});
-  expect_error([&] { parse_rounds_csv(header + "1,0.5,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000\n1,2,3\n"); },
-               {"line 3", "3 columns", "expected 17"});
-  expect_error([&] { parse_rounds_csv(header + "1,abc,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000\n"); },
+  expect_error([&] { parse_rounds_csv(header + "1,0.5,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000,,,\n1,2,3\n"); },
+               {"line 3", "3 columns", "expected 20"});
+  expect_error([&] { parse_rounds_csv(header + "1,abc,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000,,,\n"); },
                {"line 2", "'acc'", "'abc'"});
-  expect_error([&] { parse_rounds_csv(header + "1,0.5x,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000\n"); },
+  expect_error([&] { parse_rounds_csv(header + "1,0.5x,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000,,,\n"); },
                {"line 2", "'acc'", "'0.5x'"});
-  expect_error([&] { parse_rounds_csv(header + "1,0.5,,,,1.25,0.625,2,1.5,2,0,1,0,8,1,4000,8000\n"); },
+  expect_error([&] { parse_rounds_csv(header + "1,0.5,,,,1.25,0.625,2,1.5,2,0,1,0,8,1,4000,8000,,,\n"); },
                {"line 2", "'sampled'", "'1.5'", "integer"});
-  expect_error([&] { parse_rounds_csv(header + ",0.5,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000\n"); },
+  expect_error([&] { parse_rounds_csv(header + ",0.5,,,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000,,,\n"); },
                {"line 2", "'round'"});
-  expect_error([&] { parse_rounds_csv(header + "1,0.5,,oops,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000\n"); },
+  expect_error([&] { parse_rounds_csv(header + "1,0.5,,oops,,1.25,0.625,2,10,2,0,1,0,8,1,4000,8000,,,\n"); },
                {"line 2", "'bfr'", "'oops'"});
 }
 
@@ -202,7 +204,7 @@ TEST(FlResults, SummaryJsonParsesBackWithNullForNaN) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : run.items()) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"seed", "rounds", "acc", "asr", "bfr", "v", "local_acc", "final_acc",
-                                            "best_acc", "round_to_target", "detection", "rejected", "bytes_up",
+                                            "best_acc", "round_to_target", "detection", "client_detection", "rejected", "bytes_up",
                                             "bytes_down", "seconds_per_round"}));
   EXPECT_EQ(run["seed"], 1);
   EXPECT_DOUBLE_EQ(run["acc"].get<double>(), 0.8);

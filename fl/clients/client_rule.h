@@ -168,6 +168,10 @@ std::unique_ptr<ClientRule> make_fedfomo_client(const Params& params);
 const std::vector<ParamSpec>& rsa_client_params();
 std::unique_ptr<ClientRule> make_rsa_client(const Params& params);
 
+// fl/clients/fedcap.cpp: FedCAP's client (Ditto-style personal model beside the customised model)
+const std::vector<ParamSpec>& fedcap_client_params();
+std::unique_ptr<ClientRule> make_fedcap_client(const Params& params);
+
 // fl/clients/fedcr.cpp: FedCR (stochastic encoder cnn-fedcr, KL to the server's class Gaussians, personal fc4)
 const std::vector<ParamSpec>& fedcr_client_params();
 std::unique_ptr<ClientRule> make_fedcr_client(const Params& params);

@@ -102,6 +102,20 @@ std::vector<RoundTiming> load_timings(const SafetensorsFile& file, const std::st
   }
   return timings;
 }
+// The I64 "client_flags" entry: one 0/1 per client; absent (older files) gives an empty vector.
+std::vector<uint8_t> load_client_flags(const SafetensorsFile& file, size_t clients, const std::string& path) {
+  std::vector<uint8_t> flags;
+  for (const auto& [name, entry] : file.i64) {
+    if (name != "client_flags") continue;
+    BASTION_CHECK(entry.second.size() == clients, "checkpoint ", path, ": 'client_flags' holds ", entry.second.size(),
+                  " values for ", clients, " clients");
+    for (int64_t flag : entry.second) {
+      BASTION_CHECK(flag == 0 || flag == 1, "checkpoint ", path, ": 'client_flags' holds ", flag, ", expected 0 or 1");
+      flags.push_back(static_cast<uint8_t>(flag));
+    }
+  }
+  return flags;
+}
 }  // namespace
 
 SafetensorsFile checkpoint_file(const CheckpointState& state) {
@@ -123,6 +137,10 @@ SafetensorsFile checkpoint_file(const CheckpointState& state) {
     for (const auto& [name, value] : state.clients[c].scalars) file.metadata[prefix + name] = exact_double(value);
   }
   if (!state.timings.empty()) file.i64.emplace_back("timing", timing_bits(state.timings));
+  if (!state.client_flags.empty()) {
+    const std::vector<int64_t> flags(state.client_flags.begin(), state.client_flags.end());
+    file.i64.emplace_back("client_flags", std::make_pair(Shape{static_cast<int64_t>(flags.size())}, flags));
+  }
   return file;
 }
 
@@ -157,6 +175,7 @@ CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string&
     if (split_client_key(key, state.clients.size(), id, name, path))
       state.clients[id].scalars[name] = parse_number<double>(value, "metadata entry '" + key + "'", path);
   state.timings = load_timings(file, path);
+  state.client_flags = load_client_flags(file, state.clients.size(), path);
   return state;
 }
 

@@ -5,6 +5,8 @@
 //   F32 "server_state"           the server rule's memory (absent when empty)
 //   F32 "method_state"           the method server's memory (fl/clients/method_server.h; absent when empty)
 //   F32 "client.<id>.<name>"     each client's persistent vectors (ClientState::vectors)
+//   I64 "client_flags"           (clients): the server rule's latest verdict per client, 0 or 1
+//                                (per-client detection, metrics.h; absent in older files = none flagged)
 //   I64 "timing"                 (rounds, 5): round, train_s, aggregate_s, eval_s, round_s, each the bit
 //                                pattern of the double (exact: summary.json's seconds_per_round comes
 //                                back to the last digit; files with the older F32 "timing" still load)
@@ -29,6 +31,7 @@ struct CheckpointState {
   std::string config_toml;
   std::vector<float> global, server_state, method_state;
   std::vector<ClientState> clients;
+  std::vector<uint8_t> client_flags;  // one per client, or empty (none flagged)
   std::vector<RoundRecord> records;
   RoundRecord pending;
   std::vector<RoundTiming> timings;

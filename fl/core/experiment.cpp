@@ -33,7 +33,8 @@ namespace {
 enum Stream : uint64_t {
   kPartition = 1, kMalicious, kInit, kSampling, kClient, kAttack, kServer, kClientFixed,
   kLocalTest, kPersonalSubset, kPostStep,  // personalised evaluation
-  kMethodServer                            // the method server's random choices (FedFomo's exploration)
+  kMethodServer,                           // the method server's random choices (FedFomo's exploration)
+  kRequest, kRequestAttack                 // FedCAP's request updates: training and attacks
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -87,6 +88,7 @@ class SeedRun {
                            shared.eval_transform, c_.eval.integer("batch"), client_local_schedule(c_.client_rule));
     D_ = static_cast<int64_t>(global_.size());
     client_states_.resize(static_cast<size_t>(c_.data.integer("clients")));
+    client_flags_.assign(client_states_.size(), 0);
     loaded_version_.assign(static_cast<size_t>(threads), -1);
     test_indices_.resize(static_cast<size_t>(shared.test.size()));
     std::iota(test_indices_.begin(), test_indices_.end(), int64_t{0});
@@ -132,6 +134,7 @@ class SeedRun {
   int64_t version_ = 0;                      // bumped when global_ changes; replicas compare before eval
   std::vector<int64_t> loaded_version_;
   std::vector<ClientState> client_states_;
+  std::vector<uint8_t> client_flags_;        // the server rule's latest verdict per client (per-client detection)
   std::optional<BackdoorTest> backdoor_;
   std::vector<int64_t> test_indices_;        // 0..test size - 1, the clean evaluation's list
   std::vector<int64_t> backdoor_indices_;
@@ -148,10 +151,13 @@ class SeedRun {
   void prepare_backdoor_test();
   std::vector<int64_t> round_clients(int64_t round, bool attack_on) const;
   std::span<const float> global_shared();
-  void prepare_start_states(const std::vector<int64_t>& sampled);
+  void prepare_start_states(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
+  void request_updates(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
   void train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
-                     std::vector<ClientResult>& results);
-  void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads);
+                     std::vector<ClientResult>& results, std::vector<ClientState>* scratch = nullptr,
+                     uint64_t stream = kClient);
+  void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads,
+                      uint64_t stream = kAttack);
   void prepare_messages(int64_t round, const std::vector<int64_t>& sampled);
   void aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                  const std::vector<ClientResult>& results);
@@ -200,15 +206,46 @@ std::span<const float> SeedRun::global_shared() {
   return global_shared_;
 }
 
-void SeedRun::prepare_start_states(const std::vector<int64_t>& sampled) {
+void SeedRun::prepare_start_states(int64_t round, const std::vector<int64_t>& sampled, bool attack_on) {
   starts_.clear();
-  if (sharing_.width > 0 && server_rule_->has_client_start_states())
-    client_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, starts_);
+  if (sharing_.width == 0 || !server_rule_->has_client_start_states()) return;
+  request_updates(round, sampled, attack_on);
+  client_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, starts_);
 }
 
+// FedCAP's request path (ServerRule::request_clients): the asked clients train from the rule's base state
+// on copies of their ClientState (their own state stays as it was), on their own random streams; model
+// attacks act on these updates as on a round's uploads. Traffic: the base down, the update up.
+void SeedRun::request_updates(int64_t round, const std::vector<int64_t>& sampled, bool attack_on) {
+  const std::vector<int64_t> asked = server_rule_->request_clients(sampled);
+  if (asked.empty()) return;
+  const std::span<const float> base = server_rule_->request_base();
+  BASTION_CHECK(static_cast<int64_t>(base.size()) == sharing_.width, "server rule '", c_.server.text("rule"),
+                "' gave a request base of ", base.size(), " values for ", sharing_.width, " shared columns");
+  const int64_t m = static_cast<int64_t>(asked.size()), width = sharing_.width;
+  std::vector<float> start(global_);
+  sharing_.assign_into(base, start);
+  starts_.clear();
+  for (int64_t i = 0; i < m; ++i) starts_.insert(starts_.end(), start.begin(), start.end());
+  std::vector<ClientState> scratch;
+  for (int64_t client : asked) scratch.push_back(client_states_[client]);
+  std::vector<float> updates(static_cast<size_t>(m * width));
+  std::vector<ClientResult> results(static_cast<size_t>(m));
+  messages_.clear();  // a request carries no method-server message
+  train_clients(round, asked, attack_on, updates, results, &scratch, kRequest);
+  if (attack_on) attack_uploads(round, asked, updates, kRequestAttack);
+  for (int64_t i = 0; i < m; ++i)
+    server_rule_->receive_request(asked[i], std::span<const float>(updates.data() + i * width, static_cast<size_t>(width)));
+  pending_.bytes_up += m * width * static_cast<int64_t>(sizeof(float));
+  pending_.bytes_down += m * width * static_cast<int64_t>(sizeof(float));
+  starts_.clear();
+}
+
+// `scratch` (one ClientState per entry of `sampled`) replaces the clients' own states when given.
 void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on,
-                            std::vector<float>& uploads, std::vector<ClientResult>& results) {
-  const Generator client_streams = root_.fork(kClient).fork(static_cast<uint64_t>(round));
+                            std::vector<float>& uploads, std::vector<ClientResult>& results,
+                            std::vector<ClientState>* scratch, uint64_t stream) {
+  const Generator client_streams = root_.fork(stream).fork(static_cast<uint64_t>(round));
   const int64_t width = sharing_.width;
   pool_.run(static_cast<int64_t>(sampled.size()), [&](int64_t i, int worker) {
     Model& model = *replicas_[worker];
@@ -218,7 +255,8 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
     loaded_version_[worker] = -1;  // the replica now holds a client's model, not the global one
     const int64_t client = sampled[i];
     const bool attacker = attack_on && is_malicious_[client];
-    ClientTask task{model, shared_.train, partition_.train[client], shared_.train_transform, client_states_[client],
+    ClientState& state = scratch ? (*scratch)[static_cast<size_t>(i)] : client_states_[client];
+    ClientTask task{model, shared_.train, partition_.train[client], shared_.train_transform, state,
                     client, round, client_streams.fork(static_cast<uint64_t>(client)).next_u64(),
                     root_.fork(kClientFixed).fork(static_cast<uint64_t>(client)).next_u64(),
                     attacker ? attacks_.data : nullptr, attacker ? attacker_index_.at(client) : 0,
@@ -232,7 +270,8 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
 
 // Model attacks act on what an attacker uploads: the shared columns (the first `parameters` of them are
 // parameters), relative to the global model's shared columns.
-void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads) {
+void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads,
+                             uint64_t stream) {
   std::vector<int64_t> attacker_rows, view_rows;
   const bool see_all = c_.attack.text("omniscient_view") == "all";
   for (size_t i = 0; i < sampled.size(); ++i) {
@@ -243,7 +282,7 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
   const int64_t m = static_cast<int64_t>(sampled.size());
   const int64_t width = sharing_.width, parameters = sharing_.parameters;
   const std::span<const float> global_part = global_shared();
-  const Generator streams = root_.fork(kAttack).fork(static_cast<uint64_t>(round));
+  const Generator streams = root_.fork(stream).fork(static_cast<uint64_t>(round));
   if (attacks_.collusion) {
     if (view_rows.empty()) view_rows = attacker_rows;  // a round of attackers only: they see their own honest updates
     std::vector<float> view(view_rows.size() * static_cast<size_t>(parameters));
@@ -325,6 +364,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
   if (method_server_) method_after_aggregation(uploads.data(), accepted_clients, sampled, results, output.update);
   add_update_checked(sharing_, output.update, global_, c_.server.text("rule"), round);
   ++version_;
+  record_verdicts(client_flags_, accepted_clients, output.flagged);
   for (size_t i = 0; i < output.flagged.size() && i < accepted_clients.size(); ++i) {
     const bool truth = attack_on && is_malicious_[accepted_clients[i]];
     const bool flagged = output.flagged[i] != 0;
@@ -413,6 +453,8 @@ void SeedRun::evaluate_round(int64_t round) {
     poison.per_batch = c_.eval.integer("batch");  // every sample of every batch
     record.asr = evaluate_global(backdoor_indices_, &poison).accuracy;
   }
+  // Per client: truth is the client's identity (is_malicious_), whether or not its attack is active yet.
+  record.client_detection = client_detection_rates(client_flags_, is_malicious_);
   if (c_.eval.boolean("local")) record.local_acc = evaluate_local();
   if (c_.eval.boolean("personalized")) record.personal = evaluate_personalized(round);
   records_.push_back(as_printed(record));
@@ -432,7 +474,7 @@ void SeedRun::run(const RunOptions& options) {
     const int64_t m = static_cast<int64_t>(sampled.size());
     uploads.resize(static_cast<size_t>(m * sharing_.width));
     results.assign(static_cast<size_t>(m), ClientResult{});
-    prepare_start_states(sampled);
+    prepare_start_states(round, sampled, attack_on);
     prepare_messages(round, sampled);
     train_clients(round, sampled, attack_on, uploads, results);
     const double train_seconds = seconds_since(round_start);
@@ -498,6 +540,7 @@ CheckpointState SeedRun::checkpoint_state() const {
   state.server_state = server_rule_->save_state();
   if (method_server_) state.method_state = method_server_->save_state();
   state.clients = client_states_;
+  state.client_flags = client_flags_;
   state.records = records_;
   state.pending = pending_;
   state.timings = timings_;
@@ -517,6 +560,10 @@ void SeedRun::restore(const CheckpointState& state) {
   server_rule_->load_state(state.server_state);
   if (method_server_) method_server_->load_state(state.method_state);
   client_states_ = state.clients;
+  // A checkpoint from before per-client detection holds no verdicts: every client starts unflagged.
+  client_flags_ = state.client_flags.empty() ? std::vector<uint8_t>(client_states_.size(), 0) : state.client_flags;
+  BASTION_CHECK(client_flags_.size() == client_states_.size(), "checkpoint has ", client_flags_.size(),
+                " client verdicts for ", client_states_.size(), " clients");
   records_ = state.records;
   pending_ = state.pending;
   timings_ = state.timings;

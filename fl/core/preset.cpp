@@ -153,7 +153,8 @@ void validate_cells(const Preset& preset, const PresetCellCheck& check_cell) {
 
 const std::vector<std::string>& preset_metrics() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"acc", "asr", "bfr", "v", "local_acc", "final_acc", "best_acc"};
+    std::vector<std::string> n = {"acc", "asr", "bfr", "v", "local_acc", "final_acc", "best_acc",
+                                  "client_dacc", "client_fpr", "client_fnr"};  // per-client detection
     for (const char* figure : {"p_acc", "p_gacc", "p_asr"})
       for (const char* suffix : {"", "_w", "_min", "_med", "_max"}) n.push_back(std::string(figure) + suffix);
     return n;

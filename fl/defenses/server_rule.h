@@ -107,6 +107,13 @@ class ServerRule {
   // false to send the global state. Called serially, in client-id order.
   virtual bool has_client_start_states() const { return false; }
   virtual bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) { return false; }
+  // FedCAP's request path: before the start states, the sampled clients for which the rule wants an update
+  // trained on the client's data from request_base() (the shared columns of a state; FedCAP: the global
+  // model its pool is relative to). The run loop trains each (on a copy of its ClientState, attacks
+  // applied as to uploads) and hands the update over with receive_request. Default: none.
+  virtual std::vector<int64_t> request_clients(const std::vector<int64_t>& sampled) const { return {}; }
+  virtual std::span<const float> request_base() const { return {}; }
+  virtual void receive_request(int64_t client, std::span<const float> update) {}
   // Rules with memory across rounds (FoolsGold history, ...) save it for checkpoints. load_state refuses a
   // state it cannot have saved (bastion::Error), so a rule without memory refuses any non-empty one.
   virtual std::vector<float> save_state() const { return {}; }
@@ -167,6 +174,9 @@ const std::vector<ParamSpec>& sageflow_params();
 std::unique_ptr<ServerRule> make_sageflow(const Params& params);
 const std::vector<ParamSpec>& finetune_params();
 std::unique_ptr<ServerRule> make_finetune(const Params& params);
+// personalised: fedcap.cpp (FedCAP's customised aggregation, calibration and removal; fedcap.h)
+const std::vector<ParamSpec>& fedcap_params();
+std::unique_ptr<ServerRule> make_fedcap(const Params& params);
 // wrappers: bucketing.cpp, gas.cpp
 const std::vector<ParamSpec>& bucketing_params();
 std::unique_ptr<ServerRule> make_bucketing(const Params& params, std::unique_ptr<ServerRule> inner);

@@ -39,6 +39,27 @@ DetectionRates detection_rates(int64_t tp, int64_t fp, int64_t tn, int64_t fn) {
   return rates;
 }
 
+void record_verdicts(std::vector<uint8_t>& latest, std::span<const int64_t> clients, std::span<const uint8_t> flagged) {
+  BASTION_CHECK(flagged.empty() || flagged.size() == clients.size(), "record_verdicts: ", flagged.size(),
+                " verdicts for ", clients.size(), " clients");
+  for (size_t i = 0; i < clients.size(); ++i) {
+    BASTION_CHECK(clients[i] >= 0 && clients[i] < static_cast<int64_t>(latest.size()), "record_verdicts: client ",
+                  clients[i], " outside [0, ", latest.size(), ")");
+    latest[static_cast<size_t>(clients[i])] = flagged.empty() ? 0 : (flagged[i] != 0);
+  }
+}
+
+DetectionRates client_detection_rates(const std::vector<uint8_t>& latest, const std::vector<uint8_t>& malicious) {
+  BASTION_CHECK(latest.size() == malicious.size(), "client_detection_rates: ", latest.size(), " verdicts for ",
+                malicious.size(), " clients");
+  int64_t tp = 0, fp = 0, tn = 0, fn = 0;
+  for (size_t c = 0; c < latest.size(); ++c) {
+    const bool truth = malicious[c] != 0, flagged = latest[c] != 0;
+    tp += truth && flagged, fp += !truth && flagged, tn += !truth && !flagged, fn += truth && !flagged;
+  }
+  return detection_rates(tp, fp, tn, fn);
+}
+
 ReportMode parse_report_mode(const std::string& text) {
   ReportMode mode;
   if (text == "last") return mode;

@@ -8,11 +8,15 @@
 // bfr   1 - asr (SPMC's backdoor failure rate R);  v = (acc + bfr) / 2
 // DAcc, FPR, FNR  detection, over the uploads a rule judged in a round (or cumulated over rounds):
 //       DAcc = (TP + TN) / all, FPR = FP / benign, FNR = FN / malicious (positive = malicious)
+// client_dacc, client_fpr, client_fnr  per-client detection (SPEC §4, FedCAP Table III): the same rates
+//       over ALL clients of the run, a client counting as flagged when the rule's latest verdict on it
+//       flagged it (never judged = not flagged; a permanent removal is a verdict repeated every round)
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,18 @@ struct PersonalRecord {
   ClientSpread acc, global_acc, asr;
 };
 
+struct DetectionRates {
+  double dacc = kNoValue, fpr = kNoValue, fnr = kNoValue;  // NaN when the denominator is 0
+};
+DetectionRates detection_rates(int64_t tp, int64_t fp, int64_t tn, int64_t fn);
+
+// Per-client verdicts: latest[c] = 1 when the rule's latest verdict on client c flagged it. A round's
+// verdicts (flagged[i] on clients[i]) overwrite the earlier ones; an empty `flagged` (a rule that flags
+// nobody) is a "not flagged" verdict on every client in `clients`. Clients not in `clients` keep theirs.
+void record_verdicts(std::vector<uint8_t>& latest, std::span<const int64_t> clients, std::span<const uint8_t> flagged);
+// DAcc/FPR/FNR over every client (positive = malicious[c] != 0) from the latest verdicts.
+DetectionRates client_detection_rates(const std::vector<uint8_t>& latest, const std::vector<uint8_t>& malicious);
+
 // One evaluated round: a row of rounds.csv. Deterministic values only (wall times live in timing.csv,
 // so rounds.csv is byte-identical across thread counts and resumed runs).
 struct RoundRecord {
@@ -48,13 +64,10 @@ struct RoundRecord {
   int64_t rejected = 0;                            // uploads rejected by validation (NaN/Inf/length)
   int64_t true_positive = 0, false_positive = 0, true_negative = 0, false_negative = 0;  // detection
   int64_t bytes_up = 0, bytes_down = 0;            // float32 payloads: uploads and models sent
+  DetectionRates client_detection;                 // per client, latest verdicts (set at evaluation)
   PersonalRecord personal;                         // p_* columns, written only when present
 };
 
-struct DetectionRates {
-  double dacc = kNoValue, fpr = kNoValue, fnr = kNoValue;  // NaN when the denominator is 0
-};
-DetectionRates detection_rates(int64_t tp, int64_t fp, int64_t tn, int64_t fn);
 
 inline double backdoor_failure_rate(double asr) { return std::isnan(asr) ? kNoValue : 1.0 - asr; }
 inline double v_score(double acc, double asr) { return std::isnan(asr) ? kNoValue : (acc + 1.0 - asr) / 2.0; }

@@ -21,6 +21,11 @@ using ordered_json = nlohmann::ordered_json;
 constexpr std::array<const char*, 17> kRoundsColumns = {
     "round",     "acc",      "asr",  "bfr", "v",  "loss", "local_acc", "train_loss", "sampled",
     "malicious", "rejected", "tp",   "fp",  "tn", "fn",   "bytes_up",  "bytes_down"};
+// Per-client detection of the latest verdicts (RoundRecord::client_detection), after bytes_down. Files
+// written before these columns existed (checkpoints' rounds_csv) parse with the columns left NaN.
+constexpr std::array<const char*, 3> kClientColumns = {"client_dacc", "client_fpr", "client_fnr"};
+constexpr std::array<double DetectionRates::*, 3> kClientFields = {&DetectionRates::dacc, &DetectionRates::fpr,
+                                                                  &DetectionRates::fnr};
 // Appended when a run evaluates personalised models (RoundRecord::personal): the client count, then for
 // each figure (local acc, global acc, asr) its plain mean, weighted mean, min, median and max.
 constexpr std::array<const char*, 3> kPersonalFigures = {"p_acc", "p_gacc", "p_asr"};
@@ -38,8 +43,9 @@ std::vector<std::string> personal_column_names() {
   return names;
 }
 
-std::vector<std::string> column_names(bool personalized) {
+std::vector<std::string> column_names(bool personalized, bool client_columns = true) {
   std::vector<std::string> names(kRoundsColumns.begin(), kRoundsColumns.end());
+  if (client_columns) names.insert(names.end(), kClientColumns.begin(), kClientColumns.end());
   if (personalized)
     for (const std::string& name : personal_column_names()) names.push_back(name);
   return names;
@@ -147,10 +153,12 @@ RoundRecord parse_rounds_row(const std::string& line, size_t line_number, const 
   r.false_negative = read.integer(14);
   r.bytes_up = read.integer(15);
   r.bytes_down = read.integer(16);
-  if (names.size() == kRoundsColumns.size()) return r;
+  size_t column = kRoundsColumns.size();
+  if (names.size() > column && names[column] == kClientColumns[0])
+    for (double DetectionRates::*field : kClientFields) r.client_detection.*field = read.real(column++);
+  if (names.size() == column) return r;
   r.personal.present = true;
-  r.personal.clients = read.integer(17);
-  size_t column = 18;
+  r.personal.clients = read.integer(column++);
   for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
     for (double ClientSpread::*field : kSpreadFields) (r.personal.*spread).*field = read.real(column++);
   return r;
@@ -182,6 +190,9 @@ ordered_json run_json(const RunSummary& run) {
   j["detection"] = {{"dacc", number_or_null(run.detection.dacc)},
                     {"fpr", number_or_null(run.detection.fpr)},
                     {"fnr", number_or_null(run.detection.fnr)}};
+  j["client_detection"] = {{"dacc", number_or_null(run.client_detection.dacc)},
+                           {"fpr", number_or_null(run.client_detection.fpr)},
+                           {"fnr", number_or_null(run.client_detection.fnr)}};
   j["rejected"] = run.rejected;
   j["bytes_up"] = run.bytes_up;
   j["bytes_down"] = run.bytes_down;
@@ -254,6 +265,7 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
   s.best_acc = reported_value(acc, rounds, ReportMode{ReportMode::Best, 1});
   s.round_to_target = round_to_accuracy(records, target_acc);
   s.detection = detection_rates(tp, fp, tn, fn);
+  if (!records.empty()) s.client_detection = records.back().client_detection;
   s.seconds_per_round = median(round_seconds);
   if (std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; })) {
     const std::vector<std::string> names = personal_column_names();
@@ -277,6 +289,7 @@ std::string rounds_csv(const std::vector<RoundRecord>& records) {
         std::to_string(r.sampled), std::to_string(r.malicious), std::to_string(r.rejected),
         std::to_string(r.true_positive), std::to_string(r.false_positive), std::to_string(r.true_negative),
         std::to_string(r.false_negative), std::to_string(r.bytes_up), std::to_string(r.bytes_down)};
+    for (double DetectionRates::*field : kClientFields) cells.push_back(general6(r.client_detection.*field));
     if (personalized) {
       cells.push_back(std::to_string(r.personal.clients));
       for (double value : personal_values(r.personal)) cells.push_back(general6(value));
@@ -290,6 +303,7 @@ RoundRecord as_printed(RoundRecord r) {
   for (double RoundRecord::*field : {&RoundRecord::acc, &RoundRecord::loss, &RoundRecord::asr, &RoundRecord::local_acc,
                                      &RoundRecord::train_loss})
     r.*field = as_printed(r.*field);
+  for (double DetectionRates::*field : kClientFields) r.client_detection.*field = as_printed(r.client_detection.*field);
   for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
     for (double ClientSpread::*field : kSpreadFields) (r.personal.*spread).*field = as_printed((r.personal.*spread).*field);
   return r;
@@ -301,12 +315,15 @@ std::vector<RoundRecord> parse_rounds_csv(const std::string& text) {
   if (!lines.empty() && lines.back().empty()) lines.pop_back();  // the final '\n'
   for (std::string& line : lines)
     if (!line.empty() && line.back() == '\r') line.pop_back();
-  const std::string header = join_row(column_names(false)), personal_header = join_row(column_names(true));
   const std::string first = lines.empty() ? std::string() : lines[0] + "\n";
-  BASTION_CHECK(first == header || first == personal_header, "rounds.csv line 1: expected the header '",
-                header.substr(0, header.size() - 1), "' (optionally followed by the p_* columns), got '",
-                lines.empty() ? std::string() : lines[0], "'");
-  const std::vector<std::string> names = column_names(first == personal_header);
+  std::vector<std::string> names;
+  for (bool client_columns : {true, false})  // without them: a file from before the per-client columns
+    for (bool personalized : {false, true})
+      if (names.empty() && first == join_row(column_names(personalized, client_columns)))
+        names = column_names(personalized, client_columns);
+  const std::string header = join_row(column_names(false));
+  BASTION_CHECK(!names.empty(), "rounds.csv line 1: expected the header '", header.substr(0, header.size() - 1),
+                "' (optionally followed by the p_* columns), got '", lines.empty() ? std::string() : lines[0], "'");
   std::vector<RoundRecord> records;
   for (size_t i = 1; i < lines.size(); ++i) records.push_back(parse_rounds_row(lines[i], i + 1, names));
   return records;
@@ -334,6 +351,13 @@ std::string summary_json(const std::string& name, const std::string& report, con
     const MeanStd stats = field_over_runs(runs, field);
     mean[field_name] = number_or_null(stats.mean);
     spread[field_name] = number_or_null(stats.std);
+  }
+  for (size_t k = 0; k < kClientColumns.size(); ++k) {
+    std::vector<double> values;
+    for (const RunSummary& run : runs) values.push_back(run.client_detection.*kClientFields[k]);
+    const MeanStd stats = mean_std(values);
+    mean[kClientColumns[k]] = number_or_null(stats.mean);
+    spread[kClientColumns[k]] = number_or_null(stats.std);
   }
   if (!runs.empty() && !runs.front().personal.empty()) {
     for (size_t k = 0; k < runs.front().personal.size(); ++k) {

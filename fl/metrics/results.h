@@ -1,7 +1,9 @@
 // Results files of `bastion run` (all written atomically by the caller with write_file_atomic):
 //   rounds.csv   one row per evaluated round, header first; columns = RoundRecord fields in order
 //                (round,acc,asr,bfr,v,loss,local_acc,train_loss,sampled,malicious,rejected,tp,fp,tn,fn,
-//                bytes_up,bytes_down, and for personalised runs the p_* columns); reals with 6 significant
+//                bytes_up,bytes_down,client_dacc,client_fpr,client_fnr, and for personalised runs the p_*
+//                columns); tp..fn count uploads (per upload), client_* rate clients (per client,
+//                metrics.h); reals with 6 significant
 //                digits ("%.6g"), NaN as an empty cell.
 //   timing.csv   round,train_s,aggregate_s,eval_s,round_s (wall times; not deterministic by nature)
 //   summary.json the reported figures (see RunSummary) and, for repeated seeds, mean ± std
@@ -28,7 +30,8 @@ struct RunSummary {
   double acc = kNoValue, asr = kNoValue, bfr = kNoValue, v = kNoValue, local_acc = kNoValue;  // per report mode
   double final_acc = kNoValue, best_acc = kNoValue;
   int64_t round_to_target = -1;                      // -1: never (or no target set)
-  DetectionRates detection;                          // cumulated over all rounds
+  DetectionRates detection;                          // per upload, cumulated over all rounds
+  DetectionRates client_detection;                   // per client: the last evaluated round's (latest verdicts)
   int64_t rejected = 0, bytes_up = 0, bytes_down = 0;
   double seconds_per_round = kNoValue;               // median wall time per round
   // Personalised runs: ("p_acc", v), ("p_acc_w", v), ... ("p_asr_max", v), each per report mode; empty otherwise.
@@ -57,7 +60,8 @@ std::string fixed_text(double value, int digits);
 std::string timing_csv(const std::vector<RoundTiming>& timings);
 
 // {"name", "report", "runs": [per seed], "mean": {...}, "std": {...}} — mean/std over runs of acc,
-// asr, bfr, v, local_acc, final_acc, best_acc, seconds_per_round (NaNs skipped; null when none).
+// asr, bfr, v, local_acc, final_acc, best_acc, seconds_per_round, client_dacc, client_fpr, client_fnr
+// (NaNs skipped; null when none).
 std::string summary_json(const std::string& name, const std::string& report, const std::vector<RunSummary>& runs);
 
 // Acc (and asr if any value is present) over rounds, one polyline per seed when several are given.

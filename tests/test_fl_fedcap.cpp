@@ -1,0 +1,208 @@
+// FedCAP (fl/defenses/fedcap.{h,cpp} server rule, fl/clients/fedcap.cpp client): customised weights
+// softmax(alpha cos) with the self weight phi on hand-computed pools, recovery of uploads against the
+// model each client was sent, calibration and permanent removal (never aggregated again), the request
+// path, the checkpointed state, and short end-to-end runs (1 vs 2 threads, kill + resume).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "defense_test_support.h"
+#include "fl/defenses/fedcap.h"
+#include "fl_test_support.h"
+#include "test_support.h"
+
+namespace bastion {
+namespace {
+
+using testing::expect_error;
+using testing::Uploads;
+
+// Weights are computed in double from float inputs: exact up to a few ulps of double.
+constexpr double kWeightTolerance = 1e-12;
+// Models are mixed in double and stored as float: one float rounding of values of order 1.
+constexpr float kModelTolerance = 1e-6f;
+
+std::unique_ptr<ServerRule> fedcap(const std::map<std::string, ParamValue>& given = {}) {
+  return make_fedcap(Params("server.fedcap", fedcap_params(), given));
+}
+
+// Pool rows (P = 2): e1, e2, -e1.
+const std::vector<float> kPool = {1, 0, 0, 1, -1, 0};
+
+TEST(FlFedcap, RequestWeightsAreSoftmaxOfScaledCosines) {
+  const std::vector<float> request = {2, 0};  // cosines 1, 0, -1
+  const std::vector<double> w = fedcap_mixture_weights(kPool.data(), 3, 2, 2, request, -1, 2.0, 0.3);
+  const double z = std::exp(2.0) + 1.0 + std::exp(-2.0);
+  EXPECT_NEAR(w[0], std::exp(2.0) / z, kWeightTolerance);
+  EXPECT_NEAR(w[1], 1.0 / z, kWeightTolerance);
+  EXPECT_NEAR(w[2], std::exp(-2.0) / z, kWeightTolerance);  // phi applies only to an uploader's own row
+}
+
+TEST(FlFedcap, AnUploaderKeepsPhiOnItselfAndSharesTheRest) {
+  // Client of row 0: its own vector e1; the others have cosines 0 and -1 with it.
+  const std::vector<float> own(kPool.begin(), kPool.begin() + 2);
+  const std::vector<double> w = fedcap_mixture_weights(kPool.data(), 3, 2, 2, own, 0, 10.0, 0.3);
+  const double z = 1.0 + std::exp(-10.0);
+  EXPECT_NEAR(w[0], 0.3, kWeightTolerance);
+  EXPECT_NEAR(w[1], 0.7 / z, kWeightTolerance);
+  EXPECT_NEAR(w[2], 0.7 * std::exp(-10.0) / z, kWeightTolerance);
+  const std::vector<double> uniform_self = fedcap_mixture_weights(kPool.data(), 3, 2, 2, own, 0, 10.0, -1.0);
+  EXPECT_NEAR(uniform_self[0], 1.0 / 3.0, kWeightTolerance);  // phi = -1: 1 / uploads
+  // Alone in the pool: all weight on itself.
+  EXPECT_EQ(fedcap_mixture_weights(kPool.data(), 1, 2, 2, own, 0, 10.0, 0.3), std::vector<double>{1.0});
+}
+
+TEST(FlFedcap, ZeroAndNaNVectorsFollowTorchAndFedcap) {
+  const std::vector<float> zero = {0, 0};
+  const std::vector<double> w = fedcap_mixture_weights(kPool.data(), 3, 2, 2, zero, -1, 5.0, 0.3);
+  for (double v : w) EXPECT_NEAR(v, 1.0 / 3.0, kWeightTolerance);  // cos = 0 with every row
+  const std::vector<float> pool_nan = {1, 0, NAN, 0};
+  const std::vector<double> n = fedcap_mixture_weights(pool_nan.data(), 2, 2, 2, std::vector<float>{1, 0}, -1, 1.0, 0.3);
+  EXPECT_NEAR(n[0], std::exp(1.0) / (std::exp(1.0) + std::exp(-1.0)), kWeightTolerance);  // NaN cos -> -1
+  expect_error([] { fedcap_mixture_weights(kPool.data(), 3, 2, 2, std::vector<float>{1}, -1, 1, 0); }, {"request of 1"});
+}
+
+TEST(FlFedcap, RecoversUploadsAgainstTheModelEachClientWasSent) {
+  auto rule = fedcap({{"alpha", 1.0}, {"phi", 0.5}});
+  // Round 1: three clients start from the global model 0 and upload e1, e2, e1 + e2 (norms <= sqrt 2).
+  Uploads r1({{1, 0}, {0, 1}, {1, 1}});
+  r1.samples = {100, 100, 200};
+  const AggregationOutput o1 = rule->aggregate(r1.input());
+  testing::expect_near_all(o1.update, {0.75f, 0.75f}, kModelTolerance);  // (e1 + e2 + 2 (e1 + e2)) / 4
+  EXPECT_EQ(o1.flagged, (std::vector<uint8_t>{0, 0, 0}));
+  // Round 2: client 0's customised model mixes the recovered models W = e1, e2, e1 + e2 with its u = e1.
+  std::vector<float> sent(2);
+  const std::vector<float> global = {0.75f, 0.75f};
+  ASSERT_TRUE(rule->client_start_state(0, global, sent));
+  const std::vector<double> w = fedcap_mixture_weights(r1.data.data(), 3, 2, 2, std::vector<float>{1, 0}, 0, 1.0, 0.5);
+  testing::expect_near_all(sent, {static_cast<float>(w[0] + w[2]), static_cast<float>(w[1] + w[2])}, kModelTolerance);
+  // Client 0 uploads delta = (0.5, -0.5) relative to `sent`; client 1 got no customised model this round
+  // (not asked), so its upload is relative to the global model.
+  Uploads r2({{0.5f, -0.5f}, {0.25f, 0.25f}});
+  r2.clients = {0, 1};
+  r2.global = global;
+  const AggregationOutput o2 = rule->aggregate(r2.input());
+  const std::vector<float> W0 = {sent[0] + 0.5f, sent[1] - 0.5f}, W1 = {1.0f, 1.0f};
+  testing::expect_near_all(o2.update, {(W0[0] + W1[0]) / 2 - 0.75f, (W0[1] + W1[1]) / 2 - 0.75f}, kModelTolerance);
+}
+
+TEST(FlFedcap, AnUploadOverTheNormThresholdRemovesItsClientForGood) {
+  auto rule = fedcap({{"norm_threshold", 10.0}});
+  Uploads r1({{1, 0}, {30, 40}, {0, 1}});  // client 1: calibrated norm 50 > 10
+  const AggregationOutput o1 = rule->aggregate(r1.input());
+  EXPECT_EQ(o1.flagged, (std::vector<uint8_t>{0, 1, 0}));
+  testing::expect_near_all(o1.update, {0.5f, 0.5f}, kModelTolerance);  // client 1 not aggregated
+  std::vector<float> start(2);
+  EXPECT_FALSE(rule->client_start_state(1, std::vector<float>{0.5f, 0.5f}, start));  // removed: the global model
+  EXPECT_TRUE(rule->request_clients({1}).empty());
+  // Round 2: client 1 now uploads a tiny update; it stays removed and is not aggregated.
+  Uploads r2({{0.0f, 0.0f}, {0.01f, 0.0f}});
+  r2.clients = {0, 1};
+  r2.global = {0.5f, 0.5f};
+  const AggregationOutput o2 = rule->aggregate(r2.input());
+  EXPECT_EQ(o2.flagged, (std::vector<uint8_t>{0, 1}));
+  testing::expect_near_all(o2.update, {0.0f, 0.0f}, kModelTolerance);  // only client 0 (unchanged) counts
+  // Without calibration (FedCAP1/4) nobody is removed.
+  auto raw = fedcap({{"calibration", false}});
+  EXPECT_EQ(raw->aggregate(r1.input()).flagged, (std::vector<uint8_t>{0, 0, 0}));
+}
+
+TEST(FlFedcap, NonUploadersAreAskedForARequestUpdate) {
+  auto rule = fedcap({{"alpha", 2.0}});
+  Uploads r1({{1, 0}, {0, 1}});
+  rule->aggregate(r1.input());
+  EXPECT_EQ(rule->request_clients({0, 1, 5}), std::vector<int64_t>{5});
+  EXPECT_EQ(rule->request_base().size(), 2u);  // the global model the pool is relative to
+  std::vector<float> start(2);
+  EXPECT_FALSE(rule->client_start_state(5, std::vector<float>{0.5f, 0.5f}, start));  // no request yet
+  rule->receive_request(5, std::vector<float>{3, 0});  // cosines 1 and 0
+  ASSERT_TRUE(rule->client_start_state(5, std::vector<float>{0.5f, 0.5f}, start));
+  const double a = std::exp(2.0) / (std::exp(2.0) + 1.0);
+  testing::expect_near_all(start, {static_cast<float>(a), static_cast<float>(1 - a)}, kModelTolerance);
+  EXPECT_TRUE(fedcap({{"non_uploaders", std::string("global")}})->request_clients({5}).empty());
+}
+
+TEST(FlFedcap, StateRoundTripGivesTheSameCustomisedModels) {
+  auto rule = fedcap();
+  Uploads r1({{1, 0}, {30, 40}, {0.5f, 1}});
+  rule->aggregate(r1.input());
+  auto copy = fedcap();
+  copy->load_state(rule->save_state());
+  std::vector<float> a(2), b(2);
+  for (int64_t client : {0, 2}) {
+    ASSERT_TRUE(rule->client_start_state(client, r1.global, a));
+    ASSERT_TRUE(copy->client_start_state(client, r1.global, b));
+    EXPECT_EQ(a, b);
+  }
+  EXPECT_FALSE(copy->client_start_state(1, r1.global, b));  // the removal survives the checkpoint
+  expect_error([&] { copy->load_state(std::vector<float>{1, 2, 3}); }, {"fedcap state"});
+  expect_error([&] { fedcap({{"phi", -0.5}}); }, {"phi"});
+}
+
+// 16 clients on the synthetic set, 8 per round (the request path runs), 4 attackers uploading 100x their
+// update: FedCAP removes them and the files do not depend on threads or on a kill + resume.
+std::string fedcap_config() {
+  return R"(
+name = "fedcap-tiny"
+seed = 3
+rounds = 4
+[data]
+dataset = "synthetic"
+partition = "dirichlet:0.5"
+clients = 16
+min_size = 10
+local_test = "split"
+client_test_fraction = 0.25
+[model]
+name = "mlp"
+[clients]
+rule = "fedcap"
+per_round = 8
+[clients.fedcap]
+epochs = 1
+batch = 16
+lr = 0.05
+[server]
+rule = "fedcap"
+[attack]
+names = ["scale"]
+malicious_count = 4
+[attack.scale]
+factor = 100
+[eval]
+every = 1
+batch = 128
+personalized = true
+[run]
+checkpoint_every = 1
+)";
+}
+
+using FlFedcapRun = testing::FlRunTest;
+
+TEST_F(FlFedcapRun, RemovesScaledAttackersAndIsDeterministic) {
+  const std::vector<RunSummary> summaries = run(fedcap_config(), "one", 1);
+  ASSERT_EQ(summaries.size(), 1u);
+  const std::vector<RoundRecord> records = parse_rounds_csv(file("one", "rounds.csv"));
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_GT(records.back().client_detection.dacc, records.front().client_detection.dacc - 1e-9);
+  EXPECT_LT(records.back().client_detection.fnr, 1.0);  // scaled attackers judged so far were removed
+  EXPECT_DOUBLE_EQ(records.back().client_detection.fpr, 0.0);
+  EXPECT_GT(records.back().personal.acc.mean, 0.3);
+  run(fedcap_config(), "two", 2);
+  EXPECT_EQ(file("one", "rounds.csv"), file("two", "rounds.csv"));
+  run(fedcap_config(), "resumed", 1, {}, false, /*stop_after=*/2);
+  run(fedcap_config(), "resumed", 2, {}, /*resume=*/true);
+  EXPECT_EQ(file("one", "rounds.csv"), file("resumed", "rounds.csv"));
+}
+
+// FedCAP3 (no personal model): the evaluated model is the customised model last received.
+TEST_F(FlFedcapRun, WithoutThePersonalModelClientsAreJudgedOnTheirCustomisedModel) {
+  run(fedcap_config(), "plain", 1, {"clients.fedcap.personal=false", "rounds=2"});
+  const std::vector<RoundRecord> records = parse_rounds_csv(file("plain", "rounds.csv"));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_GT(records.back().personal.clients, 0);
+}
+
+}  // namespace
+}  // namespace bastion
