@@ -44,6 +44,8 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
        make_fedcap_client},
       {{"st", "FedAvg, then Simple-Tuning: re-initialise the head and retrain it on clean local data", "Qin et al. 2023 (pFedSAM's ST)", &st_client_params()},
        make_st_client},
+      {{"spmc", "LGAlign: CE gradient projected off the coalition teacher's distillation gradient where they conflict", "SPMC (seed paper, §4.3 LGAlign)", &spmc_client_params()},
+       make_spmc_client},
   };
   return table;
 }
@@ -51,7 +53,7 @@ const std::vector<ClientRuleEntry>& client_rule_registry() {
 const std::vector<ServerRuleEntry>& server_rule_registry() {
   static const std::vector<ServerRuleEntry> table = {
       {{"fedavg", "sample-weighted (or uniform) mean of the updates, times a server learning rate", "McMahan et al. 2017", &fedavg_params()},
-       make_fedavg, nullptr, false},
+       make_fedavg, nullptr, false, true},
       {{"krum", "the upload with the smallest sum of squared distances to its n - f - 2 nearest", "Blanchard et al. 2017", &krum_params()},
        make_krum, nullptr, false},
       {{"multi-krum", "mean of the m = n - f uploads with the best Krum scores", "Blanchard et al. 2017 (options: El Mhamdi et al. 2018, NDSS'21)", &multi_krum_params()},
@@ -88,6 +90,8 @@ const std::vector<ServerRuleEntry>& server_rule_registry() {
        make_residual_base, nullptr, false},
       {{"fedcpa", "weight clients by agreement of their top/bottom-k critical parameters with peers and the global model", "Han et al. 2023 (FedCPA)", &fedcpa_params()},
        make_fedcpa, nullptr, false},
+      {{"spmc", "margin contribution: softmax weights from each upload's cosine with the mean of the others", "SPMC (seed paper, §4.2 MCAgg)", &spmc_params()},
+       make_spmc, nullptr, false, true},
       {{"fltrust", "trust = ReLU(cos) with the server's update on its root set; updates rescaled to its norm", "Cao et al. 2021 (FLTrust)", &fltrust_params()},
        make_fltrust, nullptr, true},
       {{"sageflow", "entropy filter and loss-weighted average on the server's public set", "Park et al. 2021 (Sageflow)", &sageflow_params()},

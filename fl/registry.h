@@ -34,6 +34,9 @@ struct ServerRuleEntry {
   // Wrappers only (bucketing, gas): build around an inner rule.
   std::function<std::unique_ptr<ServerRule>(const Params&, std::unique_ptr<ServerRule>)> wrap = nullptr;
   bool needs_server_data = false;  // fltrust, sageflow, finetune: data.server_fraction > 0 required
+  // The rule reports its upload weights (AggregationOutput::weights): fedavg, spmc. A client rule that
+  // needs them (ClientRule::needs_aggregation_weights, SPMC's) can only run with such a rule.
+  bool reports_weights = false;
 };
 
 struct AttackEntry {

@@ -111,7 +111,7 @@ TEST(FlRegistry, EveryUnitHasAParameterTableAndUnknownNamesListTheValidOnes) {
     EXPECT_NE(make_server_rule(e.info.name, params, inner, Params("i", fedavg_params())), nullptr) << e.info.name;
     EXPECT_NE(static_cast<bool>(e.make), static_cast<bool>(e.wrap)) << e.info.name << ": make xor wrap";
   }
-  EXPECT_EQ(server_rule_registry().size(), 25u);  // fedavg + the 21 classical defenses of issue 5 + fedcpa + rsa-server (SPMC) + fedcap
+  EXPECT_EQ(server_rule_registry().size(), 26u);  // fedavg + the 21 classical defenses of issue 5 + fedcpa + rsa-server (SPMC) + fedcap + spmc (SPMC's MCAgg)
   expect_error([] { find_server_rule("krumm"); }, {"unknown server rule 'krumm'", "fedavg"});
   expect_error([] { find_client_rule("sgdd"); }, {"unknown client rule", "sgd"});
   expect_error([] { find_attack("badnet"); }, {"unknown attack 'badnet'", "badnets", "min-max"});

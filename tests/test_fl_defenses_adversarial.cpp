@@ -63,9 +63,11 @@ Round honest_round(uint64_t seed, int64_t n = kN) {
 }
 
 // Rules that do not keep a huge or far upload out by design (their own tests and docs/defenses.md):
-// plain or clipped means, noise, sign votes, sign steps, a plain mean before fine-tuning.
+// plain or clipped means, noise, sign votes, sign steps, a plain mean before fine-tuning, spmc's softmax
+// of bounded cosines (every upload keeps a weight >= e^-2 times another's, whatever its norm).
 // fedcap drops only uploads whose calibrated norm exceeds T_norm (10): a -3 mu sybil pair stays in its mean.
-const std::set<std::string> kNotRobust = {"fedavg", "norm-clip", "add-noise", "crfl", "rlr", "rsa", "rsa-server", "finetune", "fedcap"};
+const std::set<std::string> kNotRobust = {"fedavg", "norm-clip", "add-noise", "crfl", "rlr", "rsa",
+                                          "rsa-server", "finetune", "fedcap", "spmc"};
 // FoolsGold judges directions, not sizes: one huge upload that resembles nobody keeps weight 1 (the paper's
 // threat is sybils; the grid in docs/defenses.md shows the same under scale).
 // rfa (OPEN, not fixed): Weiszfeld starts at the mean, ~1e29 away, and its relative stopping test
@@ -287,6 +289,7 @@ const std::map<std::string, Needs> kNeeds = {
     {"bucketing", {2, "f = 2 outside"}},    {"gas", {3, "0 <= f < n"}},
     {"fedcpa", {1, "no upload"}},
     {"fedcap", {1, "no upload"}},
+    {"spmc", {1, "no upload"}},
 };
 
 TEST(FlDefenseAdversarial, TooFewUploadsAreRefusedByTheRulesPrecondition) {

@@ -111,8 +111,11 @@ TEST(FlDefenseRegistry, RobustRulesStayInsideTheHonestRangeWithTwoHugeOutliers) 
   // add-noise, crfl, rlr (sign vote: 2 of 11 cannot flip it, but the magnitudes still enter the mean),
   // rsa (bounded sign steps, not the honest range), finetune (plain mean before its training), fedcpa (at
   // this zero global model its importance |Delta * (g + Delta)| = Delta^2 ranks -1000 mu's coordinates
-  // exactly like mu's: critical parameters cannot see sign or scale there; docs/defenses.md).
-  const std::set<std::string> not_robust = {"fedavg", "norm-clip", "add-noise", "crfl", "rlr", "rsa", "rsa-server", "finetune", "fedcpa"};
+  // exactly like mu's: critical parameters cannot see sign or scale there; docs/defenses.md), spmc
+  // (softmax of bounded cosines: every upload keeps weight >= e^-2 times another's, and the two colluding
+  // outliers dominate each other's leave-one-out mean, so they even get the larger weights).
+  const std::set<std::string> not_robust = {"fedavg", "norm-clip", "add-noise", "crfl", "rlr", "rsa",
+                                            "rsa-server", "finetune", "fedcpa", "spmc"};
   for (const ServerRuleEntry& entry : server_rule_registry()) {
     if (not_robust.count(entry.info.name)) continue;
     Scenario s = scenario(2, 4);

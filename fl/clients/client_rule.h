@@ -122,6 +122,9 @@ class ClientRule {
   virtual bool uses_second_model() const { return false; }
   // Local training in FedCAP's setting: every client trains every round, not only the sampled ones.
   virtual bool every_client_trains() const { return false; }
+  // The rule's method server reads the server rule's upload weights (MethodRound::weights; SPMC's
+  // coalition): the configuration check then demands a server rule that reports them.
+  virtual bool needs_aggregation_weights() const { return false; }
   // The method's server part for `clients` clients and models of `num_parameters` parameters; nullptr
   // (default) when the method keeps no server state besides the server rule's.
   virtual std::unique_ptr<MethodServer> make_method_server(int64_t clients, int64_t num_parameters) const;
@@ -175,5 +178,9 @@ std::unique_ptr<ClientRule> make_fedcap_client(const Params& params);
 // fl/clients/fedcr.cpp: FedCR (stochastic encoder cnn-fedcr, KL to the server's class Gaussians, personal fc4)
 const std::vector<ParamSpec>& fedcr_client_params();
 std::unique_ptr<ClientRule> make_fedcr_client(const Params& params);
+
+// fl/clients/spmc.cpp: SPMC's LGAlign (CE gradient aligned with the coalition teacher's distillation gradient)
+const std::vector<ParamSpec>& spmc_client_params();
+std::unique_ptr<ClientRule> make_spmc_client(const Params& params);
 
 }  // namespace bastion

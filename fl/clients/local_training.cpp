@@ -31,6 +31,7 @@ double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y) {
     if (pass.extra_loss) loss = add(loss, (*pass.extra_loss)(pass.model, y));
     loss.backward();
     if (!pass.sam) clip_gradient_norm(pass.model, pass.grad_clip);  // SAM clips per its options
+    if (pass.batch_hook) (*pass.batch_hook)(pass.model, x);
     if (pass.hook) (*pass.hook)(pass.model);
     return loss.item();
   };
@@ -178,7 +179,7 @@ ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, in
 }
 
 ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam_options,
-                                 const LossTerm* extra_loss, const GradientHook* hook) {
+                                 const LossTerm* extra_loss, const GradientHook* hook, const BatchHook* batch_hook) {
   BatchLoader loader(task.data, schedule.batch, /*shuffle=*/true, task.seed, task.indices, schedule.drop_last);
   Generator attack_rng = attack_stream(task);
   prepare_loader(loader, task, attack_rng);
@@ -194,6 +195,7 @@ ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule
   LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule.grad_clip};
   pass.extra_loss = extra_loss;
   pass.hook = hook;
+  pass.batch_hook = batch_hook;
   ClientResult result = run_scheduled_epochs(pass, schedule, task.state);
   save_momentum(schedule, task.state, sgd, "momentum");
   return result;

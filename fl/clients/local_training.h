@@ -2,7 +2,7 @@
 // post-training steps): a shuffled loader over the client's samples (with the transform, and for an
 // attacker the attack's poisoning), then steps of SGD or SAM:
 //   for E epochs (or exactly K steps when steps > 0, cycling through epochs):
-//     for each batch (x, y):  zero grads; CE(f_w(x), y).backward(); clip; hook; optimizer step
+//     for each batch (x, y):  zero grads; CE(f_w(x), y).backward(); clip; batch hook; hook; optimizer step
 //   lr_t = lr * lr_decay^floor((round - 1) / lr_decay_every)     (lr_decay_scope = round)
 //   or the client's own lr, decayed after each of its local epochs   (lr_decay_scope = client-epoch)
 // SAM steps (rho > 0, nn/optim.h) clip by sam_clip: before the ascent and/or on the final direction.
@@ -55,6 +55,10 @@ uint64_t dropout_seed(const ClientTask& task);
 void prepare_loader(BatchLoader& loader, const ClientTask& task, Generator& attack_rng);
 
 using GradientHook = std::function<void(Model&)>;
+// A gradient edit that needs the batch (SPMC's LGAlign: a second forward/backward for the teacher's loss,
+// then the CE gradient projected): called after the cross-entropy backward and clipping, before `hook`,
+// with the batch's inputs; it must leave the step's gradient in the model's gradient buffer.
+using BatchHook = std::function<void(Model&, const Tensor& x)>;
 // A term added to the step's cross-entropy before backward (FedCR's KL regulariser): called right after the
 // forward with the batch's labels; the model's last forward is readable through it. Undefined = nothing.
 using LossTerm = std::function<Tensor(Model&, const LabelTensor& y)>;
@@ -71,15 +75,17 @@ struct LocalPass {
   const GradientHook* hook = nullptr;
   bool allow_attack = true;         // false: a Training attack's step is not used (clean phases)
   const LossTerm* extra_loss = nullptr;
+  const BatchHook* batch_hook = nullptr;
 };
 
 // The sgd client's whole round on task.model: loader (seeded by task.seed, with the attack's poisoning),
 // SGD (or SAM when rho > 0) with lr_t, momentum kept under "momentum" when keep_momentum. `sam`, when
 // given, sets every step's SAM options (the SAM family's radii, linear term and duals) instead of rho's.
 // `extra_loss`, when given, is added to every step's loss; `hook`, when given, edits every step's gradient
-// (after clipping; RSA's sign term).
+// (after clipping; RSA's sign term); `batch_hook` edits it with the batch at hand (LocalPass::batch_hook).
 ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam = nullptr,
-                                 const LossTerm* extra_loss = nullptr, const GradientHook* hook = nullptr);
+                                 const LossTerm* extra_loss = nullptr, const GradientHook* hook = nullptr,
+                                 const BatchHook* batch_hook = nullptr);
 
 // The lr a client starts its round with: lr_at(round), or with lr_decay_scope = client-epoch the client's
 // own decayed lr (ClientState scalar "lr"; the initial lr before its first round).

@@ -16,6 +16,7 @@
 // FedALA (fedala.cpp): Θ^0 for late first visits.
 // FedFomo (fedfomo.cpp): the clients' last uploaded models and the affinity matrix P.
 // FedCR (the global class-conditional Gaussians; fedcr.cpp).
+// SPMC (spmc.cpp): each client's aggregation weight of the previous round, for its coalition model.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,9 @@ struct MethodRound {
   // start states, ServerRule::client_start_state, it would not be: no rule does so yet). Empty when the
   // caller gives none.
   std::span<const float> global = {};
+  // The server rule's weight of each accepted upload (AggregationOutput::weights, row i: clients[i]);
+  // empty when the rule reports none. SPMC's server part stores them for the clients' coalitions.
+  std::span<const double> weights = {};
 };
 
 struct RoundStart {

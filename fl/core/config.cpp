@@ -373,6 +373,19 @@ void check_personalization(const ExperimentConfig& c) {
                 "' is judged on tuned client models: set eval.personalized = true");
 }
 
+// A client rule that rebuilds its coalition from the server rule's upload weights (SPMC's LGAlign) runs
+// only with a rule that reports them; naming those rules here keeps the error actionable.
+void check_weight_pairing(const ExperimentConfig& c) {
+  if (!find_client_rule(c.clients.text("rule")).make(c.client_rule)->needs_aggregation_weights()) return;
+  std::vector<std::string> reporting;
+  for (const ServerRuleEntry& entry : server_rule_registry())
+    if (entry.reports_weights) reporting.push_back(entry.info.name);
+  BASTION_CHECK(find_server_rule(c.server.text("rule")).reports_weights, "clients.rule = '", c.clients.text("rule"),
+                "' rebuilds each client's coalition model from the server rule's aggregation weights, but server.rule = '",
+                c.server.text("rule"), "' reports none; use one of: ", join(reporting),
+                " (SPMC = clients.rule \"spmc\" + server.rule \"spmc\"; fedavg = the LGAlign-only ablation)");
+}
+
 void cross_check(const ExperimentConfig& c) {
   const int64_t clients = c.data.integer("clients"), per_round = c.clients.integer("per_round");
   BASTION_CHECK(per_round <= clients, "clients.per_round = ", per_round, " exceeds data.clients = ", clients);
@@ -394,6 +407,7 @@ void cross_check(const ExperimentConfig& c) {
                   "server rule '", rule, "' needs the server's own data: set data.server_fraction (SPMC holds out 0.1)");
   }
   check_personalization(c);
+  check_weight_pairing(c);
   const int64_t start = c.attack.integer("start_round"), end = c.attack.integer("end_round");
   BASTION_CHECK(end == 0 || end >= start, "attack.end_round = ", end, " is before attack.start_round = ", start);
 }

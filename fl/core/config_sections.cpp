@@ -59,7 +59,9 @@ const Specs& data_specs() {
       real_param("server_fraction", 0, 0, 0.9, "share of the training set held out as the server's own data (the last samples)"),
       text_param("normalization", "dataset", {"dataset", "mnist", "imagenet", "half", "none"},
                  "input normalisation: the dataset's own statistics, or a fixed preset"),
-      text_param("augment", "default", {"default", "none"}, "training augmentation: the dataset's default, or none"),
+      text_param("augment", "default", {"default", "none", "spmc-digits"},
+                 "training augmentation: the dataset's default, none, or spmc-digits (SPMC's digit pipeline: "
+                 "resize to 32x32, random crop with zero padding 4, replicate to 3 channels; test: resize + replicate)"),
   };
   return specs;
 }

@@ -163,7 +163,7 @@ class SeedRun {
                  const std::vector<ClientResult>& results);
   void method_after_aggregation(const float* uploads, const std::vector<int64_t>& accepted_clients,
                                 const std::vector<int64_t>& sampled, const std::vector<ClientResult>& results,
-                                std::vector<float>& update);
+                                AggregationOutput& output);
   int64_t message_bytes() const;
   void load_global(int worker);
   EvalResult evaluate_global(const std::vector<int64_t>& indices, const PoisonSpec* poison);
@@ -316,14 +316,14 @@ void SeedRun::prepare_messages(int64_t round, const std::vector<int64_t>& sample
 // The method server's term and state update over the accepted uploads (rows in accepted_clients order).
 void SeedRun::method_after_aggregation(const float* uploads, const std::vector<int64_t>& accepted_clients,
                                        const std::vector<int64_t>& sampled, const std::vector<ClientResult>& results,
-                                       std::vector<float>& update) {
+                                       AggregationOutput& output) {
   std::map<int64_t, size_t> row_of;
   for (size_t i = 0; i < sampled.size(); ++i) row_of[sampled[i]] = i;
   std::vector<std::span<const float>> extra;
   for (int64_t client : accepted_clients) extra.emplace_back(results[row_of.at(client)].extra_upload);
   const MethodRound round{uploads, static_cast<int64_t>(accepted_clients.size()), sharing_.width, sharing_.parameters,
-                          &accepted_clients, &extra, global_shared()};
-  method_server_->after_aggregation(round, update);
+                          &accepted_clients, &extra, global_shared(), output.weights};
+  method_server_->after_aggregation(round, output.update);
 }
 
 // Bytes of this round's method messages (what clients receive besides the model).
@@ -361,7 +361,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
   AggregationOutput output = server_rule_->aggregate(input);
   BASTION_CHECK(static_cast<int64_t>(output.update.size()) == width, "server rule '", c_.server.text("rule"),
                 "' returned ", output.update.size(), " values for ", width, " shared columns");
-  if (method_server_) method_after_aggregation(uploads.data(), accepted_clients, sampled, results, output.update);
+  if (method_server_) method_after_aggregation(uploads.data(), accepted_clients, sampled, results, output);
   add_update_checked(sharing_, output.update, global_, c_.server.text("rule"), round);
   ++version_;
   record_verdicts(client_flags_, accepted_clients, output.flagged);

@@ -18,6 +18,11 @@ SharedData load_shared_data(const ExperimentConfig& c) {
   apply_normalization_preset(shared.train, c.data.text("normalization"));
   apply_normalization_preset(shared.test, c.data.text("normalization"));
   if (c.data.text("augment") == "default") shared.train_transform = default_train_transform(shared.train.name);
+  if (c.data.text("augment") == "spmc-digits") {  // SPMC's mnist.py / fashionmnist.py (IMPLEMENTATION-FACTS §2.3)
+    shared.train_transform.resize = 32;
+    shared.train_transform.crop_padding = 4;
+    shared.train_transform.replicate_channels = 3;
+  }
   // Test time keeps only the deterministic steps (resize, channel replication): no crop, no flip.
   shared.eval_transform.resize = shared.train_transform.resize;
   shared.eval_transform.replicate_channels = shared.train_transform.replicate_channels;

@@ -4,6 +4,8 @@
 // over every column, BatchNorm buffers included (they are averaged like parameters, SPEC notation).
 // Sums run in double over the rows in their given order, so the result is independent of threads.
 // No robustness: one upload can move the mean arbitrarily far (that is what the attacks show).
+// Reports a_i (AggregationOutput::weights, before eta): SPMC's clients with this rule are SPMC Table 1's
+// "LGAlign only" ablation (the code's Weight server returns these fractions as `freq`).
 // Cost: O(n D), one pass over the matrix.
 #include <limits>
 
@@ -19,10 +21,11 @@ class FedAvg final : public ServerRule {
 
   AggregationOutput aggregate(const AggregationInput& in) override {
     const std::vector<int64_t> rows = all_rows(in.n);
-    std::vector<double> weights = row_weights(in, rows, sample_weighted_, "fedavg");
-    for (double& w : weights) w *= lr_;  // exact for the default lr = 1
     AggregationOutput out;
-    out.update = weighted_sum_of_rows(in, rows, weights);
+    out.weights = row_weights(in, rows, sample_weighted_, "fedavg");
+    std::vector<double> scaled = out.weights;
+    for (double& w : scaled) w *= lr_;  // exact for the default lr = 1
+    out.update = weighted_sum_of_rows(in, rows, scaled);
     return out;
   }
 

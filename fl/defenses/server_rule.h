@@ -91,6 +91,9 @@ struct AggregationOutput {
   std::vector<float> update;              // D: added to the global state
   std::vector<uint8_t> flagged;           // n: 1 = the rule judged this upload malicious (detection
                                           // metrics); empty = the rule flags nobody
+  std::vector<double> weights;            // n: a weighted-mean rule's upload weights, summing to 1
+                                          // (fedavg, spmc; SPMC's clients rebuild their coalition from
+                                          // them); empty = the rule is no weighted mean
 };
 
 class ServerRule {
@@ -167,6 +170,9 @@ const std::vector<ParamSpec>& residual_base_params();
 std::unique_ptr<ServerRule> make_residual_base(const Params& params);
 const std::vector<ParamSpec>& fedcpa_params();
 std::unique_ptr<ServerRule> make_fedcpa(const Params& params);
+// margin contribution: spmc.cpp (SPMC's MCAgg)
+const std::vector<ParamSpec>& spmc_params();
+std::unique_ptr<ServerRule> make_spmc(const Params& params);
 // server data: fltrust.cpp, sageflow.cpp, finetune.cpp
 const std::vector<ParamSpec>& fltrust_params();
 std::unique_ptr<ServerRule> make_fltrust(const Params& params);
