@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "fl/core/mpi_grid.h"
+#include "fl/core/mpi_run.h"
 #include "kernels/cpu/gemm.h"
 #include "tensor/error.h"
 
@@ -34,11 +35,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    // Under mpirun with K > 1 only reproduce divides its work (fl/core/mpi_grid.h); any other command
-    // would run K times over the same files.
-    BASTION_CHECK(bastion::launcher_size() <= 1 || app.got_subcommand("reproduce") || app.got_subcommand("list"),
+    // Under mpirun with K > 1 only reproduce (fl/core/mpi_grid.h) and run (fl/core/mpi_run.h) divide
+    // their work; any other command would run K times over the same files.
+    BASTION_CHECK(bastion::launcher_size() <= 1 || app.got_subcommand("reproduce") || app.got_subcommand("run") ||
+                      app.got_subcommand("list"),
                   "started by mpirun with ", bastion::launcher_size(), " processes, but only `bastion reproduce` "
-                  "spreads its work over MPI ranks (docs/scale-out.md); run this command without mpirun");
+                  "and `bastion run` spread their work over MPI ranks (docs/scale-out.md); run this command without mpirun");
     for (auto& [sub, command] : commands)
       if (sub->parsed()) return command();
   } catch (const bastion::Error& e) {
@@ -46,9 +48,11 @@ int main(int argc, char** argv) {
     const char* debug = std::getenv("BASTION_DEBUG");
     const bool locations = verbose || (debug != nullptr && std::string(debug) == "1");
     std::fprintf(stderr, "bastion: error: %s\n", locations ? e.what() : bastion::without_source_locations(e.what()).c_str());
+    bastion::abort_all_ranks(1);  // under mpirun the other ranks would wait for this one forever
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bastion: unexpected error: %s\n", e.what());
+    bastion::abort_all_ranks(1);
     return 1;
   }
   return 0;

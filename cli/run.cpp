@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
+#include "fl/core/mpi_grid.h"
 
 namespace bastion::cli {
 
@@ -27,11 +28,14 @@ int run_run(const RunArgs& args) {
   options.threads = args.threads;
   options.resume = args.resume;
   options.overwrite = args.overwrite;
-  if (!args.quiet) options.log = [](const std::string& line) {
+  options.spread_over_ranks = true;
+  // Under mpirun -np K (fl/core/mpi_run.h) rank 0 alone reports; the other ranks train and stay quiet.
+  const bool reports = launcher_rank() == 0;
+  if (!args.quiet && reports) options.log = [](const std::string& line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   };
-  std::printf("run %s: %s on %s, %lld clients (%lld per round), %lld rounds, rule %s/%s, attacks %s, out %s\n",
+  if (reports) std::printf("run %s: %s on %s, %lld clients (%lld per round), %lld rounds, rule %s/%s, attacks %s, out %s\n",
               config.experiment.text("name").c_str(), config.model.text("name").c_str(),
               config.data.text("dataset").c_str(), static_cast<long long>(config.data.integer("clients")),
               static_cast<long long>(config.clients.integer("per_round")),
@@ -40,6 +44,7 @@ int run_run(const RunArgs& args) {
               options.out_dir.c_str());
   std::fflush(stdout);
   const std::vector<RunSummary> summaries = run_experiment(config, options);
+  if (!reports) return 0;
   std::printf("results: %s/rounds.csv and %s/summary.json; plot: %s/curves.svg\n", options.out_dir.c_str(),
               options.out_dir.c_str(), options.out_dir.c_str());
   std::printf("%s\n", summary_line(summaries).c_str());

@@ -143,13 +143,13 @@ TEST_F(MpiGrid, ABuildWithoutMpiRefusesALaunchersSeveralProcesses) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "runs")) << "nothing may run";
 }
 
-// Any build: only reproduce divides its work, so `bastion run` under a launcher with K > 1 refuses
-// before it reads anything (the config named here does not exist).
+// Any build: only reproduce and run divide their work, so `bastion train` under a launcher with K > 1
+// refuses before it reads anything (the dataset named here does not exist).
 TEST_F(MpiGrid, OtherCommandsRefuseSeveralProcesses) {
-  const auto result = run_shell("PMI_SIZE=2 " + std::string(BASTION_BINARY) + " run " + path("none.toml") + " 2>&1");
+  const auto result = run_shell("PMI_SIZE=2 " + std::string(BASTION_BINARY) + " train --dataset none 2>&1");
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("only `bastion reproduce`"), std::string::npos) << result.output;
-  const auto alone = run_shell("PMI_SIZE=1 " + std::string(BASTION_BINARY) + " run " + path("none.toml") + " 2>&1");
+  const auto alone = run_shell("PMI_SIZE=1 " + std::string(BASTION_BINARY) + " train --dataset none 2>&1");
   EXPECT_EQ(alone.output.find("only `bastion reproduce`"), std::string::npos) << alone.output;
 }
 

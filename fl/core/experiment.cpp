@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <optional>
@@ -13,10 +14,12 @@
 #include "fl/clients/post_step.h"
 #include "fl/core/checkpoint.h"
 #include "fl/core/client_models.h"
+#include "fl/core/mpi_run.h"
 #include "fl/core/personal_eval.h"
 #include "fl/core/run_setup.h"
 #include "fl/core/sampling.h"
 #include "fl/core/server_side.h"
+#include "fl/core/spread_round.h"
 #include "fl/core/thread_pool.h"
 #include "fl/evaluate.h"
 #include "fl/registry.h"
@@ -52,8 +55,8 @@ std::string percent(double value) {
 class SeedRun {
  public:
   SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, std::string dir,
-          const RunOptions& options)
-      : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(threads) {
+          const RunOptions& options, RunTransport& net)
+      : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(threads), net_(net) {
     partition_ = make_partition(shared.train, partition_spec(c_.data), c_.data.integer("clients"),
                                 root_.fork(kPartition).next_u64());
     malicious_ = choose_malicious(c_.data.integer("clients"), resolved_malicious_count(c_), c_.attack.text("selection"),
@@ -111,6 +114,11 @@ class SeedRun {
   Generator root_;
   std::string dir_;
   ThreadPool pool_;
+  // The ranks this run's clients are spread over (fl/core/mpi_run.h); one, in this process, without mpirun.
+  // Rank 0 is the server: it alone prepares start states and messages, aggregates, evaluates the global
+  // model, and writes the results and checkpoints.
+  RunTransport& net_;
+  int64_t bytes_before_round_ = 0;  // net_.bytes_moved() when this round began (logged per round)
   Partition partition_;
   std::vector<int64_t> malicious_;
   std::vector<uint8_t> is_malicious_;
@@ -144,6 +152,8 @@ class SeedRun {
   int64_t next_round_ = 1;
   double last_train_loss_ = kNoValue;
 
+  bool spread() const { return net_.size() > 1; }
+  bool is_server() const { return net_.rank() == 0; }
   bool attack_active(int64_t round) const {
     const int64_t end = c_.attack.integer("end_round");
     return !malicious_.empty() && round >= c_.attack.integer("start_round") && (end == 0 || round <= end);
@@ -153,9 +163,14 @@ class SeedRun {
   std::span<const float> global_shared();
   void prepare_start_states(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
   void request_updates(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
-  void train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
-                     std::vector<ClientResult>& results, std::vector<ClientState>* scratch = nullptr,
-                     uint64_t stream = kClient);
+  void train_clients(int64_t round, const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows, bool attack_on,
+                     std::vector<float>& uploads, std::vector<ClientResult>& results,
+                     std::vector<ClientState>* scratch = nullptr, uint64_t stream = kClient);
+  void send_client_inputs(const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows);
+  void collect_client_outputs(const std::vector<int64_t>& rows, std::vector<float>& uploads,
+                              std::vector<ClientResult>& results);
+  void share_global();
+  void collect_client_states();
   void attack_uploads(int64_t round, const std::vector<int64_t>& sampled, std::vector<float>& uploads,
                       uint64_t stream = kAttack);
   void prepare_messages(int64_t round, const std::vector<int64_t>& sampled);
@@ -175,6 +190,7 @@ class SeedRun {
   CheckpointState checkpoint_state() const;
   void restore(const CheckpointState& state);
   friend void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options);
+  friend void resume_seed_spread(SeedRun& run, const std::string& config_toml, const RunOptions& options);
 };
 
 void SeedRun::prepare_backdoor_test() {
@@ -219,6 +235,10 @@ void SeedRun::prepare_start_states(int64_t round, const std::vector<int64_t>& sa
 void SeedRun::request_updates(int64_t round, const std::vector<int64_t>& sampled, bool attack_on) {
   const std::vector<int64_t> asked = server_rule_->request_clients(sampled);
   if (asked.empty()) return;
+  // The request trains on copies of the asked clients' states, which live on their owners under mpirun.
+  BASTION_CHECK(!spread(), "server rule '", c_.server.text("rule"), "' asks clients for updates outside the round ",
+                "(its request path), which mpirun does not spread over ranks yet: run it in one process, or without ",
+                "the requests (FedCAP: server.fedcap.non_uploaders = \"global\")");
   const std::span<const float> base = server_rule_->request_base();
   BASTION_CHECK(static_cast<int64_t>(base.size()) == sharing_.width, "server rule '", c_.server.text("rule"),
                 "' gave a request base of ", base.size(), " values for ", sharing_.width, " shared columns");
@@ -232,7 +252,9 @@ void SeedRun::request_updates(int64_t round, const std::vector<int64_t>& sampled
   std::vector<float> updates(static_cast<size_t>(m * width));
   std::vector<ClientResult> results(static_cast<size_t>(m));
   messages_.clear();  // a request carries no method-server message
-  train_clients(round, asked, attack_on, updates, results, &scratch, kRequest);
+  std::vector<int64_t> every_row(static_cast<size_t>(m));
+  std::iota(every_row.begin(), every_row.end(), int64_t{0});
+  train_clients(round, asked, every_row, attack_on, updates, results, &scratch, kRequest);
   if (attack_on) attack_uploads(round, asked, updates, kRequestAttack);
   for (int64_t i = 0; i < m; ++i)
     server_rule_->receive_request(asked[i], std::span<const float>(updates.data() + i * width, static_cast<size_t>(width)));
@@ -241,13 +263,15 @@ void SeedRun::request_updates(int64_t round, const std::vector<int64_t>& sampled
   starts_.clear();
 }
 
-// `scratch` (one ClientState per entry of `sampled`) replaces the clients' own states when given.
-void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, bool attack_on,
-                            std::vector<float>& uploads, std::vector<ClientResult>& results,
+// The sampled clients at positions `rows` (this rank's; every position in one process). `scratch` (one
+// ClientState per entry of `sampled`) replaces the clients' own states when given.
+void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows,
+                            bool attack_on, std::vector<float>& uploads, std::vector<ClientResult>& results,
                             std::vector<ClientState>* scratch, uint64_t stream) {
   const Generator client_streams = root_.fork(stream).fork(static_cast<uint64_t>(round));
   const int64_t width = sharing_.width;
-  pool_.run(static_cast<int64_t>(sampled.size()), [&](int64_t i, int worker) {
+  pool_.run(static_cast<int64_t>(rows.size()), [&](int64_t k, int worker) {
+    const int64_t i = rows[static_cast<size_t>(k)];
     Model& model = *replicas_[worker];
     const std::span<const float> start =
         starts_.empty() ? std::span<const float>(global_) : std::span<const float>(starts_.data() + i * D_, D_);
@@ -432,7 +456,7 @@ PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
                           c_.eval.boolean("asr_include_target"), c_.eval.boolean("personal_global"),
                           c_.eval.text("personal_asr") == "local", c_.eval.integer("batch"), round,
                           c_.experiment.integer("rounds"), root_.fork(kPostStep)};
-  const PersonalRecord record = evaluate_personal(input, pool_, replicas_);
+  const PersonalRecord record = evaluate_personal(input, pool_, replicas_, &net_);
   std::fill(loaded_version_.begin(), loaded_version_.end(), -1);  // the replicas hold client models now
   return record;
 }
@@ -472,17 +496,24 @@ void SeedRun::run(const RunOptions& options) {
     const bool attack_on = attack_active(round);
     const std::vector<int64_t> sampled = round_clients(round, attack_on);
     const int64_t m = static_cast<int64_t>(sampled.size());
+    const std::vector<int64_t> rows = owned_rows(sampled, net_.rank(), net_.size());
+    bytes_before_round_ = net_.bytes_moved();
     uploads.resize(static_cast<size_t>(m * sharing_.width));
     results.assign(static_cast<size_t>(m), ClientResult{});
-    prepare_start_states(round, sampled, attack_on);
-    prepare_messages(round, sampled);
-    train_clients(round, sampled, attack_on, uploads, results);
+    if (is_server()) {
+      prepare_start_states(round, sampled, attack_on);
+      prepare_messages(round, sampled);
+    }
+    if (spread()) send_client_inputs(sampled, rows);
+    train_clients(round, sampled, rows, attack_on, uploads, results);
+    if (spread()) collect_client_outputs(rows, uploads, results);
     const double train_seconds = seconds_since(round_start);
     const auto aggregate_start = std::chrono::steady_clock::now();
-    if (sharing_.width > 0) {  // a rule that shares nothing (local) has no server step
+    if (sharing_.width > 0 && is_server()) {  // a rule that shares nothing (local) has no server step
       if (attack_on) attack_uploads(round, sampled, uploads);
       aggregate(round, sampled, attack_on, uploads, results);
     }
+    if (sharing_.width > 0 && spread()) share_global();
     const double aggregate_seconds = seconds_since(aggregate_start);
     pending_.sampled = m;
     pending_.malicious = 0;
@@ -499,15 +530,56 @@ void SeedRun::run(const RunOptions& options) {
     for (const ClientResult& result : results)
       pending_.bytes_up += static_cast<int64_t>(result.extra_upload.size() * sizeof(float));
     const auto eval_start = std::chrono::steady_clock::now();
-    if (round % c_.eval.integer("every") == 0 || round == rounds) evaluate_round(round);
+    if (round % c_.eval.integer("every") == 0 || round == rounds) {
+      if (is_server()) evaluate_round(round);
+      else if (c_.eval.boolean("personalized")) evaluate_personalized(round);  // this rank's share of it
+    }
     timings_.push_back({round, train_seconds, aggregate_seconds, seconds_since(eval_start), seconds_since(round_start)});
     next_round_ = round + 1;
-    write_results();
-    if (checkpoint_every > 0 && (round % checkpoint_every == 0 || round == rounds))
-      save_checkpoint(dir_ + "/checkpoint.safetensors", checkpoint_state());
-    log_progress(options, round, seconds_since(round_start));
+    if (is_server()) write_results();
+    if (checkpoint_every > 0 && (round % checkpoint_every == 0 || round == rounds)) {
+      if (spread()) collect_client_states();
+      if (is_server()) save_checkpoint(dir_ + "/checkpoint.safetensors", checkpoint_state());
+    }
+    if (is_server()) log_progress(options, round, seconds_since(round_start));
     if (options.stop_after_round > 0 && round >= options.stop_after_round) return;
   }
+}
+
+// Spread over ranks (fl/core/spread_round.h): the owners' start rows and messages, from rank 0.
+void SeedRun::send_client_inputs(const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows) {
+  std::vector<Bytes> parts;
+  if (is_server()) parts = pack_client_inputs(sampled, net_.size(), starts_, D_, messages_);
+  const Bytes mine = net_.scatter(parts);
+  if (!is_server()) unpack_client_inputs(mine, rows, static_cast<int64_t>(sampled.size()), D_, starts_, messages_);
+}
+
+// The owners' upload rows and results, into their sampled positions on rank 0.
+void SeedRun::collect_client_outputs(const std::vector<int64_t>& rows, std::vector<float>& uploads,
+                                     std::vector<ClientResult>& results) {
+  const Bytes mine = is_server() ? Bytes{} : pack_client_outputs(rows, uploads, sharing_.width, results);
+  const std::vector<Bytes> parts = net_.gather(mine);
+  if (is_server()) unpack_client_outputs(parts, sharing_.width, uploads, results);
+}
+
+// The aggregated global state, from rank 0 to every rank.
+void SeedRun::share_global() {
+  Bytes bytes;
+  if (is_server()) {
+    const char* p = reinterpret_cast<const char*>(global_.data());
+    bytes.assign(p, p + global_.size() * sizeof(float));
+  }
+  net_.broadcast(bytes);
+  if (is_server()) return;
+  BASTION_CHECK(bytes.size() == global_.size() * sizeof(float), "MPI: a global state of ", bytes.size(), " bytes");
+  std::memcpy(global_.data(), bytes.data(), bytes.size());
+  ++version_;
+}
+
+// Before a checkpoint: every client's state onto rank 0, which writes them all (so any K can resume).
+void SeedRun::collect_client_states() {
+  const std::vector<Bytes> parts = net_.gather(pack_client_states(client_states_, net_.rank(), net_.size()));
+  if (is_server()) unpack_client_states(parts, client_states_);
 }
 
 void SeedRun::write_results() const {
@@ -527,8 +599,13 @@ void SeedRun::log_progress(const RunOptions& options, int64_t round, double roun
                 static_cast<unsigned long long>(seed_), static_cast<long long>(round), static_cast<long long>(rounds),
                 percent(last.acc).c_str(), percent(last.asr).c_str(), last_train_loss_,
                 round_seconds, eta);
-  if (!last.personal.present) return options.log(line);
-  options.log(std::string(line) + "  p_acc " + percent(last.personal.acc.mean) + "  p_asr " + percent(last.personal.asr.mean));
+  std::string text = line;
+  if (last.personal.present) text += "  p_acc " + percent(last.personal.acc.mean) + "  p_asr " + percent(last.personal.asr.mean);
+  if (spread()) {  // what crossed between the ranks this round (fl/core/spread_round.h)
+    std::snprintf(line, sizeof line, "  mpi %.3f MB", static_cast<double>(net_.bytes_moved() - bytes_before_round_) / 1e6);
+    text += line;
+  }
+  options.log(text);
 }
 
 CheckpointState SeedRun::checkpoint_state() const {
@@ -582,14 +659,42 @@ void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions&
   if (options.log) options.log("resumed seed " + std::to_string(run.seed_) + " after round " + std::to_string(state.round));
 }
 
+// K > 1: rank 0 reads the checkpoint (or finds none) and sends it to every rank, so the other ranks need
+// not see the output folder; each rank then restores it whole (and uses its own clients' states).
+void resume_seed_spread(SeedRun& run, const std::string& config_toml, const RunOptions& options) {
+  const std::string path = run.dir_ + "/checkpoint.safetensors";
+  std::string bytes;
+  if (run.is_server() && std::filesystem::exists(path)) {
+    const CheckpointState state = load_checkpoint(path);
+    check_resumable(path, state.config_toml, config_toml);
+    bytes = safetensors_bytes(checkpoint_file(state), path);
+  }
+  Bytes message(bytes.begin(), bytes.end());
+  run.net_.broadcast(message);
+  const bool server = run.is_server() && options.log;
+  if (message.empty()) {
+    if (server) options.log("no checkpoint in " + run.dir_ + ": seed " + std::to_string(run.seed_) + " starts at round 1");
+    return;
+  }
+  const CheckpointState state = parse_checkpoint(
+      parse_safetensors_bytes(reinterpret_cast<const uint8_t*>(message.data()), message.size(), path), path);
+  run.restore(state);
+  if (server) options.log("resumed seed " + std::to_string(run.seed_) + " after round " + std::to_string(state.round));
+}
+
 }  // namespace
 
 std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const RunOptions& options) {
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(config.run.integer("threads"));
-  prepare_out_dir(options.out_dir, options);
+  const std::unique_ptr<RunTransport> net =
+      options.spread_over_ranks ? make_run_transport() : std::make_unique<LocalTransport>();
+  const bool server = net->rank() == 0;  // under mpirun only rank 0 touches the output folder
   const std::string config_toml = config_to_toml(config);
-  if (options.resume) check_resume_folder(options.out_dir, config_toml);
-  write_file_atomic(options.out_dir + "/config.toml", config_toml);
+  if (server) {
+    prepare_out_dir(options.out_dir, options);
+    if (options.resume) check_resume_folder(options.out_dir, config_toml);
+    write_file_atomic(options.out_dir + "/config.toml", config_toml);
+  }
   set_num_threads(threads);
   const SharedData shared = load_shared_data(config);
   const int64_t repeat = config.experiment.integer("repeat");
@@ -598,14 +703,17 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
   for (int64_t r = 0; r < repeat; ++r) {
     const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
     const std::string dir = repeat == 1 ? options.out_dir : options.out_dir + "/seed-" + std::to_string(seed);
-    if (repeat > 1) prepare_out_dir(dir, options);
-    SeedRun run(config, shared, seed, threads, dir, options);
-    if (options.resume) resume_seed(run, config_toml, options);
+    if (repeat > 1 && server) prepare_out_dir(dir, options);
+    SeedRun run(config, shared, seed, threads, dir, options, *net);
+    if (options.resume && net->size() > 1) resume_seed_spread(run, config_toml, options);
+    else if (options.resume) resume_seed(run, config_toml, options);
     run.run(options);
     if (options.stop_after_round > 0) return summaries;  // simulated kill: no summary
+    if (!server) continue;
     summaries.push_back(run.summary());
     curves.push_back(run.records());
   }
+  if (!server) return summaries;  // empty: rank 0 reports
   const std::string name = config.experiment.text("name");
   write_file_atomic(options.out_dir + "/summary.json", summary_json(name, config.eval.text("report"), summaries));
   write_file_atomic(options.out_dir + "/curves.svg", curves_svg(name, curves));

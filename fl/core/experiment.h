@@ -12,6 +12,9 @@
 // Determinism: every random choice is drawn from Generator(seed) forked by purpose, round and client
 // (never from a shared stream advanced in thread order), and uploads are aggregated in client-id order,
 // so rounds.csv is byte-identical for any --threads and for a resumed run.
+// Spread over K ranks (RunOptions::spread_over_ranks, fl/core/spread_round.h): client c trains on rank
+// c mod K, whose uploads rank 0 places in the same client order, so rounds.csv is also byte-identical
+// for any K; the checkpoint (written by rank 0 with every client's state) resumes with any K.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,10 @@ struct RunOptions {
   bool overwrite = false;                             // replace results already in out_dir
   std::function<void(const std::string&)> log;        // progress lines; null = silent
   int64_t stop_after_round = 0;                       // tests: return after this round (a "kill"), 0 = off
+  // `bastion run` under mpirun -np K: spread the clients over the K ranks (fl/core/mpi_run.h; rank 0 is
+  // the server and alone writes files and logs). false: this process runs everything (the grid mode's
+  // runs, tests).
+  bool spread_over_ranks = false;
   // Tests and tools: wraps the server rule built from the config (once per seed), e.g. to observe what
   // the rule is given or to hand clients start states; null = the rule as configured.
   std::function<std::unique_ptr<ServerRule>(std::unique_ptr<ServerRule>)> wrap_server_rule;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "data/sampling.h"
+#include "fl/core/spread_round.h"
 #include "fl/evaluate.h"
 #include "tensor/error.h"
 
@@ -57,6 +58,29 @@ ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model
   return figures;
 }
 
+// Owners send (row, figures) to rank 0, which fills them in; false on the other ranks.
+bool gather_figures(RunTransport& transport, const std::vector<int64_t>& rows, std::vector<ClientFigures>& figures) {
+  ByteWriter out;
+  if (transport.rank() != 0)
+    for (int64_t i : rows) {
+      const ClientFigures& f = figures[static_cast<size_t>(i)];
+      out.put<int64_t>(i);
+      for (double value : {f.acc, f.global_acc, f.asr, f.local_samples, f.asr_samples}) out.put<double>(value);
+    }
+  const std::vector<Bytes> parts = transport.gather(out.take());
+  if (transport.rank() != 0) return false;
+  for (const Bytes& part : parts) {
+    ByteReader in(part);
+    while (!in.done()) {
+      const int64_t i = in.get<int64_t>();
+      BASTION_CHECK(i >= 0 && i < static_cast<int64_t>(figures.size()), "MPI message names evaluated client ", i);
+      ClientFigures& f = figures[static_cast<size_t>(i)];
+      for (double* value : {&f.acc, &f.global_acc, &f.asr, &f.local_samples, &f.asr_samples}) *value = in.get<double>();
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 LocalTestSets make_local_test_sets(const std::string& mode, const Dataset& train, const Dataset& test,
@@ -107,10 +131,15 @@ std::vector<int64_t> personal_eval_clients(const std::vector<uint8_t>& is_malici
 }
 
 PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& pool,
-                                 std::vector<std::unique_ptr<Model>>& replicas) {
+                                 std::vector<std::unique_ptr<Model>>& replicas, RunTransport* transport) {
   std::vector<ClientFigures> figures(input.clients.size());
-  pool.run(static_cast<int64_t>(input.clients.size()),
-           [&](int64_t i, int worker) { figures[i] = evaluate_client(input, input.clients[i], *replicas[worker]); });
+  const int ranks = transport ? transport->size() : 1, rank = transport ? transport->rank() : 0;
+  const std::vector<int64_t> rows = owned_rows(input.clients, rank, ranks);
+  pool.run(static_cast<int64_t>(rows.size()), [&](int64_t k, int worker) {
+    const int64_t i = rows[static_cast<size_t>(k)];
+    figures[i] = evaluate_client(input, input.clients[i], *replicas[worker]);
+  });
+  if (ranks > 1 && !gather_figures(*transport, rows, figures)) return PersonalRecord{};
   std::vector<double> acc, global_acc, asr, local_weights, asr_weights;
   for (const ClientFigures& f : figures) {
     acc.push_back(f.acc);

@@ -29,6 +29,7 @@
 #include "fl/attacks/attack.h"
 #include "fl/clients/client_rule.h"
 #include "fl/clients/post_step.h"
+#include "fl/core/mpi_run.h"
 #include "fl/core/thread_pool.h"
 #include "fl/metrics/metrics.h"
 #include "nn/model.h"
@@ -71,8 +72,11 @@ struct PersonalEvalInput {
 
 // Evaluates on the pool, worker w on replicas[w] (its state is overwritten). Per-client results are kept
 // in client order, so the record is the same for any thread count.
+// Spread over K > 1 ranks (`transport`, fl/core/mpi_run.h): each rank evaluates the clients it owns (their
+// states live there, fl/core/spread_round.h) and sends rank 0 their figures, which it places in client
+// order: the same record as one process. Ranks other than 0 return an empty record (present = false).
 PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& pool,
-                                 std::vector<std::unique_ptr<Model>>& replicas);
+                                 std::vector<std::unique_ptr<Model>>& replicas, RunTransport* transport = nullptr);
 
 // The benign clients to evaluate: all of them, or a seeded subset of k (sorted ascending).
 std::vector<int64_t> personal_eval_clients(const std::vector<uint8_t>& is_malicious, int64_t k, Generator rng);

@@ -9,7 +9,7 @@ bool mpi_built() { return false; }
 
 GridWorld grid_world() {
   BASTION_CHECK(launcher_size() <= 1, "this bastion was built without MPI, but a launcher started ", launcher_size(),
-                " processes (each would run the whole grid into the same folders). Install Open MPI "
+                " processes (each would run the whole grid or experiment into the same folders). Install Open MPI "
                 "(Debian: apt-get install libopenmpi-dev openmpi-bin, or scripts/setup.sh) and rebuild with "
                 "-DBASTION_MPI=ON; see docs/scale-out.md");
   return {};
