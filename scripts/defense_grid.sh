@@ -29,13 +29,19 @@ rule_args() {  # wrappers wrap the coordinate-wise median; Bulyan needs n >= 4f 
   case "$1" in
     bucketing|gas) echo "--set server.rule=$1 --set server.inner=median" ;;
     bulyan) echo "--set server.rule=bulyan --set server.bulyan.f=1" ;;
-    # RSA is a client + server pair (persistent x_i); its workers take the grid's local schedule
-    rsa) echo "--set server.rule=rsa --set clients.rule=rsa --set clients.rsa.steps=0 --set clients.rsa.epochs=2
-               --set clients.rsa.batch=64 --set clients.rsa.lr=0.01 --set clients.rsa.momentum=0.9" ;;
+    rsa) echo "--set server.rule=rsa --set clients.rsa.steps=0" ;;  # epochs from config_for's [clients.rsa]
     *) echo "--set server.rule=$1" ;;
   esac
 }
 
+config_for() {  # RSA is a client + server pair (persistent x_i): its workers take the grid's [clients.sgd] schedule
+  if [ "$1" = rsa ]; then
+    sed -e 's/^\[clients\.sgd\]/[clients.rsa]/' -e 's/^rule = "sgd"/rule = "rsa"/' configs/defenses/grid.toml > "$out/grid-rsa.toml"
+    echo "$out/grid-rsa.toml"
+  else
+    echo configs/defenses/grid.toml
+  fi
+}
 mkdir -p "$out"
 for rule in "${rules[@]}"; do
   for attack in "${attacks[@]}"; do
@@ -43,7 +49,7 @@ for rule in "${rules[@]}"; do
     [ -f "$dir/summary.json" ] && continue
     mkdir -p "$dir"
     # shellcheck disable=SC2046
-    if ! "$bastion" run configs/defenses/grid.toml $(rule_args "$rule") $(attack_args "$attack") \
+    if ! "$bastion" run "$(config_for "$rule")" $(rule_args "$rule") $(attack_args "$attack") \
         --out "$dir" --overwrite --quiet > "$dir/log.txt" 2>&1; then
       echo "$rule / $attack: failed, see $dir/log.txt" >&2
     fi
