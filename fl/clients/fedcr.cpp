@@ -121,7 +121,7 @@ class FedcrClient final : public ClientRule {
       const auto [mu, sigma] = prior_rows(prior, y);
       return scale(gaussian_kl(encoding, mu, sigma, alpha), static_cast<float>(beta_));
     };
-    ClientResult result = train_with_schedule(task, schedule_, nullptr, &regulariser);
+    ClientResult result = train_with_schedule(task, schedule_, {.extra_loss = &regulariser});
     task.state.vectors[kHeadKey] = gather_head(model, model.flat_state());
     if (std::any_of(fusion.gaussians().present.begin(), fusion.gaussians().present.end(), [](uint8_t p) { return p; }))
       result.extra_upload = pack_class_gaussians(fusion.gaussians());

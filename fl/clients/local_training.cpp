@@ -178,8 +178,7 @@ ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, in
   return result;
 }
 
-ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam_options,
-                                 const LossTerm* extra_loss, const GradientHook* hook, const BatchHook* batch_hook) {
+ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const TrainingHooks& hooks) {
   BatchLoader loader(task.data, schedule.batch, /*shuffle=*/true, task.seed, task.indices, schedule.drop_last);
   Generator attack_rng = attack_stream(task);
   prepare_loader(loader, task, attack_rng);
@@ -190,12 +189,12 @@ ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule
   task.model.reseed_dropout(dropout_seed(task));
   task.model.train(true);
   std::unique_ptr<Sam> sam;
-  if (sam_options) sam = std::make_unique<Sam>(task.model, sgd, *sam_options);
+  if (hooks.sam) sam = std::make_unique<Sam>(task.model, sgd, *hooks.sam);
   else if (schedule.rho > 0.0f) sam = std::make_unique<Sam>(task.model, sgd, schedule.sam_options(schedule.rho));
   LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule.grad_clip};
-  pass.extra_loss = extra_loss;
-  pass.hook = hook;
-  pass.batch_hook = batch_hook;
+  pass.extra_loss = hooks.extra_loss;
+  pass.hook = hooks.gradient;
+  pass.batch_hook = hooks.batch;
   ClientResult result = run_scheduled_epochs(pass, schedule, task.state);
   save_momentum(schedule, task.state, sgd, "momentum");
   return result;

@@ -78,14 +78,18 @@ struct LocalPass {
   const BatchHook* batch_hook = nullptr;
 };
 
+// What a rule adds to the sgd client's round; every field optional (null = the plain step).
+struct TrainingHooks {
+  const SamOptions* sam = nullptr;         // every step's SAM options (the SAM family's radii, linear term, duals)
+  const LossTerm* extra_loss = nullptr;    // added to every step's loss (FedCR's regulariser)
+  const GradientHook* gradient = nullptr;  // edits every step's gradient after clipping (RSA's sign term)
+  const BatchHook* batch = nullptr;        // edits it with the batch at hand (SPMC's LGAlign; LocalPass::batch_hook)
+};
+
 // The sgd client's whole round on task.model: loader (seeded by task.seed, with the attack's poisoning),
-// SGD (or SAM when rho > 0) with lr_t, momentum kept under "momentum" when keep_momentum. `sam`, when
-// given, sets every step's SAM options (the SAM family's radii, linear term and duals) instead of rho's.
-// `extra_loss`, when given, is added to every step's loss; `hook`, when given, edits every step's gradient
-// (after clipping; RSA's sign term); `batch_hook` edits it with the batch at hand (LocalPass::batch_hook).
-ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const SamOptions* sam = nullptr,
-                                 const LossTerm* extra_loss = nullptr, const GradientHook* hook = nullptr,
-                                 const BatchHook* batch_hook = nullptr);
+// SGD (or SAM when rho > 0, unless hooks.sam sets the options) with lr_t, momentum kept under "momentum"
+// when keep_momentum; `hooks` as above.
+ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const TrainingHooks& hooks = {});
 
 // The lr a client starts its round with: lr_at(round), or with lr_decay_scope = client-epoch the client's
 // own decayed lr (ClientState scalar "lr"; the initial lr before its first round).
@@ -97,7 +101,6 @@ ClientResult run_scheduled_epochs(LocalPass& pass, const LocalSchedule& schedule
 // One step of the pass on the batch (x, y); returns its loss. A model whose training forward returns S
 // stacked copies of the batch's logits ((S*N, C), row s*N + n: cnn-fedcr's Monte-Carlo samples) is scored
 // against the labels repeated S times, i.e. the mean CE over samples and batch.
-// One step of the pass on the batch (x, y); returns its loss.
 double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y);
 
 // y repeated to `rows` labels (rows a multiple of y's size; y itself when equal).

@@ -35,7 +35,7 @@ class RsaClient final : public ClientRule {
     const std::vector<float> global(task.model.flat_state().begin(), task.model.flat_state().end());  // x_0
     copy_stored(task.state, kModelKey, task.model.flat_state(), "rsa");  // else x_i starts at x_0
     const GradientHook sign_term = [&](Model& m) { add_sign_gradient(m, global, lambda_); };
-    ClientResult result = train_with_schedule(task, schedule_, nullptr, nullptr, &sign_term);
+    ClientResult result = train_with_schedule(task, schedule_, {.gradient = &sign_term});
     store(task.state, kModelKey, task.model.flat_state());
     return result;
   }

@@ -216,7 +216,7 @@ class SamFamilyClient final : public ClientRule {
       options.dual = dual;
       if (correction) options.dual_correction = *correction;
     }
-    ClientResult result = train_with_schedule(task, schedule_, &options);
+    ClientResult result = train_with_schedule(task, schedule_, {.sam = &options});
     if (variant_ == Variant::FedFsa) task.state.vectors[kLayersKey] = top_c_layers(model, start);
     if (variant_ == Variant::FedSmoo) result.extra_upload = std::move(dual);
     return result;

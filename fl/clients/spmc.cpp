@@ -104,7 +104,7 @@ class SpmcClient final : public ClientRule {
       align_gradient(ce_gradient, grad, groups, lambda_);
       std::copy(ce_gradient.begin(), ce_gradient.end(), grad.begin());
     };
-    ClientResult result = train_with_schedule(task, schedule_, nullptr, nullptr, nullptr, &align);
+    ClientResult result = train_with_schedule(task, schedule_, {.batch = &align});
     store(task.state, kPreviousKey, task.model.flat_state());
     return result;
   }
