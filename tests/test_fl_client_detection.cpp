@@ -106,53 +106,19 @@ TEST(FlClientDetection, CheckpointKeepsTheVerdicts) {
 
 // norm-bound flags the scaled attackers' uploads: the per-client columns move, and a killed + resumed
 // run and a 2-thread run write the same rounds.csv byte for byte.
-std::string flagging_config() {
-  return R"(
-name = "flags"
-seed = 5
-rounds = 6
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.5"
-clients = 12
-min_size = 5
-[model]
-name = "mlp"
-[clients]
-per_round = 4
-[clients.sgd]
-epochs = 1
-batch = 16
-lr = 0.05
-[server]
-rule = "norm-bound"
-[server.norm-bound]
-mode = "median-multiple"
-[attack]
-names = ["scale"]
-malicious_count = 3
-[attack.scale]
-factor = 50
-[eval]
-every = 1
-batch = 128
-[run]
-checkpoint_every = 1
-)";
+testing::TinyRun flagging_run() {
+  return {{"seed=5", "rounds=6", "clients.sgd.epochs=1", "clients.sgd.batch=16", "clients.sgd.lr=0.05",
+           "server.rule=norm-bound", "server.norm-bound.mode=median-multiple", "attack.names=[\"scale\"]",
+           "attack.malicious_count=3", "attack.scale.factor=50", "run.checkpoint_every=1"}};
 }
 
 using FlClientDetectionRun = testing::FlRunTest;
 
 TEST_F(FlClientDetectionRun, ResumedAndTwoThreadRunsKeepTheVerdicts) {
-  run(flagging_config(), "whole", 1);
-  const std::vector<RoundRecord> records = parse_rounds_csv(file("whole", "rounds.csv"));
+  expect_same_on_threads_and_resume(flagging_run(), /*stop_after=*/3);
+  const std::vector<RoundRecord> records = parse_rounds_csv(file("one", "rounds.csv"));
   ASSERT_EQ(records.size(), 6u);
   EXPECT_LT(records.back().client_detection.fnr, 1.0);  // some attacker was judged and flagged
-  run(flagging_config(), "resumed", 1, {}, false, /*stop_after=*/3);
-  run(flagging_config(), "resumed", 1, {}, /*resume=*/true);
-  EXPECT_EQ(file("whole", "rounds.csv"), file("resumed", "rounds.csv"));
-  run(flagging_config(), "two", 2);
-  EXPECT_EQ(file("whole", "rounds.csv"), file("two", "rounds.csv"));
 }
 
 }  // namespace

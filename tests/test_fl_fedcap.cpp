@@ -141,47 +141,17 @@ TEST(FlFedcap, StateRoundTripGivesTheSameCustomisedModels) {
 
 // 16 clients on the synthetic set, 8 per round (the request path runs), 4 attackers uploading 100x their
 // update: FedCAP removes them and the files do not depend on threads or on a kill + resume.
-std::string fedcap_config() {
-  return R"(
-name = "fedcap-tiny"
-seed = 3
-rounds = 4
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.5"
-clients = 16
-min_size = 10
-local_test = "split"
-client_test_fraction = 0.25
-[model]
-name = "mlp"
-[clients]
-rule = "fedcap"
-per_round = 8
-[clients.fedcap]
-epochs = 1
-batch = 16
-lr = 0.05
-[server]
-rule = "fedcap"
-[attack]
-names = ["scale"]
-malicious_count = 4
-[attack.scale]
-factor = 100
-[eval]
-every = 1
-batch = 128
-personalized = true
-[run]
-checkpoint_every = 1
-)";
+testing::TinyRun fedcap_run() {
+  return {{"data.clients=16", "data.min_size=10", "data.local_test=split", "data.client_test_fraction=0.25",
+           "clients.rule=fedcap", "clients.per_round=8", "clients.fedcap.epochs=1", "clients.fedcap.batch=16",
+           "clients.fedcap.lr=0.05", "server.rule=fedcap", "attack.names=[\"scale\"]", "attack.malicious_count=4",
+           "attack.scale.factor=100", "eval.personalized=true", "run.checkpoint_every=1"}};
 }
 
 using FlFedcapRun = testing::FlRunTest;
 
 TEST_F(FlFedcapRun, RemovesScaledAttackersAndIsDeterministic) {
-  const std::vector<RunSummary> summaries = run(fedcap_config(), "one", 1);
+  const std::vector<RunSummary> summaries = expect_same_on_threads_and_resume(fedcap_run(), /*stop_after=*/2);
   ASSERT_EQ(summaries.size(), 1u);
   const std::vector<RoundRecord> records = parse_rounds_csv(file("one", "rounds.csv"));
   ASSERT_EQ(records.size(), 4u);
@@ -189,16 +159,11 @@ TEST_F(FlFedcapRun, RemovesScaledAttackersAndIsDeterministic) {
   EXPECT_LT(records.back().client_detection.fnr, 1.0);  // scaled attackers judged so far were removed
   EXPECT_DOUBLE_EQ(records.back().client_detection.fpr, 0.0);
   EXPECT_GT(records.back().personal.acc.mean, 0.3);
-  run(fedcap_config(), "two", 2);
-  EXPECT_EQ(file("one", "rounds.csv"), file("two", "rounds.csv"));
-  run(fedcap_config(), "resumed", 1, {}, false, /*stop_after=*/2);
-  run(fedcap_config(), "resumed", 2, {}, /*resume=*/true);
-  EXPECT_EQ(file("one", "rounds.csv"), file("resumed", "rounds.csv"));
 }
 
 // FedCAP3 (no personal model): the evaluated model is the customised model last received.
 TEST_F(FlFedcapRun, WithoutThePersonalModelClientsAreJudgedOnTheirCustomisedModel) {
-  run(fedcap_config(), "plain", 1, {"clients.fedcap.personal=false", "rounds=2"});
+  run(fedcap_run(), "plain", 1, {"clients.fedcap.personal=false", "rounds=2"});
   const std::vector<RoundRecord> records = parse_rounds_csv(file("plain", "rounds.csv"));
   ASSERT_EQ(records.size(), 2u);
   EXPECT_GT(records.back().personal.clients, 0);

@@ -308,45 +308,16 @@ TEST(FedFomoClient, AggregateFalseIgnoresTheOfferAndTrainsOnlyOnTheTrainSplit) {
 
 // ---- whole runs through the registry ----
 
-std::string fomo_config() {
-  return R"(
-name = "fomo"
-seed = 3
-rounds = 4
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.5"
-clients = 10
-min_size = 10
-local_test = "like-train"
-[model]
-name = "mlp"
-[clients]
-rule = "fedfomo"
-per_round = 4
-[clients.fedfomo]
-epochs = 1
-batch = 16
-lr = 0.05
-models = 3
-[eval]
-every = 1
-batch = 128
-personalized = true
-[run]
-checkpoint_every = 2
-)";
+testing::TinyRun fomo_run() {
+  return {{"data.clients=10", "data.min_size=10", "data.local_test=like-train", "clients.rule=fedfomo",
+           "clients.fedfomo.epochs=1", "clients.fedfomo.batch=16", "clients.fedfomo.lr=0.05", "clients.fedfomo.models=3",
+           "eval.personalized=true"}};
 }
 
 using FedFomoRun = testing::FlRunTest;
 
 TEST_F(FedFomoRun, IsTheSameForAnyThreadCountResumesBitForBitAndNeverMovesTheGlobalModel) {
-  run(fomo_config(), "one", 1);
-  run(fomo_config(), "two", 2);
-  EXPECT_EQ(file("one", "rounds.csv"), file("two", "rounds.csv"));
-  run(fomo_config(), "resumed", 1, {}, false, /*stop_after=*/3);
-  run(fomo_config(), "resumed", 2, {}, /*resume=*/true);
-  EXPECT_EQ(file("one", "rounds.csv"), file("resumed", "rounds.csv"));
+  expect_same_on_threads_and_resume(fomo_run(), /*stop_after=*/3);
   const std::vector<RoundRecord> rows = parse_rounds_csv(file("one", "rounds.csv"));
   ASSERT_EQ(rows.size(), 4u);
   const auto model = make_model("mlp", kInput, 10, 1);
@@ -367,7 +338,7 @@ TEST_F(FedFomoRun, IsTheSameForAnyThreadCountResumesBitForBitAndNeverMovesTheGlo
 }
 
 TEST_F(FedFomoRun, FedCapsVariantWithoutAggregationRunsAndUploadsNoWeights) {
-  run(fomo_config(), "isolated", 1, {"clients.fedfomo.aggregate=false", "rounds=2"});
+  run(fomo_run(), "isolated", 1, {"clients.fedfomo.aggregate=false", "rounds=2"});
   for (const RoundRecord& r : parse_rounds_csv(file("isolated", "rounds.csv"))) {
     const auto model = make_model("mlp", kInput, 10, 1);
     const int64_t model_bytes = static_cast<int64_t>(model->flat_state().size()) * 4;

@@ -213,39 +213,10 @@ TEST(FlFedRod, RefusesOptionsItDoesNotImplement) {
   testing::expect_error([] { client_rule("fedrod", {{"personal_init", std::string("initial")}}); }, {"personal_init"});
 }
 
-std::string fedrod_config() {
-  return R"(
-name = "fedrod"
-seed = 5
-rounds = 4
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.3"
-clients = 10
-min_size = 5
-local_test = "like-train"
-[model]
-name = "mlp"
-[clients]
-rule = "fedrod"
-per_round = 4
-[clients.fedrod]
-batch = 16
-lr = 0.05
-momentum = 0
-[attack]
-names = ["badnets"]
-malicious_count = 2
-malicious_per_round = 1
-[attack.badnets]
-per_batch = 4
-[eval]
-every = 1
-batch = 128
-personalized = true
-[run]
-checkpoint_every = 2
-)";
+testing::TinyRun fedrod_run() {
+  return {{"seed=5", "data.partition=dirichlet:0.3", "data.clients=10", "data.local_test=like-train", "clients.rule=fedrod",
+           "clients.fedrod.batch=16", "clients.fedrod.lr=0.05", "clients.fedrod.momentum=0", "attack.names=[\"badnets\"]",
+           "attack.malicious_count=2", "attack.malicious_per_round=1", "attack.badnets.per_batch=4", "eval.personalized=true"}};
 }
 
 using FlFedRodRun = testing::FlRunTest;
@@ -254,12 +225,7 @@ using FlFedRodRun = testing::FlRunTest;
 // target class may be absent from its own data: the run finishes, is the same for 1 and 2 threads, and a
 // killed and resumed run writes the same rounds.
 TEST_F(FlFedRodRun, RunsThroughTheRegistryDeterministicallyAndResumes) {
-  run(fedrod_config(), "one", 1);
-  run(fedrod_config(), "two", 2);
-  EXPECT_EQ(file("one", "rounds.csv"), file("two", "rounds.csv"));
-  run(fedrod_config(), "resumed", 2, {}, false, /*stop_after=*/2);
-  run(fedrod_config(), "resumed", 2, {}, /*resume=*/true);
-  EXPECT_EQ(file("one", "rounds.csv"), file("resumed", "rounds.csv"));
+  expect_same_on_threads_and_resume(fedrod_run(), /*stop_after=*/2);
   const std::vector<RoundRecord> rounds = parse_rounds_csv(file("one", "rounds.csv"));
   ASSERT_EQ(rounds.size(), 4u);
   for (const RoundRecord& r : rounds) {

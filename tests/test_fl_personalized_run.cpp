@@ -20,41 +20,16 @@ namespace {
 using namespace pfl_testing;
 using testing::expect_error;
 
-std::string personal_config(const std::string& rule_table) {
-  return R"(
-name = "pfl"
-seed = 5
-rounds = 5
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.5"
-clients = 12
-min_size = 5
-local_test = "like-train"
-[model]
-name = "mlp"
-[clients]
-rule = "fedrep"
-per_round = 4
-[attack]
-names = ["badnets"]
-malicious_count = 2
-malicious_per_round = 1
-[attack.badnets]
-per_batch = 4
-[eval]
-every = 1
-batch = 128
-personalized = true
-[run]
-checkpoint_every = 2
-)" + rule_table;
+// FedRep under BadNets with personalised evaluation; each test switches the rule it is about.
+testing::TinyRun personal_run() {
+  return {{"seed=5", "rounds=5", "data.local_test=like-train", "clients.rule=fedrep", "attack.names=[\"badnets\"]",
+           "attack.malicious_count=2", "attack.malicious_per_round=1", "attack.badnets.per_batch=4", "eval.personalized=true"}};
 }
 
 using FlPersonalizedRun = testing::FlRunTest;
 
 TEST_F(FlPersonalizedRun, FedRepUploadsTheBodyOnlyAndTheGlobalHeadNeverMoves) {
-  const std::string config = personal_config("[clients.fedrep]\nbatch = 16\nlr = 0.05\n");
+  const testing::TinyRun config = personal_run().with({"clients.fedrep.batch=16", "clients.fedrep.lr=0.05"});
   run(config, "two", 1, {"rounds=2"});
   run(config, "four", 2, {"rounds=4"});
   const CheckpointState two = load_checkpoint((dir_ / "two" / "checkpoint.safetensors").string());
@@ -120,7 +95,7 @@ class FlHookRun : public testing::FlRunTest {
     options.wrap_server_rule = [&](std::unique_ptr<ServerRule> rule) -> std::unique_ptr<ServerRule> {
       return std::make_unique<ObservingRule>(std::move(rule), seen_, starts);
     };
-    run_experiment(parse_config(personal_config(""), "pfl.toml", overrides), options);
+    run_experiment(personal_run().with(overrides).config(), options);
   }
 };
 
@@ -161,10 +136,10 @@ TEST_F(FlHookRun, ServerStartStatesReachTheSampledClients) {
 }
 
 TEST_F(FlPersonalizedRun, ServerRulesOnTheBodyRefuseAHeadOnlySelection) {
-  expect_error([&] { run(personal_config(""), "x", 1, {"server.rule=multi-krum", "server.apply_to=[\"head\"]"}); },
+  expect_error([&] { run(personal_run(), "x", 1, {"server.rule=multi-krum", "server.apply_to=[\"head\"]"}); },
                {"server.apply_to", "keeps on the clients"});
   // The robust rules run on the uploaded bodies (pFedSAM Table III's setting).
-  run(personal_config(""), "mk", 1, {"server.rule=multi-krum", "clients.per_round=5", "rounds=2"});
+  run(personal_run(), "mk", 1, {"server.rule=multi-krum", "clients.per_round=5", "rounds=2"});
   EXPECT_EQ(parse_rounds_csv(file("mk", "rounds.csv")).size(), 2u);
 }
 
@@ -172,9 +147,9 @@ TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
   for (const std::string rule : {"fedrep", "pfedsam", "ditto", "local", "fedavg-ft", "st", "fedsam", "mofedsam", "fedfsa",
                                  "fedspeed", "fedsmoo", "fedala", "fedfomo"}) {
     const std::vector<std::string> overrides = {"clients.rule=" + rule};
-    run(personal_config(""), rule + "-whole", 2, overrides);
-    run(personal_config(""), rule + "-resumed", 1, overrides, false, /*stop_after=*/3);
-    run(personal_config(""), rule + "-resumed", 2, overrides, /*resume=*/true);
+    run(personal_run(), rule + "-whole", 2, overrides);
+    run(personal_run(), rule + "-resumed", 1, overrides, false, /*stop_after=*/3);
+    run(personal_run(), rule + "-resumed", 2, overrides, /*resume=*/true);
     EXPECT_EQ(file(rule + "-whole", "rounds.csv"), file(rule + "-resumed", "rounds.csv")) << rule;
     const RunSummary whole = summarize_run(0, parse_rounds_csv(file(rule + "-whole", "rounds.csv")), {}, "last", 0);
     EXPECT_FALSE(std::isnan(whole.personal_value("p_acc"))) << rule;
@@ -192,7 +167,7 @@ TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
 }
 
 TEST_F(FlPersonalizedRun, LocalTrainingNeverUploadsAndJudgesEachClientsOwnModel) {
-  run(personal_config(""), "local", 1, {"clients.rule=local", "clients.local.participation=all", "rounds=2"});
+  run(personal_run(), "local", 1, {"clients.rule=local", "clients.local.participation=all", "rounds=2"});
   for (const RoundRecord& r : parse_rounds_csv(file("local", "rounds.csv"))) {
     EXPECT_EQ(r.bytes_up, 0);
     EXPECT_EQ(r.sampled, 12);  // every client trains every round
@@ -201,19 +176,19 @@ TEST_F(FlPersonalizedRun, LocalTrainingNeverUploadsAndJudgesEachClientsOwnModel)
 }
 
 TEST_F(FlPersonalizedRun, PersonalSettingsAreCheckedAgainstEachOther) {
-  expect_error([&] { run(personal_config(""), "a", 1, {"eval.personalized=true", "data.local_test=split"}); },
+  expect_error([&] { run(personal_run(), "a", 1, {"eval.personalized=true", "data.local_test=split"}); },
                {"eval.personalized", "local test sets"});
-  expect_error([&] { run(personal_config(""), "b", 1, {"clients.rule=st", "post.rule=st"}); },
+  expect_error([&] { run(personal_run(), "b", 1, {"clients.rule=st", "post.rule=st"}); },
                {"already takes a post-training step"});
-  expect_error([&] { run(personal_config(""), "c", 1, {"eval.personalized=false", "post.rule=fine-tune"}); },
+  expect_error([&] { run(personal_run(), "c", 1, {"eval.personalized=false", "post.rule=fine-tune"}); },
                {"post.rule", "eval.personalized"});
-  expect_error([&] { run(personal_config(""), "d", 1, {"data.pool_train_test=true"}); }, {"pool_train_test", "like-train"});
-  expect_error([&] { run(personal_config(""), "e", 1, {"data.client_test_fraction=0.2"}); }, {"client_test_fraction = 0"});
+  expect_error([&] { run(personal_run(), "d", 1, {"data.pool_train_test=true"}); }, {"pool_train_test", "like-train"});
+  expect_error([&] { run(personal_run(), "e", 1, {"data.client_test_fraction=0.2"}); }, {"client_test_fraction = 0"});
 }
 
 TEST_F(FlPersonalizedRun, APersonalSubsetCostsLessAndIsTheSameForAnyThreadCount) {
-  run(personal_config(""), "s1", 1, {"eval.personal_clients=3", "rounds=2"});
-  run(personal_config(""), "s2", 2, {"eval.personal_clients=3", "rounds=2"});
+  run(personal_run(), "s1", 1, {"eval.personal_clients=3", "rounds=2"});
+  run(personal_run(), "s2", 2, {"eval.personal_clients=3", "rounds=2"});
   EXPECT_EQ(file("s1", "rounds.csv"), file("s2", "rounds.csv"));
   for (const RoundRecord& r : parse_rounds_csv(file("s1", "rounds.csv"))) EXPECT_EQ(r.personal.clients, 3);
 }

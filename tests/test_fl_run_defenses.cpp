@@ -15,39 +15,13 @@
 namespace bastion {
 namespace {
 
-
 // 20 clients, 5 per round, 2 sign-flip attackers forced into every round; the server holds out 10 %.
-std::string tiny_defense_config(const std::string& server) {
-  return R"(
-name = "tiny-defense"
-seed = 3
-rounds = 6
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.5"
-clients = 20
-min_size = 5
-server_fraction = 0.1
-[model]
-name = "mlp"
-[clients]
-per_round = 5
-[clients.sgd]
-epochs = 1
-batch = 16
-lr = 0.05
-[attack]
-names = ["sign-flip"]
-malicious_count = 4
-malicious_per_round = 2
-[eval]
-every = 2
-batch = 128
-[run]
-checkpoint_every = 2
-)" + server;
+testing::TinyRun tiny_defense_run(const std::vector<std::string>& server) {
+  return testing::TinyRun{{"rounds=6", "data.clients=20", "data.server_fraction=0.1", "clients.per_round=5",
+                           "clients.sgd.epochs=1", "clients.sgd.batch=16", "clients.sgd.lr=0.05", "attack.names=[\"sign-flip\"]",
+                           "attack.malicious_count=4", "attack.malicious_per_round=2", "eval.every=2"}}
+      .with(server);
 }
-
 
 class FlRunDefenses : public testing::FlRunTest {
  protected:
@@ -61,7 +35,7 @@ int64_t detections(const std::vector<RoundRecord>& records) {
 }
 
 TEST_F(FlRunDefenses, FlTrustTrainsOnTheServerSplitAndFillsTheDetectionCounters) {
-  run(tiny_defense_config("[server]\nrule = \"fltrust\"\n"), "fltrust", 2);
+  run(tiny_defense_run({"server.rule=fltrust"}), "fltrust", 2);
   const std::vector<RoundRecord> records = parse_rounds_csv(rounds("fltrust"));
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(detections(records), 6 * 5);  // every upload of every round judged
@@ -69,32 +43,27 @@ TEST_F(FlRunDefenses, FlTrustTrainsOnTheServerSplitAndFillsTheDetectionCounters)
 }
 
 TEST_F(FlRunDefenses, BucketingAroundMedianIsDeterministicAcrossThreadCounts) {
-  const std::string toml = tiny_defense_config("[server]\nrule = \"bucketing\"\ninner = \"median\"\n");
-  run(toml, "one", 1);
-  run(toml, "two", 2);
+  const testing::TinyRun bucketing = tiny_defense_run({"server.rule=bucketing", "server.inner=median"});
+  run(bucketing, "one", 1);
+  run(bucketing, "two", 2);
   EXPECT_EQ(rounds("one"), rounds("two"));
 }
 
 TEST_F(FlRunDefenses, MultiKrumOnTheBodyOnlyKeepsTheHeadsWhenAsked) {
   // 5 uploads: Krum's n > 2f + 2 allows f = 1 only (the forced 2 attackers would need n > 6).
-  const std::string krum = "[server.multi-krum]\nf = 1\n";
-  const std::string toml =
-      tiny_defense_config("[server]\nrule = \"multi-krum\"\napply_to = [\"body\"]\nrest = \"keep\"\n" + krum);
-  run(toml, "body", 1);
-  run(toml, "body2", 2);
+  const testing::TinyRun all = tiny_defense_run({"server.rule=multi-krum", "server.multi-krum.f=1"});
+  const testing::TinyRun body = all.with({"server.apply_to=[\"body\"]", "server.rest=keep"});
+  run(body, "body", 1);
+  run(body, "body2", 2);
   EXPECT_EQ(rounds("body"), rounds("body2"));
   EXPECT_GT(detections(parse_rounds_csv(rounds("body"))), 0);
   // A whole-model multi-krum is a different experiment: the head moves too.
-  run(tiny_defense_config("[server]\nrule = \"multi-krum\"\n" + krum), "all", 1);
+  run(all, "all", 1);
   EXPECT_NE(rounds("body"), rounds("all"));
 }
 
 TEST_F(FlRunDefenses, FoolsGoldHistoryIsCheckpointedSoAResumedRunMatches) {
-  const std::string toml = tiny_defense_config("[server]\nrule = \"foolsgold\"\n");
-  run(toml, "whole", 1);
-  run(toml, "resumed", 1, {}, false, /*stop_after=*/3);
-  run(toml, "resumed", 2, {}, /*resume=*/true);
-  EXPECT_EQ(rounds("whole"), rounds("resumed"));
+  expect_same_on_threads_and_resume(tiny_defense_run({"server.rule=foolsgold"}), /*stop_after=*/3);
 }
 
 }  // namespace

@@ -92,8 +92,9 @@ TEST(FlSpmcServer, AnOutlierGetsTheSmallestWeightAndIdenticalClientsEqualWeights
     for (int64_t d = 0; d < 40; ++d) u.row(i)[d] += i == 4 ? -mu[d] : mu[d];  // row 4 points the other way
   const std::vector<double> w = spmc(u).weights;
   EXPECT_NEAR(std::accumulate(w.begin(), w.end(), 0.0), 1.0, 1e-12);
-  for (int64_t i = 0; i < 6; ++i)
+  for (int64_t i = 0; i < 6; ++i) {
     if (i != 4) EXPECT_LT(w[4], w[i]) << i;
+  }
   for (int64_t i = 1; i < 6; ++i) std::copy_n(u.row(0), 40, u.row(i));
   for (double v : spmc(u).weights) EXPECT_NEAR(v, 1.0 / 6, 1e-12);
 }
@@ -259,43 +260,17 @@ TEST(FlSpmcClient, SamIsRefused) {
 
 // ---- whole runs ----
 
-std::string spmc_run_config(const std::string& server_rule) {
-  return R"(
-name = "spmc"
-seed = 3
-rounds = 3
-[data]
-dataset = "synthetic"
-partition = "dirichlet:0.5"
-clients = 5
-min_size = 5
-[model]
-name = "mlp"
-[clients]
-rule = "spmc"
-per_round = 5
-[clients.spmc]
-epochs = 1
-batch = 16
-[server]
-rule = ")" + server_rule + R"("
-[attack]
-names = ["badnets"]
-malicious_count = 1
-selection = "last"
-[eval]
-every = 1
-batch = 128
-[run]
-checkpoint_every = 1
-)";
+testing::TinyRun spmc_run(const std::string& server_rule) {
+  return {{"rounds=3", "data.clients=5", "clients.rule=spmc", "clients.per_round=5", "clients.spmc.epochs=1",
+           "clients.spmc.batch=16", "server.rule=" + server_rule, "attack.names=[\"badnets\"]", "attack.malicious_count=1",
+           "attack.selection=last", "run.checkpoint_every=1"}};
 }
 
 using FlSpmcRun = testing::FlRunTest;
 
 TEST_F(FlSpmcRun, SpmcPairsWithWeightReportingRulesAndIsThreadCountIndependent) {
-  const std::vector<RunSummary> one = run(spmc_run_config("spmc"), "one", 1);
-  const std::vector<RunSummary> two = run(spmc_run_config("spmc"), "two", 2);
+  const std::vector<RunSummary> one = run(spmc_run("spmc"), "one", 1);
+  const std::vector<RunSummary> two = run(spmc_run("spmc"), "two", 2);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_TRUE(std::isfinite(one[0].acc));
   EXPECT_EQ(file("one", "rounds.csv"), file("two", "rounds.csv"));
@@ -308,8 +283,8 @@ TEST_F(FlSpmcRun, SpmcPairsWithWeightReportingRulesAndIsThreadCountIndependent) 
     sum += a;
   }
   EXPECT_NEAR(sum, 1.0, 1e-5);
-  EXPECT_NO_THROW(run(spmc_run_config("fedavg"), "lgalign-only", 1));  // Table 1's LGAlign-only ablation
-  expect_error([&] { run(spmc_run_config("median"), "median", 1); },
+  EXPECT_NO_THROW(run(spmc_run("fedavg"), "lgalign-only", 1));  // Table 1's LGAlign-only ablation
+  expect_error([&] { run(spmc_run("median"), "median", 1); },
                {"clients.rule = 'spmc'", "server.rule = 'median'", "fedavg, spmc"});
 }
 
