@@ -73,6 +73,17 @@ struct Uploads {
 
   float* row(int64_t i) { return data.data() + i * D; }
 
+  // Uniform mean of the chosen rows, in double.
+  std::vector<float> mean_rows(const std::vector<int64_t>& rows) const {
+    std::vector<float> out(static_cast<size_t>(D));
+    for (int64_t d = 0; d < D; ++d) {
+      double sum = 0.0;
+      for (int64_t i : rows) sum += data[i * D + d];
+      out[d] = static_cast<float>(sum / static_cast<double>(rows.size()));
+    }
+    return out;
+  }
+
   AggregationInput input() const {
     AggregationInput in;
     in.updates = data.data();

@@ -29,17 +29,6 @@ using testing::MakeRule;
 using testing::expect_near_all;
 using testing::run_rule;
 
-// Uniform mean of the chosen rows, in double.
-std::vector<float> mean_rows(const Uploads& u, const std::vector<int64_t>& rows) {
-  std::vector<float> out(static_cast<size_t>(u.D));
-  for (int64_t d = 0; d < u.D; ++d) {
-    double sum = 0.0;
-    for (int64_t i : rows) sum += u.data[i * u.D + d];
-    out[d] = static_cast<float>(sum / static_cast<double>(rows.size()));
-  }
-  return out;
-}
-
 void expect_permutation_invariant(MakeRule make, const std::string& name, const std::vector<ParamSpec>& specs,
                                   const Uploads& u, const std::vector<int64_t>& order,
                                   const std::map<std::string, ParamValue>& given = {}) {
@@ -98,7 +87,7 @@ TEST(FlClustered, CompleteLinkageIsNotSingleLinkage) {
   Uploads u(rows);
   const AggregationOutput out = run_rule(make_clustered, "clustered", clustered_params(), u);
   EXPECT_EQ(out.flagged, (std::vector<uint8_t>{1, 1, 0, 0, 0}));
-  expect_near_all(out.update, mean_rows(u, {2, 3, 4}), kHandTolerance);
+  expect_near_all(out.update, u.mean_rows({2, 3, 4}), kHandTolerance);
 }
 
 TEST(FlClustered, SmallCountsAndTies) {
@@ -129,7 +118,7 @@ TEST(FlClustered, HugeOutliersAreDroppedAndFlaggedBuffersAveraged) {
   Uploads u = honest_and_outliers(40, bad, 21);
   const AggregationOutput out = run_rule(make_clustered, "clustered", clustered_params(), u);
   EXPECT_EQ(out.flagged, flags_of(10, bad));
-  expect_near_all(out.update, mean_rows(u, rows_except(10, bad)), kSumOrderTolerance);
+  expect_near_all(out.update, u.mean_rows(rows_except(10, bad)), kSumOrderTolerance);
   // The last 5 columns as BatchNorm buffers: left out of the cosines (set wild to show it), averaged.
   Uploads buffers = u;
   buffers.P = 35;
@@ -137,7 +126,7 @@ TEST(FlClustered, HugeOutliersAreDroppedAndFlaggedBuffersAveraged) {
     for (int64_t d = 35; d < 40; ++d) buffers.row(i)[d] = static_cast<float>(i % 2 == 0 ? 1000 : -1000);
   const AggregationOutput b = run_rule(make_clustered, "clustered", clustered_params(), buffers);
   EXPECT_EQ(b.flagged, flags_of(10, bad));
-  expect_near_all(b.update, mean_rows(buffers, rows_except(10, bad)), 1e-3f);  // buffers of size 1000
+  expect_near_all(b.update, buffers.mean_rows(rows_except(10, bad)), 1e-3f);  // buffers of size 1000
 }
 
 TEST(FlClustered, RowPermutation) {
@@ -195,7 +184,7 @@ TEST(FlDnc, HugeOutliersAreDroppedAndFlaggedWithCoordinateSubsets) {
   for (int64_t iterations : {1, 3}) {
     const AggregationOutput out = run_rule(make_dnc, "dnc", dnc_params(), u, {{"iterations", iterations}});
     EXPECT_EQ(out.flagged, flags_of(10, bad)) << iterations;
-    expect_near_all(out.update, mean_rows(u, rows_except(10, bad)), kSumOrderTolerance);
+    expect_near_all(out.update, u.mean_rows(rows_except(10, bad)), kSumOrderTolerance);
   }
   // Outliers in only a few coordinates are still found when the subset covers them all (P <= subsample).
   Uploads sparse = Uploads::gaussian(10, 200, 32, 0.0f, 0.1f);

@@ -142,16 +142,6 @@ Uploads shaped_round(int64_t honest, int64_t attackers) {
   return Uploads(rows);
 }
 
-std::vector<float> mean_of(const Uploads& u, std::vector<int64_t> rows) {
-  std::vector<float> out(static_cast<size_t>(u.D));
-  for (int64_t d = 0; d < u.D; ++d) {
-    double sum = 0.0;
-    for (int64_t i : rows) sum += u.data[i * u.D + d];
-    out[d] = static_cast<float>(sum / static_cast<double>(rows.size()));
-  }
-  return out;
-}
-
 // Honest sims are 4 (same sets, same order), honest-attacker sims 2 (bottom half only): N_honest = (3*4 +
 // 2)/4, N_attacker = (3*2 + 4)/4, so lambda = (1, 1, 1, 0) and the update is the honest mean.
 TEST(Fedcpa, KnownCaseKeepsTheHonestMeanAndFlagsTheAttacker) {
@@ -159,7 +149,7 @@ TEST(Fedcpa, KnownCaseKeepsTheHonestMeanAndFlagsTheAttacker) {
   for (const char* correlation : {"spearman", "pearson"}) {
     const AggregationOutput out = run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}, {"correlation", std::string(correlation)}});
     EXPECT_EQ(out.flagged, (std::vector<uint8_t>{0, 0, 0, 1})) << correlation;
-    expect_near_all(out.update, mean_of(u, {0, 1, 2}), kSumOrderTolerance);
+    expect_near_all(out.update, u.mean_rows({0, 1, 2}), kSumOrderTolerance);
   }
 }
 
@@ -175,7 +165,7 @@ TEST(Fedcpa, AblationsChangeWhatCounts) {
   // No previous global model in the first round (first_round = skip): nothing left to compare, plain mean.
   const AggregationOutput local_off = run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}, {"ablation", std::string("without-local")}});
   EXPECT_EQ(local_off.flagged, (std::vector<uint8_t>{0, 0, 0, 0}));
-  expect_near_all(local_off.update, mean_of(u, {0, 1, 2, 3}), kSumOrderTolerance);
+  expect_near_all(local_off.update, u.mean_rows({0, 1, 2, 3}), kSumOrderTolerance);
 }
 
 // Eq. 9 on random uploads with fractional weights: sum lambda_i Delta_i / #{lambda > 0}, not / sum lambda,
@@ -266,7 +256,7 @@ TEST(Fedcpa, FirstRoundVariantsRememberTheirReference) {
     EXPECT_EQ(state[0], 100.0f);
     std::vector<float> want = u.global;
     if (std::string(mode) == "local-mean") {
-      const std::vector<float> mean = mean_of(u, {0, 1, 2, 3});
+      const std::vector<float> mean = u.mean_rows({0, 1, 2, 3});
       for (int64_t d = 0; d < u.D; ++d) want[d] = static_cast<float>(double{u.global[d]} + mean[d]);
     }
     expect_near_all(std::vector<float>(state.begin() + 1, state.end()), want, kSumOrderTolerance);
