@@ -150,7 +150,7 @@ TEST(FlDefenseAdversarial, OnInvalidFailStopsAndAllRejectedLeavesNothingToAggreg
   expect_error([&] { compact_finite_uploads(r.uploads.data.data(), kD, sampled, 3, true); },
                {"round 3", "client 4", "NaN or Inf", "on_invalid = fail"});
   for (int64_t i = 0; i < kN; ++i) r.uploads.row(i)[i % kD] = i % 2 ? INFINITY : NAN;
-  // Nothing accepted: the run loop returns before the rule (experiment.cpp: "the global model stays").
+  // Nothing accepted: the run loop returns before the rule (seed_run_server.cpp: "the global model stays").
   EXPECT_TRUE(compact_finite_uploads(r.uploads.data.data(), kD, sampled, 3, false).empty());
 }
 

@@ -1,6 +1,6 @@
 // mpi_run: the transport of one experiment whose clients are spread over the processes that
 // `mpirun -np K bastion run` started (DESIGN.md "Scale beyond one machine", the run mode; the grid mode
-// is fl/core/mpi_grid.h). The round loop (fl/core/experiment.cpp) speaks only through this interface:
+// is fl/core/mpi_grid.h). The round loop (fl/core/seed_run.cpp) speaks only through this interface:
 // three collective steps between rank 0 (the server) and the ranks that own clients, on byte blobs that
 // fl/core/spread_round.h packs. Every rank calls the same steps in the same order.
 //

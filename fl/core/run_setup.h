@@ -1,4 +1,4 @@
-// The parts of a run that are set up once, before the round loop (fl/core/experiment.cpp): the data
+// The parts of a run that are set up once, before the round loop (fl/core/seed_run.cpp): the data
 // shared by every seed, the partition spec, the attacks sorted by where they act, and the results
 // folder checks.
 #pragma once
