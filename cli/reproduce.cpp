@@ -1,5 +1,5 @@
-// `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--out DIR] [--resume] [--overwrite]
-// [--threads N] [--data-dir DIR]`:
+// `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--row NAME ...] [--out DIR] [--resume]
+// [--overwrite] [--threads N] [--data-dir DIR]`:
 // runs a paper table's grid (fl/core/preset.h, fl/core/reproduce.h) and writes table.md, table.csv and
 // table.svg. PRESET is a file, or a name looked up as configs/papers/<name>.toml. One progress line per
 // run with its time and the ETA; the last line says where the table is. `mpirun -np K bastion reproduce ...`
@@ -22,7 +22,7 @@ namespace {
 
 struct ReproduceArgs {
   std::string preset, out_dir, data_dir;
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides, rows;
   int64_t seeds = 0;
   int threads = 0;
   bool quick = false, resume = false, overwrite = false;
@@ -60,7 +60,8 @@ std::string machine_description() {
 
 int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   use_data_dir(args.data_dir);
-  const Preset preset = load_preset(resolve_preset(args.preset));
+  Preset preset = load_preset(resolve_preset(args.preset));
+  if (!args.rows.empty()) preset = select_rows(preset, args.rows);
   ReproduceOptions options;
   options.out_dir = args.out_dir.empty() ? "results/reproduce/" + preset.name + (args.quick ? "-quick" : "") : args.out_dir;
   options.quick = args.quick;
@@ -106,6 +107,10 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
                   "Override a key on every run, after the preset's settings (reduced scale: --set rounds=20); "
                   "table.md names the overrides")
       ->allow_extra_args(false);  // one KEY=VALUE per --set: the preset positional is never taken for one
+  sub->add_option("--row", args->rows,
+                  "Run only this row (repeatable; its name or folder slug, e.g. --row fedavg); the cells keep their "
+                  "folders, so the whole preset can --resume from them later")
+      ->allow_extra_args(false);
   sub->add_option("--out", args->out_dir, "Output folder (default results/reproduce/<preset>)");
   sub->add_option("--threads", args->threads,
                   "Clients trained in parallel (default: each config's run.threads); under mpirun per rank "

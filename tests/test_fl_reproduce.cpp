@@ -166,6 +166,21 @@ paper = [1, 2]
   EXPECT_TRUE(refused.cells[0][0].failed);
 }
 
+// --row: a user with little time runs the rows that matter first; the whole preset resumes from them.
+TEST_F(Reproduce, SelectedRowsKeepTheirFoldersAndTheWholePresetResumesFromThem) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  const Preset fedrep = select_rows(preset, {"fedrep"});  // by folder slug
+  ASSERT_EQ(fedrep.rows.size(), 1u);
+  EXPECT_EQ(fedrep.rows[0].name, "FedRep");
+  EXPECT_EQ(preset_grid(fedrep).runs[0].folder, "fedrep");
+  EXPECT_EQ(select_rows(preset, {"FedRep", "FedAvg"}).rows[0].name, "FedAvg");  // the preset's order
+  expect_error([&] { select_rows(preset, {"Krum"}); }, {"no row 'Krum'", "'FedAvg' (fedavg)", "'FedRep' (fedrep)"});
+  EXPECT_EQ(run(fedrep, false).runs, 1);
+  const ReproduceReport whole = run(preset, true);
+  EXPECT_EQ(whole.runs, 1);     // FedAvg
+  EXPECT_EQ(whole.skipped, 1);  // FedRep, from the --row run
+}
+
 TEST_F(Reproduce, OverridesReachEveryRunAndTheTableSaysItIsReduced) {
   const Preset preset = load_preset(write_preset(kTwoRows));
   ReproduceOptions options;

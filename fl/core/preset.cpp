@@ -235,6 +235,21 @@ PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& ext
   return grid;
 }
 
+Preset select_rows(const Preset& preset, const std::vector<std::string>& names) {
+  std::string valid;
+  for (const PresetRow& row : preset.rows) valid += "\n  '" + row.name + "' (" + slug(row.name) + ")";
+  for (const std::string& name : names) {
+    const bool known = std::any_of(preset.rows.begin(), preset.rows.end(),
+                                   [&](const PresetRow& row) { return row.name == name || slug(row.name) == name; });
+    BASTION_CHECK(known, preset.path, ": no row '", name, "'; the rows are:", valid);
+  }
+  Preset out = preset;
+  std::erase_if(out.rows, [&](const PresetRow& row) {
+    return std::none_of(names.begin(), names.end(), [&](const std::string& n) { return row.name == n || slug(row.name) == n; });
+  });
+  return out;
+}
+
 std::vector<std::string> find_presets(const std::string& folder) {
   std::vector<std::string> paths;
   std::error_code error;

@@ -77,6 +77,10 @@ using PresetCellCheck = std::function<void(const std::string& base, const std::v
 Preset parse_preset(std::string_view text, const std::string& path, const PresetCellCheck& check_cell);
 // The runs of the grid with `extra` overrides (quick scale, seeds) appended to every run.
 PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& extra = {});
+// The preset cut to the rows named in `names` (a row's exact name or its results folder's slug), in the
+// preset's order; throws naming every row when a name matches none. Run folders keep their names, so a
+// later run of the whole preset with --resume reuses the cells run this way.
+Preset select_rows(const Preset& preset, const std::vector<std::string>& names);
 // Presets in a folder: the *.toml files that have [[rows]] (configs/papers/), sorted by name.
 std::vector<std::string> find_presets(const std::string& folder);
 // The figures a column may show (summary.json names).
