@@ -98,44 +98,57 @@ void bm_train_step(benchmark::State& state, TrainCase c, int threads) {
   state.counters["final_loss"] = loss_value;
 }
 
-// evaluate/lenet/1x28x28/10000/threads:T: the global-model evaluation of every FL round on a test set
-// the size of Fashion-MNIST's (10,000 random 28x28 images, LeNet), done as SeedRun::evaluate_global does
-// it: chunks of 1000 (eval.batch) as tasks of a T-worker ThreadPool, each worker with its own model
-// replica and single-threaded kernels, each chunk through fl/evaluate.h's evaluate() (no graph).
-// The wall time of one iteration is the time of one evaluation.
-void bm_evaluate(benchmark::State& state, int threads) {
-  constexpr int64_t kTestImages = 10000, kChunk = 1000;
-  set_num_threads(1);  // threads = 1 runs the tasks inline on this thread: single-threaded kernels too
+// evaluate/MODEL/CxHxW/IMAGES/threads:T: the global-model evaluation of every FL round, done as
+// SeedRun::evaluate_global does it: chunks of `chunk` images (eval.batch) as tasks of a T-worker ThreadPool,
+// each worker with its own model replica and single-threaded kernels, each chunk through fl/evaluate.h's
+// evaluate() (no graph). LeNet on a test set the size of Fashion-MNIST's (10,000 random 28x28 images,
+// chunks of 1000); ResNet18 on 512 random 32x32x3 images in chunks of 128 (its images/s beside PyTorch's
+// `pytorch_train_step.py --eval`). The wall time of one iteration is the time of one evaluation.
+struct EvalCase {
+  const char* model;
+  InputShape input;
+  int64_t images, chunk;
+};
+
+Dataset random_images(const InputShape& input, int64_t images) {
   Dataset data;
-  data.name = "synthetic-fmnist";
-  data.height = data.width = 28;
+  data.name = "synthetic";
+  data.channels = input.channels;
+  data.height = input.height;
+  data.width = input.width;
   data.num_classes = kClasses;
-  data.mean = {0.0f};
-  data.std = {1.0f};
+  data.mean.assign(static_cast<size_t>(input.channels), 0.0f);
+  data.std.assign(static_cast<size_t>(input.channels), 1.0f);
   Generator gen(3);
-  data.pixels.resize(kTestImages * 28 * 28);
+  data.pixels.resize(static_cast<size_t>(images * data.sample_numel()));
   for (uint8_t& p : data.pixels) p = static_cast<uint8_t>(gen.below(256));
-  data.labels.resize(kTestImages);
+  data.labels.resize(static_cast<size_t>(images));
   for (int32_t& label : data.labels) label = static_cast<int32_t>(gen.below(kClasses));
+  return data;
+}
+
+void bm_evaluate(benchmark::State& state, EvalCase c, int threads) {
+  set_num_threads(1);  // threads = 1 runs the tasks inline on this thread: single-threaded kernels too
+  const Dataset data = random_images(c.input, c.images);
   std::vector<std::unique_ptr<Model>> replicas;
-  for (int w = 0; w < threads; ++w) replicas.push_back(make_model("lenet", {1, 28, 28}, kClasses, /*seed=*/1));
+  for (int w = 0; w < threads; ++w) replicas.push_back(make_model(c.model, c.input, kClasses, /*seed=*/1));
   ThreadPool pool(threads);
-  const int64_t chunks = kTestImages / kChunk;
-  std::vector<int64_t> correct(chunks);
+  const int64_t chunks = c.images / c.chunk;
+  std::vector<int64_t> correct(static_cast<size_t>(chunks));
   auto evaluate_all = [&] {
     pool.run(chunks, [&](int64_t k, int worker) {
-      std::vector<int64_t> part(kChunk);
-      for (int64_t i = 0; i < kChunk; ++i) part[i] = k * kChunk + i;
-      correct[k] = evaluate(*replicas[worker], data, kChunk, part).correct;
+      std::vector<int64_t> part(static_cast<size_t>(c.chunk));
+      for (int64_t i = 0; i < c.chunk; ++i) part[i] = k * c.chunk + i;
+      correct[k] = evaluate(*replicas[worker], data, c.chunk, part).correct;
     });
   };
   evaluate_all();  // warm-up: the storage pool's first allocations
   for (auto _ : state) evaluate_all();
   int64_t total = 0;
-  for (int64_t c : correct) total += c;
+  for (int64_t n : correct) total += n;
   state.counters["samples_per_s"] =
-      benchmark::Counter(static_cast<double>(kTestImages), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["accuracy"] = static_cast<double>(total) / kTestImages;
+      benchmark::Counter(static_cast<double>(c.images), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["accuracy"] = static_cast<double>(total) / static_cast<double>(c.images);
 }
 
 }  // namespace
@@ -160,11 +173,15 @@ int main(int argc, char** argv) {
       if (c.iterations > 0) bench->Iterations(c.iterations);
     }
   }
-  for (int threads : {1, 2})
-    benchmark::RegisterBenchmark(("evaluate/lenet/1x28x28/10000/threads:" + std::to_string(threads)).c_str(),
-                                 bm_evaluate, threads)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+  const EvalCase evaluations[] = {{"lenet", {1, 28, 28}, 10000, 1000}, {"resnet18", {3, 32, 32}, 512, 128}};
+  for (const EvalCase& c : evaluations) {
+    for (int threads : {1, 2}) {
+      const std::string name = std::string("evaluate/") + c.model + "/" + std::to_string(c.input.channels) + "x" +
+                               std::to_string(c.input.height) + "x" + std::to_string(c.input.width) + "/" +
+                               std::to_string(c.images) + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), bm_evaluate, c, threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

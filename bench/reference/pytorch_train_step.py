@@ -5,7 +5,7 @@ MAINTAINER-ONLY SCRIPT. Bastion itself has no Python; this exists only to put Py
 Bastion's in bench/RESULTS.md. Run it with Debian's interpreter, which has python3-torch 1.13:
 
     /usr/bin/python3 bench/reference/pytorch_train_step.py [--passes 5] [--steps 200] [--pass-seconds 1]
-                                                           [--threads 1 2] [--json]
+                                                           [--threads 1 2] [--models M ...] [--eval] [--json]
 
 Models, identical in shapes to Bastion's zoo (nn/models.cpp), at batch 64 (cnn-fedfsa: 48):
   mlp         flatten, fc1 784->200, ReLU, fc2 200->200, ReLU, fc3 200->10
@@ -22,6 +22,8 @@ passes of `steps` steps each -- fewer when the warm-up shows a pass would take l
 --pass-seconds (at least 5 steps), so slow cases (2 threads on a loaded machine) do not take minutes,
 like Google Benchmark's --benchmark_min_time on the C++ side. Prints samples/s per pass and the median
 (one line per case, or one JSON object with --json, which bench/summarize.py reads).
+--eval times evaluation instead, as bench_train's evaluate/* does it: model.eval(), torch.no_grad(),
+forward passes of EVAL_BATCH (128) images and the argmax; one "step" is one such pass.
 """
 import argparse
 import json
@@ -35,6 +37,7 @@ import torch.nn.functional as F
 BATCH = 64
 CLASSES = 10
 WARMUP_STEPS = 20
+EVAL_BATCH = 128
 
 
 class Mlp(nn.Module):
@@ -162,17 +165,20 @@ CASES = [
 ]
 
 
-def time_case(build, shape, batch, threads, passes, max_steps, pass_seconds):
+def time_case(build, shape, batch, threads, passes, max_steps, pass_seconds, evaluate=False):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     channels, size, _ = shape
     model = build(channels, size)
-    model.train()
+    model.train(not evaluate)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(batch, *shape)
     y = torch.randint(0, CLASSES, (batch,))
 
     def step():
+        if evaluate:
+            with torch.no_grad():
+                return model(x).argmax(1).sum()
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
@@ -205,6 +211,7 @@ def main():
     parser.add_argument("--pass-seconds", type=float, default=1.0, help="target duration of one pass")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--models", nargs="*", help="only these models (default: all)")
+    parser.add_argument("--eval", action="store_true", help="time evaluation (no_grad forward at batch 128)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -213,8 +220,11 @@ def main():
         if args.models and name not in args.models:
             continue
         for threads in args.threads:
-            rates, steps = time_case(build, shape, batch, threads, args.passes, args.steps, args.pass_seconds)
-            case = "%s/%dx%dx%d/threads:%d" % (name, *shape, threads)
+            if args.eval:
+                batch = EVAL_BATCH
+            rates, steps = time_case(build, shape, batch, threads, args.passes, args.steps, args.pass_seconds,
+                                     args.eval)
+            case = "%s%s/%dx%dx%d/threads:%d" % ("evaluate/" if args.eval else "", name, *shape, threads)
             results.append({"case": case, "steps_per_pass": steps, "samples_per_s": rates,
                             "median": statistics.median(rates)})
             if not args.json:
