@@ -94,6 +94,6 @@ dacc() {  # detection accuracy of the (single) run, as a percentage, or -
       [ "$value" != "-" ] && flagged=1
       row="$row $value |"
     done
-    [ "$flagged" = 1 ] && printf "%s\n" "$row"
+    if [ "$flagged" = 1 ]; then printf "%s\n" "$row"; fi  # (an `&&` here made the script exit 1 after a last rule that never flags)
   done
 } | tee "$out/table.md"
