@@ -349,6 +349,12 @@ TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
                                    "[data]\npartition = \"iid\" # \xc3\xa9\n");
   EXPECT_EQ(c.experiment.text("name"), "Z\xc3\xbcrich");
   EXPECT_EQ(c.experiment.text("description"), "\xc2\xa7\\\n\xc2\xa7");
+  // Sixth (fuzz_config, 10 M run): one or two quotes before a multi-line string's delimiter belong to the
+  // string, so `''''` ends it and the non-ASCII character after it is outside, right after the value.
+  expect_config_error("n= '''\xc2\xa7''''\xc2\xa7''\n", {"test.toml:1", "non-ASCII", "outside a string"});
+  expect_config_error("n= \"\"\"x\"\"\"\"\"\xc2\xa7\n", {"test.toml:1", "non-ASCII", "outside a string"});
+  EXPECT_EQ(parse("name = '''Z\xc3\xbcrich'''''\n").experiment.text("name"), "Z\xc3\xbcrich''");
+  EXPECT_EQ(parse("name = \"\"\"Z\xc3\xbcrich\"\"\"\"\n").experiment.text("name"), "Z\xc3\xbcrich\"");
   // An override that is not TOML is taken as text, non-ASCII or not.
   EXPECT_EQ(parse("", {"name=Z\xc3\xbcrich"}).experiment.text("name"), "Z\xc3\xbcrich");
   // fuzz_config, after the guard: a text override with invalid UTF-8 made a config whose config_to_toml
