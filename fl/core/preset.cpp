@@ -236,16 +236,17 @@ PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& ext
 }
 
 Preset select_rows(const Preset& preset, const std::vector<std::string>& names) {
+  const auto named = [](const std::string& name) {
+    return [&name](const PresetRow& row) { return row.name == name || slug(row.name) == name; };
+  };
   std::string valid;
   for (const PresetRow& row : preset.rows) valid += "\n  '" + row.name + "' (" + slug(row.name) + ")";
-  for (const std::string& name : names) {
-    const bool known = std::any_of(preset.rows.begin(), preset.rows.end(),
-                                   [&](const PresetRow& row) { return row.name == name || slug(row.name) == name; });
-    BASTION_CHECK(known, preset.path, ": no row '", name, "'; the rows are:", valid);
-  }
+  for (const std::string& name : names)
+    BASTION_CHECK(std::any_of(preset.rows.begin(), preset.rows.end(), named(name)), preset.path, ": no row '", name,
+                  "'; the rows are:", valid);
   Preset out = preset;
   std::erase_if(out.rows, [&](const PresetRow& row) {
-    return std::none_of(names.begin(), names.end(), [&](const std::string& n) { return row.name == n || slug(row.name) == n; });
+    return std::none_of(names.begin(), names.end(), [&](const std::string& name) { return named(name)(row); });
   });
   return out;
 }
