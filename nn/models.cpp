@@ -41,8 +41,8 @@ class TwoConvThreeFc : public Module {
     fc3 = register_module("fc3", std::make_shared<Linear>(w.fc2, classes, gen));
   }
   Tensor forward(const Tensor& x) override {
-    Tensor h = max_pool2d(relu(conv1->forward(x)), 2, 2);
-    h = max_pool2d(relu(conv2->forward(h)), 2, 2);
+    Tensor h = max_pool2d_of_relu(conv1->forward(x), 2);
+    h = max_pool2d_of_relu(conv2->forward(h), 2);
     h = relu(fc1->forward(flatten(h)));
     return fc3->forward(relu(fc2->forward(h)));
   }
@@ -65,8 +65,8 @@ class SpmcCnn : public Module {
     cls = register_module("cls", std::make_shared<Linear>(256, classes, gen));
   }
   Tensor forward(const Tensor& x) override {
-    Tensor h = max_pool2d(relu(conv1->forward(x)), 2, 2);
-    h = max_pool2d(relu(conv2->forward(h)), 2, 2);
+    Tensor h = max_pool2d_of_relu(conv1->forward(x), 2);
+    h = max_pool2d_of_relu(conv2->forward(h), 2);
     h = relu(fc2->forward(relu(fc1->forward(flatten(h)))));
     return cls->forward(l2->forward(relu(l1->forward(h))));
   }
@@ -91,7 +91,9 @@ class FedcapCnn : public Module {
  private:
   static std::shared_ptr<Sequential> block(int64_t in, int64_t out, Generator& gen) {
     auto s = std::make_shared<Sequential>();
-    s->add(std::make_shared<Conv2d>(in, out, 5, gen)).add(std::make_shared<ReLU>()).add(std::make_shared<MaxPool2d>(2, 2));
+    // Pool before ReLU: the same values and gradients as PFLlib's conv, ReLU, pool (max_pool2d_of_relu in
+    // nn/layers.h says why), with a 4x smaller ReLU; parameter-free layers, so the indices still line up.
+    s->add(std::make_shared<Conv2d>(in, out, 5, gen)).add(std::make_shared<MaxPool2d>(2, 2)).add(std::make_shared<ReLU>());
     return s;
   }
   std::shared_ptr<Sequential> conv1, conv2, fc1;
@@ -105,9 +107,10 @@ class BapflCnn : public Module {
   BapflCnn(InputShape in, int64_t classes, Generator& gen) {
     const int64_t h = conv5_pool2(conv5_pool2(in.height)), w = conv5_pool2(conv5_pool2(in.width));
     conv = register_module("conv", std::make_shared<Sequential>());
-    conv->add(std::make_shared<Conv2d>(in.channels, 20, 5, gen)).add(std::make_shared<ReLU>());
-    conv->add(std::make_shared<MaxPool2d>(2, 2)).add(std::make_shared<Conv2d>(20, 50, 5, gen));
-    conv->add(std::make_shared<ReLU>()).add(std::make_shared<MaxPool2d>(2, 2)).add(std::make_shared<Flatten>());
+    // Each pool before its ReLU, as in FedcapCnn::block (same values and gradients, smaller ReLU).
+    conv->add(std::make_shared<Conv2d>(in.channels, 20, 5, gen)).add(std::make_shared<MaxPool2d>(2, 2));
+    conv->add(std::make_shared<ReLU>()).add(std::make_shared<Conv2d>(20, 50, 5, gen));
+    conv->add(std::make_shared<MaxPool2d>(2, 2)).add(std::make_shared<ReLU>()).add(std::make_shared<Flatten>());
     clf = register_module("clf", std::make_shared<Sequential>());
     clf->add(std::make_shared<Linear>(50 * h * w, 500, gen)).add(std::make_shared<Linear>(500, classes, gen));
   }

@@ -1,6 +1,8 @@
 // nn/: layers, the flat parameter buffer, the model zoo, optimizers, and a network that learns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <set>
 
@@ -134,6 +136,35 @@ TEST(Model, FrozenBodyGetsNoGradientAndNoUpdate) {
     for (int64_t i = p.begin; i < p.end; ++i) changed = changed || model->flat_parameters()[i] != before[i];
     EXPECT_EQ(changed, p.is_head) << p.name;
   }
+}
+
+// The models compute max_pool2d(relu(x)) as relu(max_pool2d(x)); it must be the same function with the
+// same gradient, bit for bit, including the cases where the two orders route differently: windows whose
+// maximum is 0 or negative (ReLU ties them all at 0) and ties between equal positive values.
+TEST(Layers, PoolBeforeReluIsBitwiseTheWrittenOrder) {
+  Generator gen(11);
+  std::vector<float> values = Tensor::randn({3, 4, 6, 8}, gen).to_vector();
+  for (size_t i = 0; i < values.size(); i += 7) values[i] = 0.0f;              // exact zeros
+  for (size_t i = 3; i < values.size(); i += 11) values[i] = values[i - 1];    // ties in a window
+  for (size_t i = 0; i < 8; ++i) values[i] = -std::abs(values[i]) - 1.0f;      // a row of negative windows
+  const Tensor upstream = Tensor::randn({3, 4, 3, 4}, gen);
+  auto run = [&](bool pool_first) {
+    Tensor x = Tensor::from_vector({3, 4, 6, 8}, values).set_requires_grad(true);
+    Tensor y = pool_first ? max_pool2d_of_relu(x, 2) : max_pool2d(relu(x), 2, 2);
+    sum(mul(y, upstream)).backward();
+    return std::pair{y.to_vector(), x.grad().to_vector()};
+  };
+  auto bits = [](const std::vector<float>& v) {  // == would let -0 equal +0
+    std::vector<uint32_t> out(v.size());
+    std::transform(v.begin(), v.end(), out.begin(), [](float f) { return std::bit_cast<uint32_t>(f); });
+    return out;
+  };
+  const auto [written_y, written_dx] = run(false);
+  const auto [pooled_y, pooled_dx] = run(true);
+  EXPECT_EQ(bits(pooled_y), bits(written_y));
+  EXPECT_EQ(bits(pooled_dx), bits(written_dx));
+  EXPECT_GT(std::count(written_dx.begin(), written_dx.end(), 0.0f), 0);  // the zero-routing cases occurred
+  EXPECT_GT(std::count_if(written_dx.begin(), written_dx.end(), [](float g) { return g != 0.0f; }), 0);
 }
 
 TEST(Optim, SgdMatchesTheHandComputedPyTorchUpdate) {
