@@ -411,9 +411,10 @@ void register_all() {
                                      t, true)
             ->UseRealTime();
       for (const auto& [rung, variant] : {std::pair{"rows", ConvDirectVariant::RowStrided},
-                                          std::pair{"channels", ConvDirectVariant::ChannelVector}}) {
+                                          std::pair{"channels", ConvDirectVariant::ChannelVector},
+                                          std::pair{"scatter", ConvDirectVariant::ChannelScatter}}) {
         // channels: K % 16 == 0 (else every pass would fall back to rows); its grad_in needs C % 16 too.
-        if (!conv2d_direct_supported(layer.g) || (variant == ConvDirectVariant::ChannelVector && layer.g.K % 16 != 0))
+        if (!conv2d_direct_supported(layer.g) || (variant != ConvDirectVariant::RowStrided && layer.g.K % 16 != 0))
           continue;
         benchmark::RegisterBenchmark((std::string("conv_direct_") + rung + "_forward" + suffix(layer.name, t)).c_str(),
                                      bm_conv_direct_forward, layer, t, variant)

@@ -36,10 +36,16 @@ const ConvCase kDirectConvCases[] = {
     {2, 16, 7, 9, 32, 3, 3, 1, 1},    // padding 1, rows split into unequal blocks
     {5, 32, 6, 6, 16, 5, 5, 1, 2},    // padding R - 1: most filter rows of grad_in meet only padding
     {2, 3, 30, 30, 16, 3, 3, 1, 0},   // wide rows (28 outputs: two 14-blocks), C not a multiple of 16
+    // row-scatter blocks (5-wide filters, 1 or 2 channel vectors): edge blocks skip the zero columns
+    {2, 32, 14, 14, 64, 5, 5, 1, 0},  // cnn-fedcap conv2: grad_in 2 vectors, 14 = 7 + 7
+    {2, 32, 8, 8, 32, 5, 5, 1, 0},    // one block per row, both edges skipped; forward 2 vectors
+    {2, 16, 11, 23, 16, 5, 5, 1, 0},  // 23 = 8 + 8 + 7: a middle block; 1 vector
+    {2, 32, 9, 13, 32, 5, 5, 1, 2},   // padding 2: the edge columns are not all zero, none skipped
+    {3, 16, 12, 10, 96, 5, 3, 1, 1},  // 3-wide filters: the gather blocks
 };
 
 const ConvDirectVariant kDirectVariants[] = {ConvDirectVariant::RowStrided, ConvDirectVariant::ChannelVector,
-                                             ConvDirectVariant::Auto};
+                                             ConvDirectVariant::ChannelScatter, ConvDirectVariant::Auto};
 
 // False on a build without AVX-512 (-march of a CPU that lacks it): the direct path is then never taken.
 bool direct_path_built() { return conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 0)); }
@@ -72,6 +78,8 @@ TEST(KernelsCpuConvDirect, ForwardMatchesReference) {
                                             std::pair{false, ConvDirectVariant::RowStrided},
                                             std::pair{true, ConvDirectVariant::ChannelVector},
                                             std::pair{false, ConvDirectVariant::ChannelVector},
+                                            std::pair{true, ConvDirectVariant::ChannelScatter},
+                                            std::pair{false, ConvDirectVariant::ChannelScatter},
                                             std::pair{true, ConvDirectVariant::Auto}}) {
       SCOPED_TRACE(::testing::Message() << "variant " << static_cast<int>(variant) << " bias " << with_bias);
       const float* bias = with_bias ? d.bias.data() : nullptr;

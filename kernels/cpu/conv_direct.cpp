@@ -349,7 +349,15 @@ bool use_channels(ConvDirectVariant variant, bool possible, double row_strided_l
   // and lose where it fills most (cnn-fedcap conv1, 88 %: forward x0.83).
   constexpr double kChannelVectorsBelowLaneShare = 0.75;
   if (!possible || variant == ConvDirectVariant::RowStrided) return false;
-  return variant == ConvDirectVariant::ChannelVector || row_strided_lane_share < kChannelVectorsBelowLaneShare;
+  return variant == ConvDirectVariant::ChannelVector || variant == ConvDirectVariant::ChannelScatter ||
+         row_strided_lane_share < kChannelVectorsBelowLaneShare;
+}
+
+// Row-scatter blocks inside the channel-vector passes, wherever they apply: bench_kernels' conv ladder,
+// 2026-11-26, Intel Xeon, 1 thread (bench/RESULTS.md): cnn-fedcap conv2 backward (grad_in 2 vectors)
+// 39.3 -> 29.7 ms, conv1 forward on channel vectors 9.4 -> 7.6 ms; conv2 forward (4 vectors) unchanged.
+bool use_row_scatter(ConvDirectVariant variant) {
+  return variant == ConvDirectVariant::ChannelScatter || variant == ConvDirectVariant::Auto;
 }
 
 double lane_share(const ValidConv& v) {
@@ -422,7 +430,7 @@ void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight,
                                const Conv2dGeometry& g, float* workspace, int threads, ConvDirectVariant variant) {
   BASTION_ASSERT(conv2d_direct_supported(g));
   if (use_channels(variant, conv_direct_detail::channel_forward_ok(g), lane_share(forward_conv(g))))
-    conv_direct_detail::channel_forward(out, in, weight, bias, g, workspace, threads);
+    conv_direct_detail::channel_forward(out, in, weight, bias, g, workspace, threads, use_row_scatter(variant));
   else
     row_strided_forward(out, in, weight, bias, g, workspace, threads);
 }
@@ -442,7 +450,7 @@ void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_
   if (grad_in) {
     // grad_in: channel vectors whenever C allows (they also skip the filter rows that meet only padding).
     if (use_channels(variant, conv_direct_detail::channel_grad_in_ok(g), 0.0))
-      conv_direct_detail::channel_grad_in(grad_in, grad_out, weight, g, workspace, threads);
+      conv_direct_detail::channel_grad_in(grad_in, grad_out, weight, g, workspace, threads, use_row_scatter(variant));
     else
       row_strided_grad_in(grad_in, grad_out, weight, g, workspace, threads);
   }

@@ -40,9 +40,11 @@ int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads);
 
 // Which loops a pass runs. RowStrided: the plan above. ChannelVector: 16 output channels per vector
 // (kernels/cpu/conv_direct_channels.cpp) for passes whose output channels are a multiple of 16 (forward
-// and grad_weight: K; grad_in: C); other passes fall back to RowStrided. Auto: the measured choice
-// (conv_direct.cpp, use_channels). Tests and bench_kernels pin a variant; the op uses Auto.
-enum class ConvDirectVariant { Auto, RowStrided, ChannelVector };
+// and grad_weight: K; grad_in: C); other passes fall back to RowStrided. ChannelScatter: ChannelVector
+// whose forward and grad_in take row-scatter blocks where the filters are 5 wide and a block holds 1 or
+// 2 channel vectors (conv_direct_channels.cpp). Auto: the measured choice (conv_direct.cpp,
+// use_channels). Tests and bench_kernels pin a variant; the op uses Auto.
+enum class ConvDirectVariant { Auto, RowStrided, ChannelVector, ChannelScatter };
 
 void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
                                const Conv2dGeometry& g, float* workspace, int threads,

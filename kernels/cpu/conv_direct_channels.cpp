@@ -9,6 +9,13 @@
 //                output-gradient channels times a broadcast input), dyT = grad_out transposed per sample
 // Register blocks: KV vectors of channels x JB positions of one output row (forward), KV x TB taps of
 // one input channel (weight gradient); 24 accumulators as in the row-strided variant.
+// Row-scatter blocks (5-wide filters, KV <= 2; ChannelScatter and Auto): the same sums with the loops of
+// one filter row turned around. The 5 x KV weight vectors of the row stay in registers and each input
+// column of the block is broadcast ONCE and multiplied into every output position it reaches (JB + 4
+// broadcasts per filter row instead of 5 JB). Where the plane's first and last 4 columns are zero
+// padding (grad_in of an unpadded layer) the block's edge columns are skipped, and with them the 29 %
+// of cnn-fedcap conv2's grad_in multiply-adds that only met padding. Each output still receives its
+// terms in (c, r, s) order, the gather block's order less its zero terms.
 #include "kernels/cpu/conv_direct_internal.h"
 
 #if defined(__AVX512F__)
@@ -120,15 +127,96 @@ ChannelBlockFn channel_block_fn(int KV, int jb) {
   }
 }
 
-// out (K, OH, OW) = valid(in, packed) + bias, through tmp (OH * OW, K).
+// ---- row-scatter blocks (5-wide filters) ----
+
+constexpr int kScatterS = 5;
+// Block widths that keep accumulators, the 5 KV weight vectors and the broadcast within 32 registers.
+constexpr int kScatterMaxJb2 = 9, kScatterMaxJb1 = 12;
+
+bool scatter_applies(const ChannelConv& v) { return v.S == kScatterS && v.KV <= 2; }
+
+// The same block as channel_block<KV, JB>. LEFT / RIGHT: the block starts at the plane's first output
+// column / ends at its last, and the plane has S - 1 zero columns on each side, so the block's first /
+// last S - 1 input columns are all zero and are skipped.
+template <int KV, int JB, bool LEFT, bool RIGHT>
+void scatter_block(float* tmp, const float* in, const float* packed, const ChannelConv& v, int64_t oh, int64_t ow0,
+                   int64_t k0) {
+  constexpr int S = kScatterS, first_x = LEFT ? S - 1 : 0, end_x = JB + S - 1 - (RIGHT ? S - 1 : 0);
+  __m512 acc[KV][JB];
+#pragma GCC unroll 24
+  for (int kv = 0; kv < KV; ++kv)
+#pragma GCC unroll 24
+    for (int j = 0; j < JB; ++j) acc[kv][j] = _mm512_setzero_ps();
+  const int64_t r0 = v.first_row(oh), r1 = v.end_row(oh);
+  for (int64_t c = 0; c < v.C; ++c) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* row = in + (c * v.Hp + oh + r) * v.Wp + ow0;
+      const float* w = packed + (c * v.R + r) * S * v.K + k0;
+      __m512 wv[S][KV];
+#pragma GCC unroll 8
+      for (int s = 0; s < S; ++s)
+#pragma GCC unroll 8
+        for (int kv = 0; kv < KV; ++kv) wv[s][kv] = _mm512_loadu_ps(w + s * v.K + kv * kLanes);
+      // Input column x feeds output j = x - s for every tap s with 0 <= j < JB; the indices are
+      // compile-time (a fold over x), so the accumulators stay in registers.
+      [&]<int... X>(std::integer_sequence<int, X...>) {
+        [[maybe_unused]] auto column = [&]<int x>(std::integral_constant<int, x>) {
+          const __m512 b = _mm512_set1_ps(row[x]);
+          [&]<int... Tap>(std::integer_sequence<int, Tap...>) {
+            auto tap = [&]<int s>(std::integral_constant<int, s>) {
+              if constexpr (x - s >= 0 && x - s < JB)
+#pragma GCC unroll 8
+                for (int kv = 0; kv < KV; ++kv) acc[kv][x - s] = _mm512_fmadd_ps(wv[s][kv], b, acc[kv][x - s]);
+            };
+            (tap(std::integral_constant<int, Tap>{}), ...);
+          }(std::make_integer_sequence<int, S>{});
+        };
+        (column(std::integral_constant<int, first_x + X>{}), ...);
+      }(std::make_integer_sequence<int, std::max(0, end_x - first_x)>{});  // JB < 4 with both edges: never run
+    }
+  }
+  float* dst = tmp + (oh * v.OW + ow0) * v.K + k0;
+#pragma GCC unroll 24
+  for (int j = 0; j < JB; ++j)
+#pragma GCC unroll 24
+    for (int kv = 0; kv < KV; ++kv) _mm512_storeu_ps(dst + j * v.K + kv * kLanes, acc[kv][j]);
+}
+
+template <int KV, bool LEFT, bool RIGHT, int... JB>
+ChannelBlockFn scatter_block_for(int jb, std::integer_sequence<int, JB...>) {
+  ChannelBlockFn table[] = {nullptr, scatter_block<KV, JB + 1, LEFT, RIGHT>...};
+  return table[jb];
+}
+
+template <int KV, int MaxJb>
+ChannelBlockFn scatter_block_fn_kv(int jb, bool left, bool right) {
+  constexpr auto widths = std::make_integer_sequence<int, MaxJb>{};
+  if (left && right) return scatter_block_for<KV, true, true>(jb, widths);
+  if (left) return scatter_block_for<KV, true, false>(jb, widths);
+  if (right) return scatter_block_for<KV, false, true>(jb, widths);
+  return scatter_block_for<KV, false, false>(jb, widths);
+}
+
+ChannelBlockFn scatter_block_fn(int KV, int jb, bool left, bool right) {
+  return KV == 2 ? scatter_block_fn_kv<2, kScatterMaxJb2>(jb, left, right)
+                 : scatter_block_fn_kv<1, kScatterMaxJb1>(jb, left, right);
+}
+
+// out (K, OH, OW) = valid(in, packed) + bias, through tmp (OH * OW, K). scatter: row-scatter blocks
+// (the caller checked scatter_applies).
 void channel_conv_sample(float* out, const float* in, const float* packed, const float* bias, const ChannelConv& v,
-                         float* tmp) {
+                         float* tmp, bool scatter) {
   // A row in equal blocks (14 = 7 + 7, not 12 + 2): a short tail block would hold few accumulators.
-  const int64_t max_jb = kAccumulators / v.KV, blocks = ceil_div(v.OW, max_jb), even_jb = ceil_div(v.OW, blocks);
+  const int64_t max_jb = !scatter ? kAccumulators / v.KV : v.KV == 2 ? kScatterMaxJb2 : kScatterMaxJb1;
+  const int64_t blocks = ceil_div(v.OW, max_jb), even_jb = ceil_div(v.OW, blocks);
+  const bool zero_edges = v.ph == kScatterS - 1;  // S - 1 zero columns each side (square padding)
   for (int64_t oh = 0; oh < v.OH; ++oh)
     for (int64_t ow0 = 0; ow0 < v.OW; ow0 += even_jb) {
       const int jb = static_cast<int>(std::min<int64_t>(even_jb, v.OW - ow0));
-      for (int64_t k0 = 0; k0 < v.K; k0 += v.KV * kLanes) channel_block_fn(v.KV, jb)(tmp, in, packed, v, oh, ow0, k0);
+      const ChannelBlockFn block = scatter ? scatter_block_fn(v.KV, jb, zero_edges && ow0 == 0,
+                                                              zero_edges && ow0 + jb == v.OW)
+                                           : channel_block_fn(v.KV, jb);
+      for (int64_t k0 = 0; k0 < v.K; k0 += v.KV * kLanes) block(tmp, in, packed, v, oh, ow0, k0);
     }
   const int64_t P = v.out_plane();
   for (int64_t k = 0; k < v.K; ++k) {
@@ -146,7 +234,7 @@ int64_t sample_thread_floats(const ChannelConv& v, bool padded) {
 
 void run_samples(float* out, const float* in, int64_t in_sample, int64_t ph, int64_t pw, const float* packed,
                  const float* bias, const ChannelConv& v, int64_t N, float* thread_base, int64_t thread_floats,
-                 int threads) {
+                 int threads, bool scatter) {
   const bool padded = ph > 0 || pw > 0;
   const int64_t H = v.Hp - 2 * ph, W = v.Wp - 2 * pw;
 #pragma omp parallel for schedule(static) num_threads(threads) if (N * v.K * v.C * v.R * v.S * v.out_plane() >= kParallelMinWork)
@@ -159,7 +247,7 @@ void run_samples(float* out, const float* in, int64_t in_sample, int64_t ph, int
       planes = mine;
       tmp = mine + v.C * v.Hp * v.Wp;
     }
-    channel_conv_sample(out + n * v.K * v.out_plane(), planes, packed, bias, v, tmp);
+    channel_conv_sample(out + n * v.K * v.out_plane(), planes, packed, bias, v, tmp, scatter);
   }
 }
 
@@ -214,14 +302,16 @@ WeightBlockFn weight_block_fn(int KV, int tb) {
   }
 }
 
+// tap_step: taps per block, equal blocks as in the forward (25 taps at KV = 4: 5 x 5, not 6 + 6 + 6 + 6 + 1,
+// whose 1-tap block holds 4 accumulators and ran 2.6x slower per tap than the 6-tap blocks).
 struct WeightItems {
-  int64_t groups, tap_blocks, max_tb, count;
+  int64_t groups, tap_blocks, tap_step, count;
 };
 
 WeightItems weight_items(const ChannelConv& v) {
   const int64_t max_tb = kAccumulators / v.KV, tap_blocks = ceil_div(v.R * v.S, max_tb);
   const int64_t groups = v.K / (v.KV * kLanes);
-  return {groups, tap_blocks, max_tb, groups * v.C * tap_blocks};
+  return {groups, tap_blocks, ceil_div(v.R * v.S, tap_blocks), groups * v.C * tap_blocks};
 }
 
 int64_t weight_shared_floats(const Conv2dGeometry& g) {
@@ -250,18 +340,19 @@ int64_t channel_workspace_floats(const Conv2dGeometry& g, int threads) {
 }
 
 void channel_forward(float* out, const float* in, const float* weight, const float* bias, const Conv2dGeometry& g,
-                     float* workspace, int threads) {
+                     float* workspace, int threads, bool row_scatter) {
   const ChannelConv v = forward_conv(g);
   float* packed = workspace;
   pack_filters(packed, weight, v, false);
   float* thread_base = packed + filter_floats(g) + g.K;
   const int64_t per_thread = std::max(sample_thread_floats(forward_conv(g), g.padding > 0),
                                       sample_thread_floats(grad_in_conv(g), true));
-  run_samples(out, in, g.C * g.H * g.W, g.padding, g.padding, packed, bias, v, g.N, thread_base, per_thread, threads);
+  run_samples(out, in, g.C * g.H * g.W, g.padding, g.padding, packed, bias, v, g.N, thread_base, per_thread, threads,
+              row_scatter && scatter_applies(v));
 }
 
 void channel_grad_in(float* grad_in, const float* grad_out, const float* weight, const Conv2dGeometry& g,
-                     float* workspace, int threads) {
+                     float* workspace, int threads, bool row_scatter) {
   const ChannelConv v = grad_in_conv(g);
   float* packed = workspace;
   pack_filters(packed, weight, v, true);
@@ -269,7 +360,7 @@ void channel_grad_in(float* grad_in, const float* grad_out, const float* weight,
   const int64_t per_thread = std::max(sample_thread_floats(forward_conv(g), g.padding > 0),
                                       sample_thread_floats(grad_in_conv(g), true));
   run_samples(grad_in, grad_out, g.K * g.out_plane(), g.R - 1 - g.padding, g.S - 1 - g.padding, packed, nullptr, v,
-              g.N, thread_base, per_thread, threads);
+              g.N, thread_base, per_thread, threads, row_scatter && scatter_applies(v));
 }
 
 void channel_grad_weight(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
@@ -296,8 +387,8 @@ void channel_grad_weight(float* grad_weight, const float* grad_out, const float*
 #pragma omp parallel for schedule(static) num_threads(threads) if (nb * v.K * v.C * RS * P >= kParallelMinWork)
     for (int64_t item = 0; item < items.count; ++item) {
       const int64_t group = item / (v.C * items.tap_blocks), c = (item / items.tap_blocks) % v.C;
-      const int64_t t0 = (item % items.tap_blocks) * items.max_tb;
-      const int tb = static_cast<int>(std::min(items.max_tb, RS - t0));
+      const int64_t t0 = (item % items.tap_blocks) * items.tap_step;
+      const int tb = static_cast<int>(std::min(items.tap_step, RS - t0));
       int64_t taps[kAccumulators];
       for (int t = 0; t < tb; ++t) taps[t] = ((t0 + t) / v.S) * v.Wp + (t0 + t) % v.S;
       weight_block_fn(v.KV, tb)(totals + item * kAccumulators, transposed, inputs + n0 * in_sample + c * v.Hp * v.Wp,
@@ -306,7 +397,7 @@ void channel_grad_weight(float* grad_weight, const float* grad_out, const float*
   }
   for (int64_t item = 0; item < items.count; ++item) {
     const int64_t group = item / (v.C * items.tap_blocks), c = (item / items.tap_blocks) % v.C;
-    const int64_t t0 = (item % items.tap_blocks) * items.max_tb, tb = std::min(items.max_tb, RS - t0);
+    const int64_t t0 = (item % items.tap_blocks) * items.tap_step, tb = std::min(items.tap_step, RS - t0);
     for (int64_t kv = 0; kv < v.KV; ++kv)
       for (int64_t t = 0; t < tb; ++t) {
         alignas(64) float lanes[kLanes];

@@ -17,10 +17,12 @@ bool channel_forward_ok(const Conv2dGeometry& g);  // K % 16 == 0
 bool channel_grad_in_ok(const Conv2dGeometry& g);  // C % 16 == 0
 bool channel_weight_ok(const Conv2dGeometry& g);   // K % 16 == 0
 int64_t channel_workspace_floats(const Conv2dGeometry& g, int threads);
+// row_scatter: passes with 5-wide filters and 1 or 2 channel vectors per block (output channels not a
+// multiple of 64) take the row-scatter blocks (conv_direct_channels.cpp); other passes ignore it.
 void channel_forward(float* out, const float* in, const float* weight, const float* bias, const Conv2dGeometry& g,
-                     float* workspace, int threads);
+                     float* workspace, int threads, bool row_scatter);
 void channel_grad_in(float* grad_in, const float* grad_out, const float* weight, const Conv2dGeometry& g,
-                     float* workspace, int threads);
+                     float* workspace, int threads, bool row_scatter);
 void channel_grad_weight(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
                          float* workspace, int threads);
 
