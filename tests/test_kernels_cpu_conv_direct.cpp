@@ -41,6 +41,7 @@ const ConvCase kDirectConvCases[] = {
     {2, 32, 8, 8, 32, 5, 5, 1, 0},    // one block per row, both edges skipped; forward 2 vectors
     {2, 16, 11, 23, 16, 5, 5, 1, 0},  // 23 = 8 + 8 + 7: a middle block; 1 vector
     {2, 32, 9, 13, 32, 5, 5, 1, 2},   // padding 2: the edge columns are not all zero, none skipped
+    {2, 32, 9, 9, 16, 6, 5, 1, 1},    // 6 x 5 filter, padding 1: grad_in pads 4 rows but only 3 columns
     {3, 16, 12, 10, 96, 5, 3, 1, 1},  // 3-wide filters: the gather blocks
 };
 

@@ -45,25 +45,27 @@ int channel_vectors(int64_t K) { return K % 64 == 0 ? 4 : K % 32 == 0 ? 2 : 1; }
 // A valid stride-1 correlation of one sample: in (C, Hp, Wp) -> out (K, OH, OW), K % 16 == 0.
 // ph: zero rows above (and below) the H_in data rows of each padded plane. Filter rows that fall in
 // them are skipped: for grad_in (padded by R - 1 - pad) that is 29 % of the taps of cnn-fedcap conv2.
+// pw: zero columns left (and right) of the data, which the row-scatter blocks may skip.
 struct ChannelConv {
-  int64_t C, Hp, Wp, K, R, S, OH, OW, ph;
+  int64_t C, Hp, Wp, K, R, S, OH, OW, ph, pw;
   int KV;
   int64_t out_plane() const { return OH * OW; }
   int64_t first_row(int64_t oh) const { return std::max<int64_t>(0, ph - oh); }          // filter rows [first,
   int64_t end_row(int64_t oh) const { return std::min<int64_t>(R, Hp - ph - oh); }        //   end) meet data
 };
 
-ChannelConv channel_conv(int64_t C, int64_t Hp, int64_t Wp, int64_t K, int64_t R, int64_t S, int64_t ph) {
-  return {C, Hp, Wp, K, R, S, Hp - R + 1, Wp - S + 1, ph, channel_vectors(K)};
+ChannelConv channel_conv(int64_t C, int64_t Hp, int64_t Wp, int64_t K, int64_t R, int64_t S, int64_t ph,
+                         int64_t pw) {
+  return {C, Hp, Wp, K, R, S, Hp - R + 1, Wp - S + 1, ph, pw, channel_vectors(K)};
 }
 
 ChannelConv forward_conv(const Conv2dGeometry& g) {
-  return channel_conv(g.C, g.H + 2 * g.padding, g.W + 2 * g.padding, g.K, g.R, g.S, g.padding);
+  return channel_conv(g.C, g.H + 2 * g.padding, g.W + 2 * g.padding, g.K, g.R, g.S, g.padding, g.padding);
 }
 
 ChannelConv grad_in_conv(const Conv2dGeometry& g) {
   return channel_conv(g.K, g.OH + 2 * (g.R - 1 - g.padding), g.OW + 2 * (g.S - 1 - g.padding), g.C, g.R, g.S,
-                      g.R - 1 - g.padding);
+                      g.R - 1 - g.padding, g.S - 1 - g.padding);
 }
 
 // packed[c, r, s, k] (k fastest). flip_transpose: the grad_in filters, packed[k_layer, r, s, c_layer] =
@@ -209,7 +211,7 @@ void channel_conv_sample(float* out, const float* in, const float* packed, const
   // A row in equal blocks (14 = 7 + 7, not 12 + 2): a short tail block would hold few accumulators.
   const int64_t max_jb = !scatter ? kAccumulators / v.KV : v.KV == 2 ? kScatterMaxJb2 : kScatterMaxJb1;
   const int64_t blocks = ceil_div(v.OW, max_jb), even_jb = ceil_div(v.OW, blocks);
-  const bool zero_edges = v.ph == kScatterS - 1;  // S - 1 zero columns each side (square padding)
+  const bool zero_edges = v.pw == kScatterS - 1;  // S - 1 zero columns each side
   for (int64_t oh = 0; oh < v.OH; ++oh)
     for (int64_t ow0 = 0; ow0 < v.OW; ow0 += even_jb) {
       const int jb = static_cast<int>(std::min<int64_t>(even_jb, v.OW - ow0));
