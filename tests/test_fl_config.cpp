@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fl/core/config.h"
+#include "fl/core/toml_guard.h"
 #include "test_support.h"
 
 namespace bastion {
@@ -355,6 +356,14 @@ TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
   expect_config_error("n= \"\"\"x\"\"\"\"\"\xc2\xa7\n", {"test.toml:1", "non-ASCII", "outside a string"});
   EXPECT_EQ(parse("name = '''Z\xc3\xbcrich'''''\n").experiment.text("name"), "Z\xc3\xbcrich''");
   EXPECT_EQ(parse("name = \"\"\"Z\xc3\xbcrich\"\"\"\"\n").experiment.text("name"), "Z\xc3\xbcrich\"");
+  // Seventh (fuzz_config, 10 M run of 2026-11-26): a date-shaped word is read on through a space and a
+  // digit and one more character, so the quote after them is glued to it; real date-times still parse.
+  expect_config_error("name = 6870-57-0\" 6 '\xc2\xa7'\n", {"test.toml:1", "non-ASCII", "outside a string"});
+  expect_config_error("name = 1979-05-27 0#\xc2\xa7\n", {"test.toml:1", "non-ASCII", "outside a string"});
+  EXPECT_EQ(parse("", {"name=6870-57-0\" 6 '\xc2\xa7'"}).experiment.text("name"), "6870-57-0\" 6 '\xc2\xa7'");
+  EXPECT_EQ(parse("name = \"a\"\ndescription = \"1979-05-27 07:32:00 \xc2\xa7\"\n").experiment.text("description"),
+            "1979-05-27 07:32:00 \xc2\xa7");
+  EXPECT_NO_THROW(check_toml_text("d = 1979-05-27 07:32:00Z # K\xc3\xb6ln\ne = [1979-05-27 07:32:00, \"\xc2\xa7\"]\n", "t"));
   // An override that is not TOML is taken as text, non-ASCII or not.
   EXPECT_EQ(parse("", {"name=Z\xc3\xbcrich"}).experiment.text("name"), "Z\xc3\xbcrich");
   // fuzz_config, after the guard: a text override with invalid UTF-8 made a config whose config_to_toml

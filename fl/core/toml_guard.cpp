@@ -27,15 +27,40 @@ bool starts(std::string_view text, size_t at, std::string_view prefix) { return 
 // each character whether it is one (fuzz_config's second and fourth finds: `4St5ctype"fedaöln`,
 // `0man_[[["Zürich"`), so a quote glued to such a word must not open a string here either. In key
 // position '=', '.' and '[' end a word too (`key="value"`, `a."b"`, `[a."b"]`).
+// A value word shaped like a date, ten characters (toml++ does not count '_') with '-' at 4 and 7 and a
+// digit first, is read on through a space and a digit (a date-time with ' ' for 'T'), and then through
+// one more character whatever it is, terminator or not: fuzz_config's seventh find,
+// `v = 6870-57-0" 6 '§`, where the guard took `'` for the start of a string holding the `§`.
 struct BareWord {
   bool bare = false, value = false;
-  void step(char c) {  // c is not a quote that opened a string
+  int length = 0;           // characters of the current word, '_' not counted
+  bool date_shape = false;  // the word so far may be the date of a date-time
+  int swallowed = 0;        // characters toml++ still takes into the word whatever they are
+  bool swallowing() const { return swallowed > 0; }
+  void step(std::string_view text, size_t at) {  // text[at] is not a quote that opened a string
+    const char c = text[at];
+    if (swallowing()) {
+      --swallowed;
+      return;
+    }
+    if (value && bare && c == ' ' && length == 10 && date_shape && at + 1 < text.size() &&
+        text[at + 1] >= '0' && text[at + 1] <= '9') {
+      swallowed = 2;  // the digit and the character after it; the space continues the word
+      return;
+    }
     if (c == '\n') value = false;
     const bool ends = c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ']' || c == '}' ||
                       c == '#' || (!value && (c == '=' || c == '.' || c == '['));
     if (!value && c == '=') value = true;
     if (ends) bare = false;
-    else if (bare || (c != '[' && c != '{')) bare = true;  // '[' and '{' opening a token are structure
+    else if (bare || (c != '[' && c != '{')) extend(c);  // '[' and '{' opening a token are structure
+  }
+  void extend(char c) {
+    if (!bare) length = 0, date_shape = true;
+    bare = true;
+    if (c == '_') return;
+    if ((length == 0 && (c < '0' || c > '9')) || ((length == 4 || length == 7) && c != '-')) date_shape = false;
+    ++length;
   }
 };
 
@@ -71,14 +96,18 @@ void check_toml_text(std::string_view text, const std::string& source) {
       case State::Outside:
         if (static_cast<unsigned char>(c) >= 0x80)
           reject(text, i, source, "a non-ASCII character outside a string or comment is not valid TOML");
+        if (word.swallowing()) {  // even '#' is part of the word then
+          word.step(text, i);
+          break;
+        }
         if (c == '#') state = State::Comment;
         if (c == '"' && !word.bare) state = starts(text, i, "\"\"\"") ? State::MultiBasic : State::Basic;
         if (c == '\'' && !word.bare) state = starts(text, i, "'''") ? State::MultiLiteral : State::Literal;
         if (state == State::MultiBasic || state == State::MultiLiteral) i += 2;
-        if (state == State::Outside) word.step(c);
+        if (state == State::Outside) word.step(text, i);
         break;
       case State::Comment:
-        if (c == '\n') state = State::Outside, word.step(c);
+        if (c == '\n') state = State::Outside, word.step(text, i);
         break;
       case State::Basic:
         if (const size_t bad = c == '\\' ? trims_into_non_ascii(text, i) : std::string_view::npos;
