@@ -364,6 +364,12 @@ TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
   EXPECT_EQ(parse("name = \"a\"\ndescription = \"1979-05-27 07:32:00 \xc2\xa7\"\n").experiment.text("description"),
             "1979-05-27 07:32:00 \xc2\xa7");
   EXPECT_NO_THROW(check_toml_text("d = 1979-05-27 07:32:00Z # K\xc3\xb6ln\ne = [1979-05-27 07:32:00, \"\xc2\xa7\"]\n", "t"));
+  // Eighth (fuzz_preset, 10 M run of 2026-11-26): inside an inline table a key follows '{' and ',', so
+  // `={"eva` is no bare word and its quote opens a key; inline tables and arrays of strings still pass.
+  expect_config_error("name = {\"e{a\" ={\"eva \"= \xcd\xae" "c\n", {"test.toml:1", "non-ASCII", "outside a string"});
+  expect_config_error("name = [{a = 1}, {b =\xc2\xa7}]\n", {"test.toml:1", "non-ASCII", "outside a string"});
+  EXPECT_NO_THROW(check_toml_text("x = {a = \"Z\xc3\xbcrich\", b = [\"K\xc3\xb6ln\", {c = '\xc3\xa9'}], d = 1}\n"
+                                  "y = [\n  \"\xc2\xa7\", # \xc3\xa9\n  '\xc2\xa7']\n", "t"));
   // An override that is not TOML is taken as text, non-ASCII or not.
   EXPECT_EQ(parse("", {"name=Z\xc3\xbcrich"}).experiment.text("name"), "Z\xc3\xbcrich");
   // fuzz_config, after the guard: a text override with invalid UTF-8 made a config whose config_to_toml

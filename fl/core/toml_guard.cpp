@@ -5,6 +5,7 @@
 #include "fl/core/toml_guard.h"
 
 #include <algorithm>
+#include <string>
 
 #include "tensor/error.h"
 
@@ -31,8 +32,12 @@ bool starts(std::string_view text, size_t at, std::string_view prefix) { return 
 // digit first, is read on through a space and a digit (a date-time with ' ' for 'T'), and then through
 // one more character whatever it is, terminator or not: fuzz_config's seventh find,
 // `v = 6870-57-0" 6 '§`, where the guard took `'` for the start of a string holding the `§`.
+// Inside an inline table a key follows '{' and ',' (fuzz_preset's find, `4= {"e{a" ={"eva "= ͮc`: the
+// guard, still in value position after the first '=', took `={"eva` for one bare word and its second
+// quote for the start of a string), so `open` keeps the inline tables and arrays around the token.
 struct BareWord {
   bool bare = false, value = false;
+  std::string open;         // '{' and '[' of the inline tables and arrays around the token, innermost last
   int length = 0;           // characters of the current word, '_' not counted
   bool date_shape = false;  // the word so far may be the date of a date-time
   int swallowed = 0;        // characters toml++ still takes into the word whatever they are
@@ -48,12 +53,20 @@ struct BareWord {
       swallowed = 2;  // the digit and the character after it; the space continues the word
       return;
     }
-    if (c == '\n') value = false;
+    if (c == '\n' && open.empty()) value = false;  // arrays may span lines
     const bool ends = c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ']' || c == '}' ||
                       c == '#' || (!value && (c == '=' || c == '.' || c == '['));
     if (!value && c == '=') value = true;
-    if (ends) bare = false;
-    else if (bare || (c != '[' && c != '{')) extend(c);  // '[' and '{' opening a token are structure
+    if (ends) {
+      bare = false;
+      if ((c == ']' || c == '}') && !open.empty()) open.pop_back(), value = true;  // after a value
+      if (c == ',' && !open.empty() && open.back() == '{') value = false;         // the next key
+    } else if (bare || (c != '[' && c != '{')) {
+      extend(c);
+    } else if (value) {  // '[' or '{' opening a value is structure
+      open.push_back(c);
+      if (c == '{') value = false;
+    }
   }
   void extend(char c) {
     if (!bare) length = 0, date_shape = true;
