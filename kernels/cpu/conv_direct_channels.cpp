@@ -79,15 +79,29 @@ void pack_filters(float* packed, const float* weight, const ChannelConv& v, bool
             flip_transpose ? weight[(c * v.K + k) * RS + (RS - 1 - t)] : weight[(k * v.C + c) * RS + t];
 }
 
+template <int KV, int JB>
+inline void zero_block(__m512 (&acc)[KV][JB]) {
+#pragma GCC unroll 24
+  for (int kv = 0; kv < KV; ++kv)
+#pragma GCC unroll 24
+    for (int j = 0; j < JB; ++j) acc[kv][j] = _mm512_setzero_ps();
+}
+
+// dst[j * K + kv * 16 + lane] = acc[kv][j]: the block's JB positions of the transposed result (P, K).
+template <int KV, int JB>
+inline void store_block(float* dst, int64_t K, const __m512 (&acc)[KV][JB]) {
+#pragma GCC unroll 24
+  for (int j = 0; j < JB; ++j)
+#pragma GCC unroll 24
+    for (int kv = 0; kv < KV; ++kv) _mm512_storeu_ps(dst + j * K + kv * kLanes, acc[kv][j]);
+}
+
 // One block: channels [k0, k0 + 16 KV) x positions [ow0, ow0 + JB) of output row oh.
 template <int KV, int JB>
 void channel_block(float* tmp, const float* in, const float* packed, const ChannelConv& v, int64_t oh, int64_t ow0,
                    int64_t k0) {
   __m512 acc[KV][JB];
-#pragma GCC unroll 24
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 24
-    for (int j = 0; j < JB; ++j) acc[kv][j] = _mm512_setzero_ps();
+  zero_block(acc);
   const int64_t r0 = v.first_row(oh), r1 = v.end_row(oh);
   for (int64_t c = 0; c < v.C; ++c) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -106,11 +120,7 @@ void channel_block(float* tmp, const float* in, const float* packed, const Chann
       }
     }
   }
-  float* dst = tmp + (oh * v.OW + ow0) * v.K + k0;
-#pragma GCC unroll 24
-  for (int j = 0; j < JB; ++j)
-#pragma GCC unroll 24
-    for (int kv = 0; kv < KV; ++kv) _mm512_storeu_ps(dst + j * v.K + kv * kLanes, acc[kv][j]);
+  store_block(tmp + (oh * v.OW + ow0) * v.K + k0, v.K, acc);
 }
 
 using ChannelBlockFn = void (*)(float*, const float*, const float*, const ChannelConv&, int64_t, int64_t, int64_t);
@@ -145,10 +155,7 @@ void scatter_block(float* tmp, const float* in, const float* packed, const Chann
                    int64_t k0) {
   constexpr int S = kScatterS, first_x = LEFT ? S - 1 : 0, end_x = JB + S - 1 - (RIGHT ? S - 1 : 0);
   __m512 acc[KV][JB];
-#pragma GCC unroll 24
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 24
-    for (int j = 0; j < JB; ++j) acc[kv][j] = _mm512_setzero_ps();
+  zero_block(acc);
   const int64_t r0 = v.first_row(oh), r1 = v.end_row(oh);
   for (int64_t c = 0; c < v.C; ++c) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -177,11 +184,7 @@ void scatter_block(float* tmp, const float* in, const float* packed, const Chann
       }(std::make_integer_sequence<int, std::max(0, end_x - first_x)>{});  // JB < 4 with both edges: never run
     }
   }
-  float* dst = tmp + (oh * v.OW + ow0) * v.K + k0;
-#pragma GCC unroll 24
-  for (int j = 0; j < JB; ++j)
-#pragma GCC unroll 24
-    for (int kv = 0; kv < KV; ++kv) _mm512_storeu_ps(dst + j * v.K + kv * kLanes, acc[kv][j]);
+  store_block(tmp + (oh * v.OW + ow0) * v.K + k0, v.K, acc);
 }
 
 template <int KV, bool LEFT, bool RIGHT, int... JB>
