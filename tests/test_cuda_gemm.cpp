@@ -192,6 +192,58 @@ TEST(CudaAgreement, GemmRung4Tf32AgreesWithinTf32Rounding) {
   check_rung_with_beta(4, kTf32ProductError);
 }
 
+// Split K (gemm_cuda_split_k): C of one tile over a deep K is cut into slices whose partial products are
+// added afterwards; every transpose, the float4 and scalar load paths, alpha and beta != 0.
+TEST(CudaAgreement, GemmSplitKAgreesWithDoubleReference) {
+  BASTION_REQUIRE_CUDA();
+  const GemmShape shape{70, 50, 2100};
+  const GemmSplitK split = gemm_cuda_split_k(shape.M, shape.N, shape.K);
+  ASSERT_EQ(split.slices, 4);                        // K / 512, the last slice shorter (2100 = 3 x 528 + 516)
+  ASSERT_EQ(split.k_chunk, 528);
+  Generator gen(400);
+  for (const int variant : {3, 4}) {
+    if (variant == 4 && cuda_emulated()) continue;   // no tensor cores in the emulator
+    const double extra_error = variant == 4 ? kTf32ProductError : 0.0;
+    for (const bool trans_a : {false, true})
+      for (const bool trans_b : {false, true})
+        for (const GemmLayout& layout : {kPadded, kTight, kMisaligned})
+          check_call({variant, trans_a, trans_b, shape, -1.5f, 0.5f, layout}, extra_error + sum_tolerance(shape.K),
+                     gen);
+  }
+}
+
+// The slices are added in a fixed order, so a split product is the same bits on every run.
+TEST(CudaAgreement, GemmSplitKIsBitwiseRepeatable) {
+  BASTION_REQUIRE_CUDA();
+  const int64_t M = 40, N = 36, K = 3000;
+  ASSERT_GT(gemm_cuda_split_k(M, N, K).slices, 1);
+  Generator gen(401);
+  const DeviceBuffer<float> A(host_matrix(M, K, K, 0, 0.0f, gen, true)), B(host_matrix(K, N, N, 0, 0.0f, gen, true));
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 3; ++run) {
+    const DeviceBuffer<float> C(static_cast<size_t>(M * N));
+    gemm_cuda(false, false, M, N, K, 1.0f, A.get(), K, B.get(), N, 0.0f, C.get(), N, cuda_stream());
+    runs.push_back(C.download());
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+}
+
+TEST(CudaAgreement, GemmSplitKPolicy) {
+  BASTION_REQUIRE_CUDA();
+  EXPECT_EQ(gemm_cuda_split_k(4096, 4096, 4096).slices, 1);  // 1024 tiles fill the GPU
+  EXPECT_EQ(gemm_cuda_split_k(64, 576, 1000).slices, 1);     // too shallow for two 512-deep slices
+  EXPECT_EQ(gemm_cuda_split_k(0, 576, 100000).slices, 1);    // empty C
+  // ResNet18's first-stage weight gradient at batch 128: 64 x 576 is 5 tiles, K = 128 x 32 x 32.
+  const GemmSplitK wgrad = gemm_cuda_split_k(64, 576, 131072);
+  EXPECT_EQ(wgrad.slices, 52);                               // 264 blocks / 5 tiles
+  for (const GemmSplitK s : {wgrad, gemm_cuda_split_k(1, 1, 1 << 30), gemm_cuda_split_k(130, 1000, 99999)}) {
+    EXPECT_EQ(s.k_chunk % 16, 0);
+    EXPECT_LE(s.slices, 64);
+  }
+  EXPECT_EQ(gemm_cuda_split_k(1, 1, 1 << 30).slices, 64);
+}
+
 // K = 0 is C = beta * C (0 when beta = 0, whatever C held); alpha = 0 reads neither A nor B (here all
 // NaN); M = 0 or N = 0 writes nothing. Every rung, since each goes through the same dispatch.
 TEST(CudaAgreement, GemmZeroKZeroAlphaAndEmptyShapes) {

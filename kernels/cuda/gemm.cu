@@ -6,6 +6,7 @@
 //
 // Out-of-range elements of an operand tile are loaded as zeros, so edge blocks run the same loops as
 // interior ones; only the stores to C are guarded.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -44,9 +45,10 @@ struct GemmArgs {
   CudaStream stream;
 };
 
-// The kernels' common signature after the host has fixed the transposes.
+// The kernels' common signature after the host has fixed the transposes; the last two are the split-K
+// slice (k_chunk, c_slab): see enter_k_slice.
 using GemmKernel = void (*)(int, int, int, float, const float*, int64_t, const float*, int64_t, float, float*,
-                            int64_t);
+                            int64_t, int, int64_t);
 
 // ---- device helpers shared by the rungs ------------------------------------------------------------
 
@@ -68,6 +70,21 @@ __global__ void gemm_scale_kernel(int M, int N, float beta, float* C, int64_t ld
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total; idx += stride) {
     float* c = C + idx / N * ldc + idx % N;
     *c = beta == 0.0f ? 0.0f : beta * *c;
+  }
+}
+
+// C = alpha * (sum of the split-K slabs, in slab order) + beta * C: a fixed order, so the result does
+// not depend on which slice finished first.
+__global__ void gemm_split_reduce_kernel(int M, int N, int slabs, const float* W, int64_t ldw, int64_t slab,
+                                         float alpha, float beta, float* C, int64_t ldc) {
+  const int64_t total = static_cast<int64_t>(M) * N;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t m = e / N, n = e % N;
+    float sum = 0.0f;
+    for (int z = 0; z < slabs; ++z) sum += W[z * slab + m * ldw + n];
+    float* c = C + m * ldc + n;
+    *c = blend(sum, alpha, beta, c);
   }
 }
 
@@ -170,6 +187,20 @@ __device__ __forceinline__ void store_operand_quad(float (*tile)[kTileStride], f
   }
 }
 
+// Split K (rungs 3 and 4): block z sums only k in [z * k_chunk, min(K, (z + 1) * k_chunk)), into its own
+// (M, N) slab of C, c_slab floats after the previous one; the host then adds the slabs in z order
+// (gemm_split_reduce_kernel). One slice (gridDim.z = 1, k_chunk >= K) is the plain product. k_chunk is
+// a multiple of 16, so the moved operand pointers keep the 16-byte alignment the host checked.
+template <bool kTransA, bool kTransB>
+__device__ __forceinline__ void enter_k_slice(int& K, const float*& A, int64_t lda, const float*& B, int64_t ldb,
+                                              float*& C, int k_chunk, int64_t c_slab) {
+  const int k_begin = static_cast<int>(blockIdx.z) * k_chunk;
+  K = K - k_begin < k_chunk ? K - k_begin : k_chunk;
+  A += kTransA ? static_cast<int64_t>(k_begin) * lda : k_begin;
+  B += kTransB ? k_begin : static_cast<int64_t>(k_begin) * ldb;
+  C += blockIdx.z * c_slab;
+}
+
 // ---- rung 3: register-2d (gemm_cuda's FP32 path) ---------------------------------------------------
 // A 128x128 block of C per 256 threads, 8x8 outputs per thread held in registers: the 2x2 corners
 // (rows row + {0..3, 64..67}, columns col + {0..3, 64..67}) so that the float4 reads of a warp from
@@ -228,7 +259,8 @@ __device__ __forceinline__ void store_c_quad(float* C, int64_t ldc, int M, int N
 template <bool kTransA, bool kTransB, bool kVector>
 __global__ void __launch_bounds__(kTileThreads, 2)
     gemm_register_kernel(int M, int N, int K, float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-                         float beta, float* C, int64_t ldc) {
+                         float beta, float* C, int64_t ldc, int k_chunk, int64_t c_slab) {
+  enter_k_slice<kTransA, kTransB>(K, A, lda, B, ldb, C, k_chunk, c_slab);
   __shared__ RegisterTiles tiles;
   const int m0 = blockIdx.y * kTileMN, n0 = blockIdx.x * kTileMN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -333,7 +365,8 @@ __device__ __forceinline__ void multiply_wmma_slice(Tf32Accumulator (&acc)[kFrag
 template <bool kTransA, bool kTransB, bool kVector>
 __global__ void __launch_bounds__(kTileThreads, 2)
     gemm_tf32_kernel(int M, int N, int K, float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-                     float beta, float* C, int64_t ldc) {
+                     float beta, float* C, int64_t ldc, int k_chunk, int64_t c_slab) {
+  enter_k_slice<kTransA, kTransB>(K, A, lda, B, ldb, C, k_chunk, c_slab);
   using namespace nvcuda;
   __shared__ WmmaTiles tiles;
   const int m0 = blockIdx.y * kTileMN, n0 = blockIdx.x * kTileMN;
@@ -429,10 +462,33 @@ void launch_smem(const GemmArgs& g) {
               g.stream, g.trans_a, g.trans_b, g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
 }
 
-void launch_register(const GemmArgs& g) {
-  cuda_launch("gemm_register_kernel", pick_kernel<RegisterKernel>(g), tile_grid(g, kTileMN, kTileMN),
-              dim3(kTileThreads), g.stream, g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
+// Runs a 128x128-tile kernel (rung 3 or 4) on g, split over K when C has too few tiles to fill the GPU.
+// Split: the slices write their partial products into a workspace from the caching allocator (given
+// back at once: the engine's work is ordered on one stream), then gemm_split_reduce_kernel adds them.
+template <template <bool, bool, bool> class Pick>
+void launch_tiled(const char* name, const GemmArgs& g) {
+  const GemmSplitK split = gemm_cuda_split_k(g.M, g.N, g.K);
+  dim3 grid = tile_grid(g, kTileMN, kTileMN);
+  if (split.slices == 1) {
+    cuda_launch(name, pick_kernel<Pick>(g), grid, dim3(kTileThreads), g.stream, g.M, g.N, g.K, g.alpha, g.A, g.lda,
+                g.B, g.ldb, g.beta, g.C, g.ldc, g.K, int64_t{0});
+    return;
+  }
+  const int64_t ldw = (g.N + 3) / 4 * 4, slab = static_cast<int64_t>(g.M) * ldw;
+  float* work = static_cast<float*>(cuda_allocate(static_cast<size_t>(slab * split.slices) * sizeof(float)));
+  GemmArgs part = g;
+  part.alpha = 1.0f, part.beta = 0.0f, part.C = work, part.ldc = ldw;
+  grid.z = static_cast<unsigned>(split.slices);
+  cuda_launch(name, pick_kernel<Pick>(part), grid, dim3(kTileThreads), g.stream, g.M, g.N, g.K, 1.0f, g.A, g.lda,
+              g.B, g.ldb, 0.0f, work, ldw, split.k_chunk, slab);
+  constexpr int kThreads = 256;
+  cuda_launch("gemm_split_reduce_kernel", gemm_split_reduce_kernel,
+              dim3(cuda_grid_stride_blocks(static_cast<int64_t>(g.M) * g.N, kThreads)), dim3(kThreads), g.stream,
+              g.M, g.N, split.slices, work, ldw, slab, g.alpha, g.beta, g.C, g.ldc);
+  cuda_release(work);
 }
+
+void launch_register(const GemmArgs& g) { launch_tiled<RegisterKernel>("gemm_register_kernel", g); }
 
 #if !defined(BASTION_CUDA_EMULATION)
 template <bool kTransA, bool kTransB, bool kVector>
@@ -446,8 +502,7 @@ void launch_tf32(const GemmArgs& g) {
 #if defined(BASTION_CUDA_EMULATION)
   launch_register(g);
 #else
-  cuda_launch("gemm_tf32_kernel", pick_kernel<Tf32Kernel>(g), tile_grid(g, kTileMN, kTileMN), dim3(kTileThreads),
-              g.stream, g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
+  launch_tiled<Tf32Kernel>("gemm_tf32_kernel", g);
 #endif
 }
 
@@ -492,6 +547,21 @@ void gemm_cuda(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, CudaStream stream) {
   const int rung = gemm_cuda_precision() == GemmPrecision::TF32 ? 4 : 3;
   run_variant(rung, checked_args(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream));
+}
+
+// Fixed constants, not the device's SM count: the split decides the summation order, and a product
+// should round the same on every GPU. 264 blocks are two per SM of a 132-SM H100 (the kernels' launch
+// bounds allow two); a slice shorter than 512 would spend more on its slab than it saves.
+GemmSplitK gemm_cuda_split_k(int64_t M, int64_t N, int64_t K) {
+  constexpr int64_t kTargetBlocks = 264, kMinSliceDepth = 512, kMaxSlices = 64, kSliceAlign = 16;
+  constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // 64 MiB
+  const int64_t tiles = static_cast<int64_t>(cuda_ceil_div(M, kTileMN)) * cuda_ceil_div(N, kTileMN);
+  if (tiles == 0 || tiles * 2 > kTargetBlocks) return {1, static_cast<int>(K)};
+  const int64_t slab = M * ((N + 3) / 4 * 4);
+  const int64_t wanted = std::min({kTargetBlocks / tiles, K / kMinSliceDepth, kMaxSlices, kMaxWorkspaceFloats / slab});
+  if (wanted < 2) return {1, static_cast<int>(K)};
+  const int64_t chunk = ((K + wanted - 1) / wanted + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  return {static_cast<int>((K + chunk - 1) / chunk), static_cast<int>(chunk)};
 }
 
 int gemm_cuda_variant_count() { return kVariantCount; }

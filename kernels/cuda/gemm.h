@@ -12,6 +12,11 @@
 //   3 register-2d  128x128 block tile, 8x8 outputs per thread, float4 loads, transposed A tile
 //                  (gemm_cuda's FP32 path)
 //   4 tf32-wmma    tensor-core tiles (nvcuda::wmma, m16n16k8 TF32), FP32 accumulate (gemm_cuda's TF32 path)
+//
+// Split K (rungs 3 and 4): when C has fewer than 132 tiles of 128x128 and K is deep, as in a
+// convolution's weight gradient (K = batch x output positions, C = filters x C*R*S), the K range is cut
+// into slices run as separate blocks, each into its own partial C, and the partials are added in slice
+// order. Deterministic, but a split product sums in another order than an unsplit one.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +31,14 @@ GemmPrecision gemm_cuda_precision();
 
 void gemm_cuda(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, CudaStream stream);
+
+// How gemm_cuda and rungs 3 and 4 cut K for an (M, N, K) product: `slices` slices of `k_chunk` (a
+// multiple of 16; the last may be shorter); slices = 1 is no split.
+struct GemmSplitK {
+  int slices;
+  int k_chunk;
+};
+GemmSplitK gemm_cuda_split_k(int64_t M, int64_t N, int64_t K);
 
 // One rung of the ladder above (1..gemm_cuda_variant_count()); same contract as gemm_cuda.
 int gemm_cuda_variant_count();

@@ -11,6 +11,7 @@ void gemm_cuda(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64
                float*, int64_t, CudaStream) {
   cuda_unavailable();
 }
+GemmSplitK gemm_cuda_split_k(int64_t, int64_t, int64_t) { cuda_unavailable(); }
 int gemm_cuda_variant_count() { cuda_unavailable(); }
 const char* gemm_cuda_variant_name(int) { cuda_unavailable(); }
 bool gemm_cuda_variant_emulated(int) { cuda_unavailable(); }
