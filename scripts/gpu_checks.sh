@@ -28,11 +28,13 @@ step() {  # step NAME SECONDS COMMAND...: appends to $out/NAME.log, records the 
 # The CLI tests run the binary at the path it was built at here (BASTION_BINARY), /work/main/build.
 built_at=$(cat "$root/.gpu/built_at" 2>/dev/null || echo "$root/build/bastion")
 [ -e "$built_at" ] || { mkdir -p "$(dirname "$built_at")" && ln -s "$bin/bastion" "$built_at"; }
-if [ "${1:-all}" = ab ]; then  # ab OLD_BUNDLE: ResNet18 step of an older bundle and this one, interleaved
+if [ "${1:-all}" = ab ]; then  # ab OLD_BUNDLE: ResNet18 step and 4096^3 GEMM rungs 3 and 4, interleaved
   mkdir -p /tmp/gpu-old && tar -xJf "$2" -C /tmp/gpu-old || exit 2
+  step tests 120 $bin/bastion_tests --gtest_filter='Cuda*' --gtest_brief=1
   for round in 1 2 3; do
     for b in /tmp/gpu-old/bin $bin; do
       for precision in fp32 tf32; do step train 45 $b/bench_train_step resnet18 128 30 $precision; done
+      for rung in 3 4; do step gemm 30 $b/bench_gemm $rung; done
     done
   done
   exit 0
