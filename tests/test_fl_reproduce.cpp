@@ -201,6 +201,28 @@ TEST_F(Reproduce, OverridesReachEveryRunAndTheTableSaysItIsReduced) {
   EXPECT_THROW(reproduce(preset, options), Error);
 }
 
+// [run] keys change how the rounds are computed, not what they compute: the table stays "full" (or
+// reduced by the other keys only) and lists them apart.
+TEST_F(Reproduce, RunSettingsDoNotMarkTheTableReduced) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceOptions options;
+  options.out_dir = (dir_ / "out").string();
+  options.seeds = 1;
+  options.overrides = {"run.threads=2", "run.checkpoint_every=1"};
+  ASSERT_EQ(reproduce(preset, options).failed, 0);
+  std::string table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_NE(table.find("at full (run settings, results unchanged: `run.threads=2` `run.checkpoint_every=1`) scale"),
+            std::string::npos) << table;
+  EXPECT_EQ(table.find("reduced"), std::string::npos) << table;
+
+  options.overrides = {"run.threads=2", "rounds=1"};
+  options.overwrite = true;
+  ASSERT_EQ(reproduce(preset, options).failed, 0);
+  table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_NE(table.find("**reduced** (`rounds=1`) (run settings, results unchanged: `run.threads=2`)"),
+            std::string::npos) << table;
+}
+
 TEST_F(Reproduce, TableMarksCellsBeyondTheColumnsTolerance) {
   const Preset preset = load_preset(write_preset(kTwoRows));
   ReproduceReport report;

@@ -120,14 +120,29 @@ std::string svg_escape(const std::string& text) {
   return out;
 }
 
+// True for an override of the [run] table (threads, checkpoint_every): it changes how the rounds are
+// computed, not what they compute (docs/config.md), so it does not reduce the scale.
+bool is_run_setting(const std::string& override_text) {
+  return override_text.compare(0, 4, "run.") == 0;
+}
+
+// Backquoted, space-separated overrides.
+std::string quoted_overrides(const std::vector<std::string>& overrides) {
+  std::string text;
+  for (size_t i = 0; i < overrides.size(); ++i) text += (i ? " `" : "`") + overrides[i] + "`";
+  return text;
+}
+
 // "full", "**quick** (smoke-test)", or "**reduced** (`rounds=20`)": a table run with overrides says so
-// where the reader compares the numbers.
+// where the reader compares the numbers. [run] overrides are listed apart and keep "full".
 std::string scale_description(const ReproduceOptions& options) {
+  std::vector<std::string> reducing, run_settings;
+  for (const std::string& o : options.overrides) (is_run_setting(o) ? run_settings : reducing).push_back(o);
   std::string scale = options.quick ? "**quick** (smoke-test)" : "full";
-  if (options.overrides.empty()) return scale;
-  scale = options.quick ? scale + ", further **reduced** (" : "**reduced** (";
-  for (size_t i = 0; i < options.overrides.size(); ++i) scale += (i ? " `" : "`") + options.overrides[i] + "`";
-  return scale + ")";
+  if (!reducing.empty())
+    scale = (options.quick ? scale + ", further **reduced** (" : "**reduced** (") + quoted_overrides(reducing) + ")";
+  if (!run_settings.empty()) scale += " (run settings, results unchanged: " + quoted_overrides(run_settings) + ")";
+  return scale;
 }
 
 // Rank 0's side of the grid, one finished run at a time (with one process: in the grid's order): the
