@@ -115,6 +115,32 @@ void expect_backward_agrees(const BatchNormGeometry& g, bool training, Wanted wa
 const BatchNormGeometry kGeometry2d{3, 5, 11 * 13};
 // BatchNorm1d on (N, C): L = 1, each channel's values are C apart.
 const BatchNormGeometry kGeometry1d{37, 13, 1};
+// Sliced: M = 24 * 323 = 7752 values per channel, 7 slices of 1108 (the last 1104), whose boundaries fall
+// inside samples; L = 323 > 256, so a thread's step stays inside a sample or crosses one boundary.
+const BatchNormGeometry kGeometrySliced{24, 3, 17 * 19};
+// Sliced BatchNorm1d: L = 1, M = 2100 values in 2 slices.
+const BatchNormGeometry kGeometrySliced1d{2100, 5, 1};
+
+TEST(CudaAgreement, BatchNormSlicesDependOnTheGeometryOnly) {
+  BASTION_REQUIRE_CUDA();
+  EXPECT_EQ(batch_norm_slices(kGeometry2d), 1);       // 429 values: under one slice's minimum
+  EXPECT_EQ(batch_norm_slices(kGeometrySliced), 7);   // 7752 / 1024
+  EXPECT_EQ(batch_norm_slices(kGeometrySliced1d), 2);
+  EXPECT_EQ(batch_norm_slices({128, 64, 32 * 32}), 9);  // ResNet18's first stage: ceil(528 / 64) blocks
+  EXPECT_EQ(batch_norm_slices({128, 512, 4 * 4}), 2);   // its last: 2048 values
+  EXPECT_EQ(batch_norm_slices({1, 1, 1 << 30}), 528);
+}
+
+TEST(CudaAgreement, BatchNormSlicedForwardAndBackward) {
+  BASTION_REQUIRE_CUDA();
+  for (const BatchNormGeometry& g : {kGeometrySliced, kGeometrySliced1d}) {
+    SCOPED_TRACE(::testing::Message() << "N " << g.N << " C " << g.C << " L " << g.L);
+    expect_forward_agrees(g, /*training=*/true, 31);
+    expect_forward_agrees(g, /*training=*/false, 32);
+    expect_backward_agrees(g, /*training=*/true, {true, true, true}, 33);
+    expect_backward_agrees(g, /*training=*/false, {true, true, false}, 34);
+  }
+}
 
 TEST(CudaAgreement, BatchNormForwardTraining2d) {
   BASTION_REQUIRE_CUDA();
