@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "data/idx.h"
 #include "fl/core/preset.h"
@@ -51,6 +54,14 @@ class Reproduce : public testing::TempDirTest {
     testing::write_text(dir_ / "base.toml", kBase);
     testing::write_text(dir_ / "table.toml", preset_text(rows));
     return (dir_ / "table.toml").string();
+  }
+  // One seed into out/, with these overrides on every run.
+  ReproduceOptions one_seed_with(std::vector<std::string> overrides) {
+    ReproduceOptions options;
+    options.out_dir = (dir_ / "out").string();
+    options.seeds = 1;
+    options.overrides = std::move(overrides);
+    return options;
   }
   ReproduceReport run(const Preset& preset, bool resume) {
     ReproduceOptions options;
@@ -183,10 +194,7 @@ TEST_F(Reproduce, SelectedRowsKeepTheirFoldersAndTheWholePresetResumesFromThem) 
 
 TEST_F(Reproduce, OverridesReachEveryRunAndTheTableSaysItIsReduced) {
   const Preset preset = load_preset(write_preset(kTwoRows));
-  ReproduceOptions options;
-  options.out_dir = (dir_ / "out").string();
-  options.seeds = 1;
-  options.overrides = {"rounds=1", "data.clients=6"};
+  ReproduceOptions options = one_seed_with({"rounds=1", "data.clients=6"});
   const ReproduceReport report = reproduce(preset, options);
   EXPECT_EQ(report.runs, 2);
   EXPECT_EQ(report.failed, 0);
@@ -205,10 +213,7 @@ TEST_F(Reproduce, OverridesReachEveryRunAndTheTableSaysItIsReduced) {
 // reduced by the other keys only) and lists them apart.
 TEST_F(Reproduce, RunSettingsDoNotMarkTheTableReduced) {
   const Preset preset = load_preset(write_preset(kTwoRows));
-  ReproduceOptions options;
-  options.out_dir = (dir_ / "out").string();
-  options.seeds = 1;
-  options.overrides = {"run.threads=2", "run.checkpoint_every=1"};
+  ReproduceOptions options = one_seed_with({"run.threads=2", "run.checkpoint_every=1"});
   ASSERT_EQ(reproduce(preset, options).failed, 0);
   std::string table = read_text_file((dir_ / "out" / "table.md").string());
   EXPECT_NE(table.find("at full (run settings, results unchanged: `run.threads=2` `run.checkpoint_every=1`) scale"),
