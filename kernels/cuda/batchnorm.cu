@@ -190,17 +190,6 @@ dim3 slice_grid(const BatchNormGeometry& g) {
 
 dim3 channel_blocks(const BatchNormGeometry& g) { return dim3(cuda_ceil_div(g.C, kThreads)); }
 
-// Device scratch from the caching allocator, given back when the launches are queued (the engine's
-// work is ordered on one stream).
-template <class T>
-struct Scratch {
-  explicit Scratch(int64_t count) : ptr(static_cast<T*>(cuda_allocate(static_cast<size_t>(count) * sizeof(T)))) {}
-  ~Scratch() { cuda_release(ptr); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  T* ptr;
-};
-
 }  // namespace
 
 int64_t batch_norm_slices(const BatchNormGeometry& g) {
@@ -216,8 +205,8 @@ void batch_norm_forward_cuda(float* y, float* save_mean, float* save_invstd, con
   if (g.C == 0) return;
   BASTION_CHECK(g.C <= 65535, "batch_norm_forward_cuda: ", g.C, " channels, more than the grid's y limit 65535");
   const int slices = static_cast<int>(batch_norm_slices(g));
-  Scratch<double> partials(g.C * slices), mean(g.C);
-  Scratch<float> scale_shift(2 * g.C);
+  CudaScratch<double> partials(g.C * slices), mean(g.C);
+  CudaScratch<float> scale_shift(2 * g.C);
   if (training) {
     cuda_launch("batch_norm_slice_sums_kernel", batch_norm_slice_sums_kernel, slice_grid(g), dim3(kThreads), stream,
                 partials.ptr, x, static_cast<const double*>(nullptr), g);
@@ -241,8 +230,8 @@ void batch_norm_backward_cuda(float* dx, float* dgamma, float* dbeta, const floa
   BASTION_CHECK(g.C <= 65535, "batch_norm_backward_cuda: ", g.C, " channels, more than the grid's y limit 65535");
   const int slices = static_cast<int>(batch_norm_slices(g));
   const bool need_sums = dgamma != nullptr || dbeta != nullptr || (dx != nullptr && training);
-  Scratch<double> partials(2 * g.C * slices);
-  Scratch<float> factors(3 * g.C);
+  CudaScratch<double> partials(2 * g.C * slices);
+  CudaScratch<float> factors(3 * g.C);
   if (need_sums)
     cuda_launch("batch_norm_backward_sums_kernel", batch_norm_backward_sums_kernel, slice_grid(g), dim3(kThreads),
                 stream, partials.ptr, dy, x, save_mean, save_invstd, g);

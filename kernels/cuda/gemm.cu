@@ -466,30 +466,29 @@ void launch_smem(const GemmArgs& g) {
               g.stream, g.trans_a, g.trans_b, g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
 }
 
+// Row length of a split-K slab: N rounded up to 4 floats, so the slabs' rows stay 16-byte aligned.
+int64_t split_slab_ld(int64_t N) { return (N + 3) / 4 * 4; }
+
 // Runs a 128x128-tile kernel (rung 3 or 4) on g, split over K when C has too few tiles to fill the GPU.
-// Split: the slices write their partial products into a workspace from the caching allocator (given
-// back at once: the engine's work is ordered on one stream), then gemm_split_reduce_kernel adds them.
+// Split: the slices write their partial products into slabs of scratch, then gemm_split_reduce_kernel
+// adds them into C.
 template <template <bool, bool, bool> class Pick>
 void launch_tiled(const char* name, const GemmArgs& g) {
   const GemmSplitK split = gemm_cuda_split_k(g.M, g.N, g.K);
+  const bool split_k = split.slices > 1;
+  const int64_t ldw = split_slab_ld(g.N), slab = split_k ? static_cast<int64_t>(g.M) * ldw : 0;
+  CudaScratch<float> work(slab * split.slices);
+  GemmArgs run = g;  // split: each slice assigns its own slab
+  if (split_k) run.alpha = 1.0f, run.beta = 0.0f, run.C = work.ptr, run.ldc = ldw;
   dim3 grid = tile_grid(g, kTileMN, kTileMN);
-  if (split.slices == 1) {
-    cuda_launch(name, pick_kernel<Pick>(g, false), grid, dim3(kTileThreads), g.stream, g.M, g.N, g.K, g.alpha, g.A,
-                g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, g.K, int64_t{0});
-    return;
-  }
-  const int64_t ldw = (g.N + 3) / 4 * 4, slab = static_cast<int64_t>(g.M) * ldw;
-  float* work = static_cast<float*>(cuda_allocate(static_cast<size_t>(slab * split.slices) * sizeof(float)));
-  GemmArgs part = g;
-  part.alpha = 1.0f, part.beta = 0.0f, part.C = work, part.ldc = ldw;
   grid.z = static_cast<unsigned>(split.slices);
-  cuda_launch(name, pick_kernel<Pick>(part, true), grid, dim3(kTileThreads), g.stream, g.M, g.N, g.K, 1.0f, g.A, g.lda,
-              g.B, g.ldb, 0.0f, work, ldw, split.k_chunk, slab);
+  cuda_launch(name, pick_kernel<Pick>(run, split_k), grid, dim3(kTileThreads), g.stream, run.M, run.N, run.K,
+              run.alpha, run.A, run.lda, run.B, run.ldb, run.beta, run.C, run.ldc, split.k_chunk, slab);
+  if (!split_k) return;
   constexpr int kThreads = 256;
   cuda_launch("gemm_split_reduce_kernel", gemm_split_reduce_kernel,
               dim3(cuda_grid_stride_blocks(static_cast<int64_t>(g.M) * g.N, kThreads)), dim3(kThreads), g.stream,
-              g.M, g.N, split.slices, work, ldw, slab, g.alpha, g.beta, g.C, g.ldc);
-  cuda_release(work);
+              g.M, g.N, split.slices, static_cast<const float*>(work.ptr), ldw, slab, g.alpha, g.beta, g.C, g.ldc);
 }
 
 void launch_register(const GemmArgs& g) { launch_tiled<RegisterKernel>("gemm_register_kernel", g); }
@@ -564,7 +563,7 @@ GemmSplitK gemm_cuda_split_k(int64_t M, int64_t N, int64_t K) {
   constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // 64 MiB
   const int64_t tiles = static_cast<int64_t>(cuda_ceil_div(M, kTileMN)) * cuda_ceil_div(N, kTileMN);
   if (tiles == 0 || tiles * 2 > kTargetBlocks) return {1, static_cast<int>(K)};
-  const int64_t slab = M * ((N + 3) / 4 * 4);
+  const int64_t slab = M * split_slab_ld(N);
   const int64_t wanted = std::min({kTargetBlocks / tiles, K / kMinSliceDepth, kMaxSlices, kMaxWorkspaceFloats / slab});
   if (wanted < 2) return {1, static_cast<int>(K)};
   const int64_t chunk = ((K + wanted - 1) / wanted + kSliceAlign - 1) / kSliceAlign * kSliceAlign;

@@ -20,6 +20,21 @@ unsigned cuda_grid_stride_blocks(int64_t n, int threads);
 
 inline unsigned cuda_ceil_div(int64_t n, int64_t d) { return static_cast<unsigned>((n + d - 1) / d); }
 
+// Device scratch for the launches of one call, from the caching allocator; given back when the call
+// has queued them (the engine's work is ordered on one stream), also when a launch throws. A count of
+// 0 allocates nothing (ptr is null).
+template <class T>
+struct CudaScratch {
+  explicit CudaScratch(int64_t count)
+      : ptr(count > 0 ? static_cast<T*>(cuda_allocate(static_cast<size_t>(count) * sizeof(T))) : nullptr) {}
+  ~CudaScratch() {
+    if (ptr != nullptr) cuda_release(ptr);
+  }
+  CudaScratch(const CudaScratch&) = delete;
+  CudaScratch& operator=(const CudaScratch&) = delete;
+  T* ptr;
+};
+
 template <typename... Params, typename... Args>
 void cuda_launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, CudaStream stream,
                  Args&&... args) {
