@@ -205,7 +205,8 @@ void batch_norm_forward_cuda(float* y, float* save_mean, float* save_invstd, con
   if (g.C == 0) return;
   BASTION_CHECK(g.C <= 65535, "batch_norm_forward_cuda: ", g.C, " channels, more than the grid's y limit 65535");
   const int slices = static_cast<int>(batch_norm_slices(g));
-  CudaScratch<double> partials(g.C * slices), mean(g.C);
+  // Evaluation mode normalises with the running statistics: no batch sums, so no scratch for them.
+  CudaScratch<double> partials(training ? g.C * slices : 0), mean(training ? g.C : 0);
   CudaScratch<float> scale_shift(2 * g.C);
   if (training) {
     cuda_launch("batch_norm_slice_sums_kernel", batch_norm_slice_sums_kernel, slice_grid(g), dim3(kThreads), stream,
@@ -230,7 +231,7 @@ void batch_norm_backward_cuda(float* dx, float* dgamma, float* dbeta, const floa
   BASTION_CHECK(g.C <= 65535, "batch_norm_backward_cuda: ", g.C, " channels, more than the grid's y limit 65535");
   const int slices = static_cast<int>(batch_norm_slices(g));
   const bool need_sums = dgamma != nullptr || dbeta != nullptr || (dx != nullptr && training);
-  CudaScratch<double> partials(2 * g.C * slices);
+  CudaScratch<double> partials(need_sums ? 2 * g.C * slices : 0);
   CudaScratch<float> factors(3 * g.C);
   if (need_sums)
     cuda_launch("batch_norm_backward_sums_kernel", batch_norm_backward_sums_kernel, slice_grid(g), dim3(kThreads),
