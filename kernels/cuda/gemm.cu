@@ -1,5 +1,6 @@
 // gemm_cuda and its kernel ladder (contract: kernels/cuda/gemm.h; rung 0, cuBLAS, and the timings live
-// in bench/cuda/bench_gemm.cu). Every rung honours the whole contract: the four transpose combinations,
+// in bench/cuda/bench_gemm.cu). Rungs 1-3 and the host side are here; rung 4 (TF32) is gemm_tf32.cu, and
+// the operand tiles and split-K slice the two share are gemm_tiles.h. Every rung honours the whole contract: the four transpose combinations,
 // leading dimensions above the minimum, alpha, beta (beta = 0 never reads C), any M, N, K >= 0.
 // Shared host-side rules: M or N = 0 launches nothing; K = 0 or alpha = 0 is C = beta * C (0 when
 // beta = 0) by gemm_scale_kernel, so A and B are not read then (as in BLAS).
@@ -12,22 +13,13 @@
 #include <limits>
 
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_tiles.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce.h"
 
-#if !defined(BASTION_CUDA_EMULATION)
-#include <mma.h>
-#endif
-
-// nvcc needs the unroll to keep the register tiles in registers; g++ (the emulated build) warns on
-// CUDA's pragma, and there it only matters for speed.
-#if defined(BASTION_CUDA_EMULATION)
-#define GEMM_UNROLL
-#else
-#define GEMM_UNROLL _Pragma("unroll")
-#endif
-
 namespace bastion {
+
+using namespace gemm_detail;
 
 namespace {
 
@@ -45,11 +37,6 @@ struct GemmArgs {
   CudaStream stream;
 };
 
-// The kernels' common signature after the host has fixed the transposes; the last two are the split-K
-// slice (k_chunk, c_slab): see enter_k_slice.
-using GemmKernel = void (*)(int, int, int, float, const float*, int64_t, const float*, int64_t, float, float*,
-                            int64_t, int, int64_t);
-
 // ---- device helpers shared by the rungs ------------------------------------------------------------
 
 // op(A)[m][k] and op(B)[k][n] in the stored layouts of gemm.h.
@@ -58,11 +45,6 @@ __device__ __forceinline__ float op_a_at(const float* A, int64_t lda, bool trans
 }
 __device__ __forceinline__ float op_b_at(const float* B, int64_t ldb, bool trans_b, int k, int n) {
   return trans_b ? B[static_cast<int64_t>(n) * ldb + k] : B[static_cast<int64_t>(k) * ldb + n];
-}
-
-// The new value of C[i][j]; C's old value is read only when beta != 0 (it may be NaN otherwise).
-__device__ __forceinline__ float blend(float acc, float alpha, float beta, const float* c) {
-  return beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
 }
 
 __global__ void gemm_scale_kernel(int M, int N, float beta, float* C, int64_t ldc) {
@@ -142,64 +124,6 @@ __global__ void gemm_smem_kernel(bool trans_a, bool trans_b, int M, int N, int K
     float* c = C + static_cast<int64_t>(m) * ldc + n;
     *c = blend(acc[i], alpha, beta, c);
   }
-}
-
-// ---- operand tiles of rungs 3 and 4 ----------------------------------------------------------------
-// A (128 x 8) slice of op(A) (rows m, columns k) or of op(B)^T (rows n) is loaded by 256 threads, four
-// consecutive elements each along the dimension that is contiguous in memory: K when the operand is
-// "K-contiguous" (A not transposed, B transposed), else M or N. It is stored K-major, tile[k][mn], for
-// both operands (A is thus transposed in shared memory), so the inner product reads 4 consecutive
-// rows of C's block as one float4. Rows are 128 + 4 floats: the K-contiguous layout stores column-wise
-// (tile[k4 + i][mn] for mn = 0..15 and k4 = 0, 4 in one warp), and the 4-float pad puts k4 = 4 sixteen
-// banks away from k4 = 0, so those stores are conflict-free; 132 * 4 bytes also keeps rows 16-byte
-// aligned for float4 and 32-byte aligned every 8 rows for wmma.
-constexpr int kTileMN = 128, kTileK = 8, kTileThreads = 256, kTileStride = kTileMN + 4;
-
-// Vector: 16-byte loads where the operand's pointer and leading dimension allow (checked on the host);
-// scalar loads otherwise and at the edges of the matrix.
-template <bool kContiguousK, bool kVector>
-__device__ __forceinline__ float4 load_operand_quad(const float* src, int64_t ld, int extent, int K, int mn0, int k0) {
-  const int t = threadIdx.x;
-  const int mn = kContiguousK ? mn0 + t / 2 : mn0 + t % 32 * 4;
-  const int k = kContiguousK ? k0 + t % 2 * 4 : k0 + t / 32;
-  const bool line_ok = kContiguousK ? mn < extent : k < K;    // the row of memory holding the quad
-  const int first = kContiguousK ? k : mn, limit = kContiguousK ? K : extent;  // along that row
-  if (!line_ok) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  const float* p = kContiguousK ? src + static_cast<int64_t>(mn) * ld + k : src + static_cast<int64_t>(k) * ld + mn;
-  if (kVector && first + 3 < limit) return __ldg(reinterpret_cast<const float4*>(p));
-  float v[4];
-  GEMM_UNROLL
-  for (int i = 0; i < 4; ++i) v[i] = first + i < limit ? __ldg(p + i) : 0.0f;
-  return make_float4(v[0], v[1], v[2], v[3]);
-}
-
-template <bool kContiguousK>
-__device__ __forceinline__ void store_operand_quad(float (*tile)[kTileStride], float4 v) {
-  const int t = threadIdx.x;
-  if (kContiguousK) {
-    const int mn = t / 2, k = t % 2 * 4;
-    tile[k][mn] = v.x;
-    tile[k + 1][mn] = v.y;
-    tile[k + 2][mn] = v.z;
-    tile[k + 3][mn] = v.w;
-  } else {
-    *reinterpret_cast<float4*>(&tile[t / 32][t % 32 * 4]) = v;
-  }
-}
-
-// Split K (rungs 3 and 4): block z sums only k in [z * k_chunk, min(K, (z + 1) * k_chunk)), into its own
-// (M, N) slab of C, c_slab floats after the previous one; the host then adds the slabs in z order
-// (gemm_split_reduce_kernel). k_chunk is a multiple of 16, so the moved operand pointers keep the
-// 16-byte alignment the host checked. Only the kSplitK instances call it: with the slice arithmetic
-// compiled in, the unsplit 4096^3 product ran 5 % slower on an H100 (interleaved A/B, 2026-11-26).
-template <bool kTransA, bool kTransB>
-__device__ __forceinline__ void enter_k_slice(int& K, const float*& A, int64_t lda, const float*& B, int64_t ldb,
-                                              float*& C, int k_chunk, int64_t c_slab) {
-  const int k_begin = static_cast<int>(blockIdx.z) * k_chunk;
-  K = K - k_begin < k_chunk ? K - k_begin : k_chunk;
-  A += kTransA ? static_cast<int64_t>(k_begin) * lda : k_begin;
-  B += kTransB ? k_begin : static_cast<int64_t>(k_begin) * ldb;
-  C += blockIdx.z * c_slab;
 }
 
 // ---- rung 3: register-2d (gemm_cuda's FP32 path) ---------------------------------------------------
@@ -298,121 +222,6 @@ __global__ void __launch_bounds__(kTileThreads, 2)
   }
 }
 
-// ---- rung 4: TF32 tensor cores (gemm_cuda's TF32 path; not emulated) ---------------------------------
-// Same operand tiles as rung 3 with BK = 16 (two 8-deep slices per buffer); each of the 8 warps owns
-// a 64x32 piece of the 128x128 block as 4x2 accumulators of m16n16k8. The K-major tiles are what wmma
-// reads directly: tile[k][m] is op(A) column-major, tile[k][n] is op(B) row-major, ld 132 (a multiple
-// of 4, and 16-row offsets stay 32-byte aligned). Results go through a per-warp 16x16 staging tile so
-// the edges can be guarded and beta applied element-wise.
-#if !defined(BASTION_CUDA_EMULATION)
-constexpr int kWmmaK = 16, kWmmaFrag = 16, kWmmaStep = 8, kWarps = kTileThreads / 32;
-constexpr int kWarpRows = 64, kWarpCols = 32;
-constexpr int kFragRows = kWarpRows / kWmmaFrag, kFragCols = kWarpCols / kWmmaFrag;
-
-struct alignas(128) WmmaTiles {
-  float a[2][kWmmaK][kTileStride];
-  float b[2][kWmmaK][kTileStride];
-  float stage[kWarps][kWmmaFrag * kWmmaFrag];
-};
-
-template <bool kTransA, bool kTransB, bool kVector>
-__device__ __forceinline__ void load_wmma_slice(float4 (&next)[4], const float* A, int64_t lda, const float* B,
-                                                int64_t ldb, int M, int N, int K, int m0, int n0, int k0) {
-  GEMM_UNROLL
-  for (int half = 0; half < 2; ++half) {
-    next[half] = load_operand_quad<!kTransA, kVector>(A, lda, M, K, m0, k0 + half * kTileK);
-    next[2 + half] = load_operand_quad<kTransB, kVector>(B, ldb, N, K, n0, k0 + half * kTileK);
-  }
-}
-
-template <bool kTransA, bool kTransB>
-__device__ __forceinline__ void store_wmma_slice(WmmaTiles& t, int buffer, const float4 (&next)[4]) {
-  GEMM_UNROLL
-  for (int half = 0; half < 2; ++half) {
-    store_operand_quad<!kTransA>(&t.a[buffer][half * kTileK], next[half]);
-    store_operand_quad<kTransB>(&t.b[buffer][half * kTileK], next[2 + half]);
-  }
-}
-
-using Tf32Accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 8, float>;
-
-// One 16-deep buffer into the warp's 4x2 accumulators, products in TF32.
-__device__ __forceinline__ void multiply_wmma_slice(Tf32Accumulator (&acc)[kFragRows][kFragCols],
-                                                    const float (*a_tile)[kTileStride],
-                                                    const float (*b_tile)[kTileStride], int wm, int wn) {
-  using namespace nvcuda;
-  GEMM_UNROLL
-  for (int kk = 0; kk < kWmmaK; kk += kWmmaStep) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> a[kFragRows];
-    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b[kFragCols];
-    GEMM_UNROLL
-    for (int i = 0; i < kFragRows; ++i) {
-      wmma::load_matrix_sync(a[i], &a_tile[kk][wm + i * kWmmaFrag], kTileStride);
-      for (int e = 0; e < a[i].num_elements; ++e) a[i].x[e] = wmma::__float_to_tf32(a[i].x[e]);
-    }
-    GEMM_UNROLL
-    for (int j = 0; j < kFragCols; ++j) {
-      wmma::load_matrix_sync(b[j], &b_tile[kk][wn + j * kWmmaFrag], kTileStride);
-      for (int e = 0; e < b[j].num_elements; ++e) b[j].x[e] = wmma::__float_to_tf32(b[j].x[e]);
-    }
-    GEMM_UNROLL
-    for (int i = 0; i < kFragRows; ++i) {
-      GEMM_UNROLL
-      for (int j = 0; j < kFragCols; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-    }
-  }
-}
-
-template <bool kTransA, bool kTransB, bool kVector, bool kSplitK>
-__global__ void __launch_bounds__(kTileThreads, 2)
-    gemm_tf32_kernel(int M, int N, int K, float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-                     float beta, float* C, int64_t ldc, int k_chunk, int64_t c_slab) {
-  if constexpr (kSplitK) enter_k_slice<kTransA, kTransB>(K, A, lda, B, ldb, C, k_chunk, c_slab);
-  using namespace nvcuda;
-  __shared__ WmmaTiles tiles;
-  const int m0 = blockIdx.y * kTileMN, n0 = blockIdx.x * kTileMN;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wm = warp / 4 * kWarpRows, wn = warp % 4 * kWarpCols;
-  Tf32Accumulator acc[kFragRows][kFragCols];
-  GEMM_UNROLL
-  for (int i = 0; i < kFragRows; ++i) {
-    GEMM_UNROLL
-    for (int j = 0; j < kFragCols; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-  }
-
-  float4 next[4];
-  load_wmma_slice<kTransA, kTransB, kVector>(next, A, lda, B, ldb, M, N, K, m0, n0, 0);
-  store_wmma_slice<kTransA, kTransB>(tiles, 0, next);
-  __syncthreads();
-  const int slices = (K + kWmmaK - 1) / kWmmaK;
-  for (int s = 0; s < slices; ++s) {
-    const int cur = s & 1;
-    const bool more = s + 1 < slices;
-    if (more) load_wmma_slice<kTransA, kTransB, kVector>(next, A, lda, B, ldb, M, N, K, m0, n0, (s + 1) * kWmmaK);
-    multiply_wmma_slice(acc, tiles.a[cur], tiles.b[cur], wm, wn);
-    if (more) store_wmma_slice<kTransA, kTransB>(tiles, cur ^ 1, next);
-    __syncthreads();
-  }
-
-  float* stage = tiles.stage[warp];
-  GEMM_UNROLL  // constant indices keep the accumulators in registers
-  for (int i = 0; i < kFragRows; ++i) {
-    GEMM_UNROLL
-    for (int j = 0; j < kFragCols; ++j) {
-      wmma::store_matrix_sync(stage, acc[i][j], kWmmaFrag, wmma::mem_row_major);
-      __syncwarp();
-      for (int e = lane; e < kWmmaFrag * kWmmaFrag; e += 32) {
-        const int m = m0 + wm + i * kWmmaFrag + e / kWmmaFrag, n = n0 + wn + j * kWmmaFrag + e % kWmmaFrag;
-        if (m >= M || n >= N) continue;
-        float* c = C + static_cast<int64_t>(m) * ldc + n;
-        *c = blend(stage[e], alpha, beta, c);
-      }
-      __syncwarp();  // the next store_matrix_sync overwrites the staging tile
-    }
-  }
-}
-#endif  // !BASTION_CUDA_EMULATION
-
 // ---- host side -----------------------------------------------------------------------------------
 
 std::atomic<GemmPrecision> g_precision{GemmPrecision::FP32};
@@ -421,7 +230,6 @@ constexpr int kVariantCount = 4;
 const char* const kVariantNames[kVariantCount] = {"naive", "smem-tiled", "register-2d", "tf32-wmma"};
 
 constexpr int64_t kMaxGridY = 65535;
-
 
 // float4 access to all three matrices: 16-byte aligned bases and leading dimensions that keep every
 // row 16-byte aligned.
@@ -436,17 +244,6 @@ dim3 tile_grid(const GemmArgs& g, int tile_m, int tile_n) {
   return dim3(cuda_ceil_div(g.N, tile_n), static_cast<unsigned>(blocks_m));
 }
 
-template <template <bool, bool, bool> class Pick>
-GemmKernel pick_kernel(const GemmArgs& g, bool split_k) {
-  const bool vec = vector_access_ok(g);
-  if (g.trans_a) {
-    if (g.trans_b) return vec ? Pick<true, true, true>::get(split_k) : Pick<true, true, false>::get(split_k);
-    return vec ? Pick<true, false, true>::get(split_k) : Pick<true, false, false>::get(split_k);
-  }
-  if (g.trans_b) return vec ? Pick<false, true, true>::get(split_k) : Pick<false, true, false>::get(split_k);
-  return vec ? Pick<false, false, true>::get(split_k) : Pick<false, false, false>::get(split_k);
-}
-
 template <bool kTransA, bool kTransB, bool kVector>
 struct RegisterKernel {
   static GemmKernel get(bool split_k) {
@@ -454,6 +251,10 @@ struct RegisterKernel {
                    : gemm_register_kernel<kTransA, kTransB, kVector, false>;
   }
 };
+
+GemmKernel gemm_register_kernel_for(bool trans_a, bool trans_b, bool vector, bool split_k) {
+  return pick_tiled_kernel<RegisterKernel>(trans_a, trans_b, vector, split_k);
+}
 
 void launch_naive(const GemmArgs& g) {
   cuda_launch("gemm_naive_kernel", gemm_naive_kernel, tile_grid(g, kNaiveBlockY, kNaiveBlockX),
@@ -472,8 +273,7 @@ int64_t split_slab_ld(int64_t N) { return (N + 3) / 4 * 4; }
 // Runs a 128x128-tile kernel (rung 3 or 4) on g, split over K when C has too few tiles to fill the GPU.
 // Split: the slices write their partial products into slabs of scratch, then gemm_split_reduce_kernel
 // adds them into C.
-template <template <bool, bool, bool> class Pick>
-void launch_tiled(const char* name, const GemmArgs& g) {
+void launch_tiled(const char* name, TiledKernelFor kernel_for, const GemmArgs& g) {
   const GemmSplitK split = gemm_cuda_split_k(g.M, g.N, g.K);
   const bool split_k = split.slices > 1;
   const int64_t ldw = split_slab_ld(g.N), slab = split_k ? static_cast<int64_t>(g.M) * ldw : 0;
@@ -482,7 +282,8 @@ void launch_tiled(const char* name, const GemmArgs& g) {
   if (split_k) run.alpha = 1.0f, run.beta = 0.0f, run.C = work.ptr, run.ldc = ldw;
   dim3 grid = tile_grid(g, kTileMN, kTileMN);
   grid.z = static_cast<unsigned>(split.slices);
-  cuda_launch(name, pick_kernel<Pick>(run, split_k), grid, dim3(kTileThreads), g.stream, run.M, run.N, run.K,
+  const GemmKernel kernel = kernel_for(run.trans_a, run.trans_b, vector_access_ok(run), split_k);
+  cuda_launch(name, kernel, grid, dim3(kTileThreads), g.stream, run.M, run.N, run.K,
               run.alpha, run.A, run.lda, run.B, run.ldb, run.beta, run.C, run.ldc, split.k_chunk, slab);
   if (!split_k) return;
   constexpr int kThreads = 256;
@@ -491,24 +292,14 @@ void launch_tiled(const char* name, const GemmArgs& g) {
               g.M, g.N, split.slices, static_cast<const float*>(work.ptr), ldw, slab, g.alpha, g.beta, g.C, g.ldc);
 }
 
-void launch_register(const GemmArgs& g) { launch_tiled<RegisterKernel>("gemm_register_kernel", g); }
-
-#if !defined(BASTION_CUDA_EMULATION)
-template <bool kTransA, bool kTransB, bool kVector>
-struct Tf32Kernel {
-  static GemmKernel get(bool split_k) {
-    return split_k ? gemm_tf32_kernel<kTransA, kTransB, kVector, true>
-                   : gemm_tf32_kernel<kTransA, kTransB, kVector, false>;
-  }
-};
-#endif
+void launch_register(const GemmArgs& g) { launch_tiled("gemm_register_kernel", gemm_register_kernel_for, g); }
 
 // The emulator has no tensor cores: there rung 4 is rung 3 (gemm_cuda_variant_emulated(4) is false).
 void launch_tf32(const GemmArgs& g) {
 #if defined(BASTION_CUDA_EMULATION)
   launch_register(g);
 #else
-  launch_tiled<Tf32Kernel>("gemm_tf32_kernel", g);
+  launch_tiled("gemm_tf32_kernel", gemm_tf32_kernel_for, g);
 #endif
 }
 
