@@ -228,6 +228,42 @@ TEST_F(Reproduce, RunSettingsDoNotMarkTheTableReduced) {
             std::string::npos) << table;
 }
 
+// A table assembled from runs made at other commits (finished earlier, or resumed) says which code made
+// which runs; a refused run adds no line, and --overwrite starts a run's record anew.
+TEST_F(Reproduce, TableNamesTheCommitsThatMadeRunsFinishedEarlier) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceOptions options = one_seed_with({"rounds=1"});
+  options.commit = "aaaaaaa";
+  ASSERT_EQ(reproduce(preset, options).runs, 2);
+  const std::filesystem::path record = dir_ / "out" / "runs" / "fedavg" / "provenance.tsv";
+  EXPECT_NE(read_text_file(record.string()).find("\taaaaaaa\t"), std::string::npos);
+  std::string table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_NE(table.find("Commit: aaaaaaa (this invocation)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("Runs made by"), std::string::npos) << table;  // all by this invocation
+
+  options.commit = "bbbbbbb";
+  EXPECT_EQ(reproduce(preset, options).failed, 2);  // refused: results exist, no --resume
+  EXPECT_EQ(read_text_file(record.string()).find("bbbbbbb"), std::string::npos);
+
+  const Preset grown = load_preset(write_preset(std::string(kTwoRows) + R"(
+[[rows]]
+name = "Ditto"
+set = ["clients.rule=ditto", "clients.ditto.batch=16"]
+paper = [1, 2]
+)"));
+  options.resume = true;
+  ASSERT_EQ(reproduce(grown, options).runs, 1);
+  table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_NE(table.find("Runs made by: `aaaaaaa`: fedavg, fedrep; `bbbbbbb`: ditto"), std::string::npos) << table;
+
+  options.resume = false;
+  options.overwrite = true;
+  ASSERT_EQ(reproduce(grown, options).runs, 3);
+  EXPECT_EQ(read_text_file(record.string()).find("aaaaaaa"), std::string::npos);
+  table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_EQ(table.find("Runs made by"), std::string::npos) << table;
+}
+
 TEST_F(Reproduce, TableMarksCellsBeyondTheColumnsTolerance) {
   const Preset preset = load_preset(write_preset(kTwoRows));
   ReproduceReport report;

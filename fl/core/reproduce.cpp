@@ -6,6 +6,8 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <sstream>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "data/idx.h"
@@ -64,6 +66,59 @@ bool finished_with(const std::string& dir, const std::string& resolved_config) {
          read_text_file(dir + "/config.toml") == resolved_config;
 }
 
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+std::string or_unknown(const std::string& text) { return text.empty() ? "unknown" : text; }
+
+// runs/<cell>/provenance.tsv: one line per invocation that ran rounds of the run (a resumed run has
+// several): date, commit, machine as `reproduce` was told them. A table assembled later from finished
+// runs then still says which code made each of them.
+constexpr const char* kProvenanceFile = "/provenance.tsv";
+
+// Written when the run starts, so that an invocation stopped part-way (its rounds kept by a checkpoint)
+// is recorded too; taken back when run_experiment refuses or fails. --overwrite starts the file anew.
+void run_with_provenance(const ExperimentConfig& config, const RunOptions& run_options, const std::string& dir,
+                         const ReproduceOptions& options) {
+  const std::string path = dir + kProvenanceFile;
+  const bool fresh = options.overwrite && !options.resume;
+  const bool existed = !fresh && std::filesystem::exists(path);
+  const std::string before = existed ? read_text_file(path) : "";
+  std::filesystem::create_directories(dir);
+  write_file_atomic(path, before + today() + "\t" + or_unknown(options.commit) + "\t" + or_unknown(options.machine) +
+                              "\n");
+  try {
+    run_experiment(config, run_options);
+  } catch (const Error&) {
+    if (existed) write_file_atomic(path, before);
+    else std::filesystem::remove(path);
+    throw;
+  }
+}
+
+// The commits that made a run, in order and without repeats, joined by " then "; "unrecorded" when the
+// run has no provenance file (made before reproduce wrote one).
+std::string run_commits(const std::string& dir) {
+  const std::string path = dir + kProvenanceFile;
+  if (!std::filesystem::exists(path)) return "unrecorded";
+  std::vector<std::string> commits;
+  std::istringstream lines(read_text_file(path));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t first = line.find('\t'), second = line.find('\t', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string commit = line.substr(first + 1, second - first - 1);
+    if (commits.empty() || commits.back() != commit) commits.push_back(commit);
+  }
+  if (commits.empty()) return "unrecorded";
+  std::string joined = "`" + commits[0] + "`";
+  for (size_t i = 1; i < commits.size(); ++i) joined.append(" then `").append(commits[i]).append("`");
+  return joined;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -85,7 +140,7 @@ GridOutcome run_grid_cell(const std::string& base, const PresetRun& run, const s
     run_options.threads = options.threads;
     run_options.resume = options.resume;
     run_options.overwrite = options.overwrite;
-    run_experiment(config, run_options);
+    run_with_provenance(config, run_options, dir, options);
     outcome.seconds = seconds_since(run_start);
   } catch (const Error& e) {
     outcome.status = GridOutcome::Status::failed;
@@ -95,13 +150,6 @@ GridOutcome run_grid_cell(const std::string& base, const PresetRun& run, const s
 }
 
 std::string minutes(double seconds) { return fixed(seconds / 60.0, 1) + " min"; }
-
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
-  return text;
-}
 
 std::string cell_text(const CellResult& cell) {
   if (cell.failed) return "error";
@@ -175,6 +223,7 @@ class GridTally {
     if (outcome.status != GridOutcome::Status::failed) {
       try {
         read_cells(preset_, grid_, i, dir, seeds_, report_);
+        report_.provenance[i] = {grid_.runs[i].folder, run_commits(dir)};
       } catch (const Error& e) {
         failure = e.what();
       }
@@ -213,6 +262,7 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options)
   ReproduceReport report;
   report.cells.assign(preset.rows.size(), std::vector<CellResult>(preset.columns.size(), CellResult{kNaN, kNaN}));
   report.ranks = grid_world().size;
+  report.provenance.resize(grid.runs.size());
   const GridTask task = [&](size_t i) {
     return run_grid_cell(preset.base, grid.runs[i], options.out_dir + "/runs/" + grid.runs[i].folder, options);
   };
@@ -226,6 +276,28 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options)
   write_file_atomic(options.out_dir + "/table.svg", table_svg(preset, report));
   return report;
 }
+
+namespace {
+// "Runs made by: `A`: x, y; `B` then `C`: z" when some run of the table was made by other code than this
+// invocation's (finished earlier and skipped, or resumed); empty otherwise.
+std::string runs_by_commit(const ReproduceReport& report, const ReproduceOptions& options) {
+  const std::string current = "`" + or_unknown(options.commit) + "`";
+  std::vector<std::pair<std::string, std::string>> groups;  // commits, folders; first-seen order
+  bool other = false;
+  for (const auto& [folder, commits] : report.provenance) {
+    if (folder.empty()) continue;  // a failed run: no cells to attribute
+    other |= commits != current;
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == commits; });
+    if (group == groups.end()) groups.push_back({commits, folder});
+    else group->second.append(", ").append(folder);
+  }
+  if (!other) return "";
+  std::string text = "Runs made by:";
+  for (size_t g = 0; g < groups.size(); ++g)
+    text.append(g == 0 ? " " : "; ").append(groups[g].first).append(": ").append(groups[g].second);
+  return text + "  \n";
+}
+}  // namespace
 
 std::string table_markdown(const Preset& preset, const ReproduceReport& report, const ReproduceOptions& options) {
   std::string md = "# " + preset.title + "\n\n";
@@ -277,7 +349,8 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
     md += "\n";
   }
   md += "\nRun: `" + options.command + "`  \n";
-  md += "Commit: " + (options.commit.empty() ? std::string("unknown") : options.commit) + "  \n";
+  md += "Commit: " + or_unknown(options.commit) + " (this invocation)  \n";
+  md += runs_by_commit(report, options);
   md += "Machine: " + (options.machine.empty() ? std::string("unknown") : options.machine) + "  \n";
   const std::string processes = report.ranks > 1 ? " on " + std::to_string(report.ranks) + " MPI ranks" : "";
   md += "Date: " + today() + "; this invocation: " + minutes(report.seconds) + " wall time" + processes + ", " +
