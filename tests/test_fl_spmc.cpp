@@ -93,7 +93,9 @@ TEST(FlSpmcServer, AnOutlierGetsTheSmallestWeightAndIdenticalClientsEqualWeights
   const std::vector<double> w = spmc(u).weights;
   EXPECT_NEAR(std::accumulate(w.begin(), w.end(), 0.0), 1.0, 1e-12);
   for (int64_t i = 0; i < 6; ++i) {
-    if (i != 4) EXPECT_LT(w[4], w[i]) << i;
+    if (i != 4) {
+      EXPECT_LT(w[4], w[i]) << i;
+    }
   }
   for (int64_t i = 1; i < 6; ++i) std::copy_n(u.row(0), 40, u.row(i));
   for (double v : spmc(u).weights) EXPECT_NEAR(v, 1.0 / 6, 1e-12);
