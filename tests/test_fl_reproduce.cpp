@@ -48,6 +48,14 @@ set = ["clients.rule=fedrep", "clients.fedrep.batch=16"]
 paper = [60, 10.5]
 )";
 
+// A third row, for a preset that grows after its first rows ran.
+constexpr const char* kDittoRow = R"(
+[[rows]]
+name = "Ditto"
+set = ["clients.rule=ditto", "clients.ditto.batch=16"]
+paper = [1, 2]
+)";
+
 class Reproduce : public testing::TempDirTest {
  protected:
   std::string write_preset(const std::string& rows) {
@@ -162,12 +170,7 @@ TEST_F(Reproduce, ResumeSkipsFinishedRunsAndRunsOnlyTheNewOnes) {
   EXPECT_EQ(again.skipped, 2);
   EXPECT_DOUBLE_EQ(again.cells[1][0].mean, first.cells[1][0].mean);  // read back from summary.json
 
-  const Preset grown = load_preset(write_preset(std::string(kTwoRows) + R"(
-[[rows]]
-name = "Ditto"
-set = ["clients.rule=ditto", "clients.ditto.batch=16"]
-paper = [1, 2]
-)"));
+  const Preset grown = load_preset(write_preset(std::string(kTwoRows) + kDittoRow));
   const ReproduceReport third = run(grown, true);
   EXPECT_EQ(third.runs, 1);
   EXPECT_EQ(third.skipped, 2);
@@ -245,12 +248,7 @@ TEST_F(Reproduce, TableNamesTheCommitsThatMadeRunsFinishedEarlier) {
   EXPECT_EQ(reproduce(preset, options).failed, 2);  // refused: results exist, no --resume
   EXPECT_EQ(read_text_file(record.string()).find("bbbbbbb"), std::string::npos);
 
-  const Preset grown = load_preset(write_preset(std::string(kTwoRows) + R"(
-[[rows]]
-name = "Ditto"
-set = ["clients.rule=ditto", "clients.ditto.batch=16"]
-paper = [1, 2]
-)"));
+  const Preset grown = load_preset(write_preset(std::string(kTwoRows) + kDittoRow));
   options.resume = true;
   ASSERT_EQ(reproduce(grown, options).runs, 1);
   table = read_text_file((dir_ / "out" / "table.md").string());
