@@ -84,6 +84,7 @@ __device__ __forceinline__ void enter_k_slice(int& K, const float*& A, int64_t l
   B += kTransB ? k_begin : static_cast<int64_t>(k_begin) * ldb;
   C += blockIdx.z * c_slab;
 }
+
 // The instance of a tiled kernel for the run-time flags; Pick<kTransA, kTransB, kVector>::get(split_k)
 // names the instance of one rung.
 template <template <bool, bool, bool> class Pick>
