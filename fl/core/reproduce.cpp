@@ -283,15 +283,13 @@ namespace {
 std::string runs_by_commit(const ReproduceReport& report, const ReproduceOptions& options) {
   const std::string current = "`" + or_unknown(options.commit) + "`";
   std::vector<std::pair<std::string, std::string>> groups;  // commits, folders; first-seen order
-  bool other = false;
   for (const auto& [folder, commits] : report.provenance) {
     if (folder.empty()) continue;  // a failed run: no cells to attribute
-    other |= commits != current;
     auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == commits; });
     if (group == groups.end()) groups.push_back({commits, folder});
     else group->second.append(", ").append(folder);
   }
-  if (!other) return "";
+  if (groups.empty() || (groups.size() == 1 && groups[0].first == current)) return "";
   std::string text = "Runs made by:";
   for (size_t g = 0; g < groups.size(); ++g)
     text.append(g == 0 ? " " : "; ").append(groups[g].first).append(": ").append(groups[g].second);
@@ -351,7 +349,7 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   md += "\nRun: `" + options.command + "`  \n";
   md += "Commit: " + or_unknown(options.commit) + " (this invocation)  \n";
   md += runs_by_commit(report, options);
-  md += "Machine: " + (options.machine.empty() ? std::string("unknown") : options.machine) + "  \n";
+  md += "Machine: " + or_unknown(options.machine) + "  \n";
   const std::string processes = report.ranks > 1 ? " on " + std::to_string(report.ranks) + " MPI ranks" : "";
   md += "Date: " + today() + "; this invocation: " + minutes(report.seconds) + " wall time" + processes + ", " +
         std::to_string(report.runs) + " run(s) executed, " + std::to_string(report.skipped) +

@@ -231,14 +231,14 @@ void batch_norm_backward_cuda(float* dx, float* dgamma, float* dbeta, const floa
   BASTION_CHECK(g.C <= 65535, "batch_norm_backward_cuda: ", g.C, " channels, more than the grid's y limit 65535");
   const int slices = static_cast<int>(batch_norm_slices(g));
   const bool need_sums = dgamma != nullptr || dbeta != nullptr || (dx != nullptr && training);
-  CudaScratch<double> partials(need_sums ? 2 * g.C * slices : 0);
+  CudaScratch<double> partials(need_sums ? 2 * g.C * slices : 0);  // null without sums: the finish reads none
   CudaScratch<float> factors(3 * g.C);
   if (need_sums)
     cuda_launch("batch_norm_backward_sums_kernel", batch_norm_backward_sums_kernel, slice_grid(g), dim3(kThreads),
                 stream, partials.ptr, dy, x, save_mean, save_invstd, g);
   cuda_launch("batch_norm_finish_backward_kernel", batch_norm_finish_backward_kernel, channel_blocks(g),
               dim3(kThreads), stream, factors.ptr, dgamma, dbeta,
-              need_sums ? static_cast<const double*>(partials.ptr) : nullptr, gamma, save_invstd, g, slices, training);
+              static_cast<const double*>(partials.ptr), gamma, save_invstd, g, slices, training);
   if (dx != nullptr)
     cuda_launch("batch_norm_dx_kernel", batch_norm_dx_kernel, slice_grid(g), dim3(kThreads), stream, dx, dy, x,
                 save_mean, save_invstd, static_cast<const float*>(factors.ptr), g);
