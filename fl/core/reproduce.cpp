@@ -283,7 +283,10 @@ namespace {
 std::string runs_by_commit(const ReproduceReport& report, const ReproduceOptions& options) {
   const std::string current = "`" + or_unknown(options.commit) + "`";
   std::vector<std::pair<std::string, std::string>> groups;  // commits, folders; first-seen order
-  for (const auto& [folder, commits] : report.provenance) {
+  for (const auto& entry : report.provenance) {
+    // Plain references, not structured bindings: clang 14 (the fuzz build) cannot capture bindings in lambdas.
+    const std::string& folder = entry.first;
+    const std::string& commits = entry.second;
     if (folder.empty()) continue;  // a failed run: no cells to attribute
     auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == commits; });
     if (group == groups.end()) groups.push_back({commits, folder});
