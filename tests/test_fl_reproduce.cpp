@@ -231,6 +231,25 @@ TEST_F(Reproduce, RunSettingsDoNotMarkTheTableReduced) {
             std::string::npos) << table;
 }
 
+// A finished run made with other [run] settings has the results a rerun would give: --resume keeps it.
+// Any other difference (here `rounds`) is another experiment and runs again.
+TEST_F(Reproduce, ResumeKeepsARunFinishedWithOtherRunSettingsOnly) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceOptions options = one_seed_with({"rounds=1"});
+  ASSERT_EQ(reproduce(preset, options).runs, 2);
+
+  options.resume = true;
+  options.overrides = {"rounds=1", "run.threads=2", "run.checkpoint_every=1"};
+  const ReproduceReport kept = reproduce(preset, options);
+  EXPECT_EQ(kept.runs, 0);
+  EXPECT_EQ(kept.skipped, 2);
+
+  options.overrides = {"rounds=2", "run.threads=2"};
+  const ReproduceReport extended = reproduce(preset, options);
+  EXPECT_EQ(extended.runs, 2);
+  EXPECT_EQ(extended.skipped, 0);
+}
+
 // A table assembled from runs made at other commits (finished earlier, or resumed) says which code made
 // which runs; a refused run adds no line, and --overwrite starts a run's record anew.
 TEST_F(Reproduce, TableNamesTheCommitsThatMadeRunsFinishedEarlier) {

@@ -14,6 +14,7 @@
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
 #include "fl/core/mpi_grid.h"
+#include "fl/core/run_setup.h"
 #include "fl/metrics/results.h"
 #include "tensor/error.h"
 #include "tensor/file_io.h"
@@ -61,9 +62,10 @@ void mark_failed(const Preset& preset, const PresetGrid& grid, size_t run, Repro
       if (grid.cell_run[r][c] == run) report.cells[r][c].failed = true;
 }
 
+// Finished with the same experiment: the [run] table (threads, checkpoint frequency) may differ.
 bool finished_with(const std::string& dir, const std::string& resolved_config) {
   return std::filesystem::exists(dir + "/summary.json") && std::filesystem::exists(dir + "/config.toml") &&
-         read_text_file(dir + "/config.toml") == resolved_config;
+         computed_part(read_text_file(dir + "/config.toml")) == computed_part(resolved_config);
 }
 
 std::string today() {

@@ -55,7 +55,9 @@ AttackSet make_attacks(const ExperimentConfig& c) {
   return set;
 }
 
-std::string resumable_part(const std::string& toml) {
+namespace {
+// The config's lines less the [run] table and, when `drop_rounds`, less the top-level `rounds`.
+std::string config_lines_without(const std::string& toml, bool drop_rounds) {
   std::string out, line, section;
   for (size_t begin = 0; begin < toml.size();) {
     size_t end = toml.find('\n', begin);
@@ -63,11 +65,16 @@ std::string resumable_part(const std::string& toml) {
     line = toml.substr(begin, end - begin);
     begin = end + 1;
     if (line.rfind('[', 0) == 0) section = line;
-    const bool may_change = (section.empty() && line.rfind("rounds =", 0) == 0) || section == "[run]";
-    if (!may_change) out += line + "\n";
+    const bool rounds_line = section.empty() && line.rfind("rounds =", 0) == 0;
+    if (section != "[run]" && !(drop_rounds && rounds_line)) out += line + "\n";
   }
   return out;
 }
+}  // namespace
+
+std::string resumable_part(const std::string& toml) { return config_lines_without(toml, true); }
+
+std::string computed_part(const std::string& toml) { return config_lines_without(toml, false); }
 
 namespace {
 // The first line where two configs differ, as "[table] 'a' there, 'b' here", for the resume error.

@@ -40,6 +40,9 @@ AttackSet make_attacks(const ExperimentConfig& c);
 // run) and the [run] table (threads and checkpoint frequency change how the rounds are computed, not
 // what they compute). Anything else that changed would make the continuation a different experiment.
 std::string resumable_part(const std::string& toml);
+// The resolved config without the [run] table: two configs with the same computed part give the same
+// results (a finished run made with other threads or checkpoint frequency needs no rerun).
+std::string computed_part(const std::string& toml);
 // Throws, naming `what` and the first differing line, unless the two configs' resumable parts agree.
 void check_resumable(const std::string& what, const std::string& recorded_toml, const std::string& config_toml);
 // --resume: checks the config against the folder's config.toml (when there is one) before anything in
