@@ -17,6 +17,11 @@ Command add_data_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_reproduce_command(CLI::App& app, int argc, char** argv);
 
+// The short commit this binary was built from, with " (with uncommitted changes)" when the build's
+// tracked files differed from it; "" when built outside a git checkout. Generated at build time
+// (scripts/build_commit.cmake): a checkout's HEAD can move on after the build.
+const char* build_commit();
+
 // `--data-dir DIR` of run and reproduce: the same as BASTION_DATA=DIR for this process (a config's own
 // data.data_dir still wins). Through the environment, not a --set, so the folder never enters the run's
 // config: results and --resume stay independent of where a machine keeps its datasets.

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"Bastion: a from-scratch deep-learning engine and federated-learning security lab"};
   app.require_subcommand(1);
+  const std::string commit = bastion::cli::build_commit();
+  app.set_version_flag("--version", "bastion, built from " + (commit.empty() ? std::string("an unknown commit") : commit));
   bool verbose = false;
   app.add_flag("--verbose", verbose, "Errors name the source file and line where they were raised (also BASTION_DEBUG=1)");
   std::map<CLI::App*, bastion::cli::Command> commands;

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <thread>
 
 #include "cli/commands.h"
@@ -36,17 +35,6 @@ std::string resolve_preset(const std::string& name) {
   return candidate;
 }
 
-// The first line a command prints, or "" when it cannot run.
-std::string command_output(const char* command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command, "r"), pclose);
-  if (!pipe) return "";
-  char line[256] = {0};
-  if (!std::fgets(line, sizeof line, pipe.get())) return "";
-  std::string text(line);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return text;
-}
-
 std::string machine_description() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line, model = "unknown CPU";
@@ -71,9 +59,7 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   options.overwrite = args.overwrite;
   options.threads = args.threads;
   options.command = command_line;
-  options.commit = command_output("git rev-parse --short HEAD 2>/dev/null");
-  if (!options.commit.empty() && !command_output("git status --porcelain --untracked-files=no 2>/dev/null").empty())
-    options.commit += " (with uncommitted changes)";
+  options.commit = build_commit();
   options.machine = machine_description();
   options.log = [](const std::string& line) {
     std::printf("%s\n", line.c_str());

@@ -99,6 +99,21 @@ TEST(Cli, ErrorsAreOneClearLineAndExitCodeOne) {
   EXPECT_NE(bad_dataset.output.find("fmnist"), std::string::npos) << bad_dataset.output;
 }
 
+// --version names the commit the binary was built from: in this checkout (a git repository) a short
+// hash, flagged when the build had uncommitted changes. reproduce records the same text.
+TEST(Cli, VersionNamesTheBuildCommit) {
+  const RunResult version = run_bastion("--version");
+  ASSERT_EQ(version.exit_code, 0) << version.output;
+  const std::string prefix = "bastion, built from ";
+  ASSERT_EQ(version.output.rfind(prefix, 0), 0u) << version.output;
+  std::string commit = version.output.substr(prefix.size());
+  commit = commit.substr(0, commit.find_first_of(" \n"));
+  if (!std::filesystem::exists(std::string(BASTION_SOURCE_DIR) + "/.git"))
+    GTEST_SKIP() << "built outside a git checkout: " << version.output;
+  EXPECT_GE(commit.size(), 7u) << version.output;
+  EXPECT_EQ(commit.find_first_not_of("0123456789abcdef"), std::string::npos) << version.output;
+}
+
 // run and reproduce take --data-dir like train and data: the loader looks there (the error lists it) and
 // the folder stays out of the run's config.
 TEST(Cli, RunAndReproduceTakeADataDir) {
