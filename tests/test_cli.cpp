@@ -108,8 +108,10 @@ TEST(Cli, VersionNamesTheBuildCommit) {
   ASSERT_EQ(version.output.rfind(prefix, 0), 0u) << version.output;
   std::string commit = version.output.substr(prefix.size());
   commit = commit.substr(0, commit.find_first_of(" \n"));
-  if (!std::filesystem::exists(std::string(BASTION_SOURCE_DIR) + "/.git"))
-    GTEST_SKIP() << "built outside a git checkout: " << version.output;
+  // The build asked git too; where git cannot read the checkout (none, or not a repository git trusts),
+  // the binary says "an unknown commit" and there is nothing to compare.
+  const RunResult head = run_shell("git -C '" + std::string(BASTION_SOURCE_DIR) + "' rev-parse --short HEAD 2>&1");
+  if (head.exit_code != 0) GTEST_SKIP() << "git cannot read the checkout: " << head.output;
   EXPECT_GE(commit.size(), 7u) << version.output;
   EXPECT_EQ(commit.find_first_not_of("0123456789abcdef"), std::string::npos) << version.output;
 }
