@@ -10,7 +10,16 @@
 //       every column d, BatchNorm buffers included (coordinate_wise.h, ClosestToMedian)
 // Precondition: n >= 4f + 3 (so beta >= 3). Inputs are finite (the run loop rejects NaN/Inf first).
 // Flags every upload outside S. Cost: O(n^2 P) (GEMM) + O(theta n^2 log n) + O(D theta log^2 theta).
+// Variants from the SPMC code (Server/Bulyan.py, IMPLEMENTATION-FACTS §2.7), off by default:
+//   momentum = m > 0: a server velocity v <- m v + update over all D columns, kept across rounds (checkpointed);
+//     the rule returns v. The code's v <- 0.9 v - lr g with g = (global - local) / lr is this with m = 0.9.
+//   base = "client-0": the new global starts from client 0's trained model, not the global one: its upload
+//     is added to the result (the code reads nets_list[0]; when client 0 is not among the accepted uploads
+//     the base is the global model, as there). Together with momentum 0.9 this is the code's server.
+// The code's own Krum selection (Euclidean distances, every remaining distance summed) is not copied.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "fl/defenses/coordinate_wise.h"
@@ -24,7 +33,8 @@ namespace bastion {
 namespace {
 class Bulyan final : public ServerRule {
  public:
-  explicit Bulyan(const Params& p) : params_(p) {}
+  explicit Bulyan(const Params& p)
+      : params_(p), momentum_(p.real("momentum")), base_client_0_(p.text("base") == "client-0") {}
 
   std::string refusal(int64_t n, int64_t expected_malicious) const override {
     const int64_t f = resolved_f(params_, expected_malicious);
@@ -43,16 +53,54 @@ class Bulyan final : public ServerRule {
     AggregationOutput out;
     out.update = coordinate_wise(in, selected, {CoordinateStatistic::ClosestToMedian, beta}, "bulyan");
     out.flagged = flags_except(n, selected);
+    if (momentum_ > 0.0) apply_momentum(out.update);
+    if (base_client_0_) add_client_0_upload(in, out.update);
     return out;
   }
 
+  std::vector<float> save_state() const override { return velocity_; }
+
+  void load_state(std::span<const float> state) override {
+    BASTION_CHECK(state.empty() || momentum_ > 0.0, "bulyan: the checkpoint holds a server velocity of ",
+                  state.size(), " values, but this run has momentum 0");
+    for (float v : state) BASTION_CHECK(std::isfinite(v), "bulyan: the checkpoint's server velocity is not finite");
+    velocity_.assign(state.begin(), state.end());
+  }
+
  private:
+  void apply_momentum(std::vector<float>& update) {
+    if (velocity_.empty()) velocity_.assign(update.size(), 0.0f);
+    BASTION_CHECK(velocity_.size() == update.size(), "bulyan: the server velocity has ", velocity_.size(),
+                  " values, the model ", update.size(), " (a checkpoint of another model?)");
+    const float m = static_cast<float>(momentum_);
+    for (size_t d = 0; d < update.size(); ++d) velocity_[d] = m * velocity_[d] + update[d];
+    update = velocity_;
+  }
+
+  static void add_client_0_upload(const AggregationInput& in, std::vector<float>& update) {
+    const auto it = std::find(in.clients.begin(), in.clients.end(), int64_t{0});
+    if (it == in.clients.end()) return;
+    const float* row = in.updates + (it - in.clients.begin()) * in.D;
+    for (int64_t d = 0; d < in.D; ++d) update[d] += row[d];
+  }
+
   Params params_;
+  double momentum_;
+  bool base_client_0_;
+  std::vector<float> velocity_;  // D once the first round with momentum ran
 };
 }  // namespace
 
 const std::vector<ParamSpec>& bulyan_params() {
-  static const std::vector<ParamSpec> specs = {f_param()};
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  static const std::vector<ParamSpec> specs = {
+      f_param(),
+      {"momentum", ParamType::Real, 0.0, "server velocity v <- m v + update, returned (SPMC code: 0.9); 0 = none", 0.0,
+       0.999},
+      {"base", ParamType::Text, std::string("global"),
+       "global (paper); client-0: add client 0's upload, the SPMC code's base model", -inf, inf,
+       {"global", "client-0"}},
+  };
   return specs;
 }
 
