@@ -61,9 +61,10 @@ class Bulyan final : public ServerRule {
   std::vector<float> save_state() const override { return velocity_; }
 
   void load_state(std::span<const float> state) override {
-    BASTION_CHECK(state.empty() || momentum_ > 0.0, "bulyan: the checkpoint holds a server velocity of ",
+    BASTION_CHECK(state.empty() || momentum_ > 0.0, "bulyan: the checkpoint's server state holds a velocity of ",
                   state.size(), " values, but this run has momentum 0");
-    for (float v : state) BASTION_CHECK(std::isfinite(v), "bulyan: the checkpoint's server velocity is not finite");
+    for (float v : state)
+      BASTION_CHECK(std::isfinite(v), "bulyan: the checkpoint's server state (velocity) is not finite");
     velocity_.assign(state.begin(), state.end());
   }
 
