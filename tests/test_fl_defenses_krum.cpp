@@ -396,12 +396,12 @@ TEST(FlBulyan, PoolGivesBitwiseSameResultAsSerial) {
 // The SPMC code's variants (base = client-0, momentum) on the hand example, whose Bulyan update is
 // u = (8/3, -1/3) with client 0's upload (0, 7): results are sums of u and that row, exact in float up to
 // the update's own rounding.
-std::unique_ptr<ServerRule> spmc_code_bulyan(const std::map<std::string, ParamValue>& given) {
+std::unique_ptr<ServerRule> make_bulyan_rule(const std::map<std::string, ParamValue>& given) {
   return make_bulyan(rule_params("bulyan", bulyan_params(), given));
 }
 
 TEST(FlBulyan, MomentumAccumulatesTheUpdateAcrossRounds) {
-  const std::unique_ptr<ServerRule> rule = spmc_code_bulyan({{"momentum", 0.5}});
+  const std::unique_ptr<ServerRule> rule = make_bulyan_rule({{"momentum", 0.5}});
   const Uploads u = bulyan_example();
   expect_near_all(rule->aggregate(u.input()).update, {8.0 / 3.0, -1.0 / 3.0});
   expect_near_all(rule->aggregate(u.input()).update, {1.5 * 8.0 / 3.0, 1.5 * -1.0 / 3.0});  // 0.5 v + u
@@ -418,7 +418,7 @@ TEST(FlBulyan, ClientZeroBaseAddsItsUploadOnlyWhenItIsThere) {
 TEST(FlBulyan, VelocitySurvivesACheckpoint) {
   const std::map<std::string, ParamValue> code = {{"momentum", 0.9}, {"base", std::string("client-0")}};
   const Uploads first = bulyan_example(), second = Uploads::gaussian(7, 2, 31);
-  const std::unique_ptr<ServerRule> straight = spmc_code_bulyan(code), resumed = spmc_code_bulyan(code);
+  const std::unique_ptr<ServerRule> straight = make_bulyan_rule(code), resumed = make_bulyan_rule(code);
   straight->aggregate(first.input());
   const std::vector<float> saved = straight->save_state();
   ASSERT_EQ(saved.size(), 2u);
@@ -428,8 +428,8 @@ TEST(FlBulyan, VelocitySurvivesACheckpoint) {
 
 TEST(FlBulyan, RefusesAVelocityWithoutMomentumOrOfAnotherSize) {
   const std::vector<float> velocity = {1.0f, 2.0f, 3.0f};
-  expect_error([&] { spmc_code_bulyan({})->load_state(velocity); }, {"bulyan", "velocity", "momentum 0"});
-  const std::unique_ptr<ServerRule> rule = spmc_code_bulyan({{"momentum", 0.9}});
+  expect_error([&] { make_bulyan_rule({})->load_state(velocity); }, {"bulyan", "velocity", "momentum 0"});
+  const std::unique_ptr<ServerRule> rule = make_bulyan_rule({{"momentum", 0.9}});
   rule->load_state(velocity);
   expect_error([&] { rule->aggregate(bulyan_example().input()); }, {"bulyan", "3 values", "model 2"});
 }

@@ -26,6 +26,7 @@
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/krum_scores.h"
 #include "fl/defenses/server_rule.h"
+#include "kernels/cpu/vector.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -73,16 +74,16 @@ class Bulyan final : public ServerRule {
     if (velocity_.empty()) velocity_.assign(update.size(), 0.0f);
     BASTION_CHECK(velocity_.size() == update.size(), "bulyan: the server velocity has ", velocity_.size(),
                   " values, the model ", update.size(), " (a checkpoint of another model?)");
-    const float m = static_cast<float>(momentum_);
-    for (size_t d = 0; d < update.size(); ++d) velocity_[d] = m * velocity_[d] + update[d];
+    const int64_t D = static_cast<int64_t>(update.size());
+    vector_scale_cpu(velocity_.data(), static_cast<float>(momentum_), D);
+    vector_axpy_cpu(velocity_.data(), 1.0f, update.data(), D);
     update = velocity_;
   }
 
   static void add_client_0_upload(const AggregationInput& in, std::vector<float>& update) {
     const auto it = std::find(in.clients.begin(), in.clients.end(), int64_t{0});
     if (it == in.clients.end()) return;
-    const float* row = in.updates + (it - in.clients.begin()) * in.D;
-    for (int64_t d = 0; d < in.D; ++d) update[d] += row[d];
+    vector_axpy_cpu(update.data(), 1.0f, in.updates + (it - in.clients.begin()) * in.D, in.D);
   }
 
   Params params_;
