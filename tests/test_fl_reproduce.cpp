@@ -231,6 +231,26 @@ TEST_F(Reproduce, RunSettingsDoNotMarkTheTableReduced) {
             std::string::npos) << table;
 }
 
+// An override that is not a scale key (here a data setting) is a variant of the paper's setting, and the
+// table says so apart from the scale: `data.min_size=5` is not a smaller experiment.
+TEST_F(Reproduce, OtherSettingsAreNamedAsChangedNotReduced) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceOptions options = one_seed_with({"data.min_size=5"});
+  ASSERT_EQ(reproduce(preset, options).failed, 0);
+  std::string table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_NE(table.find("at full scale with **changed settings** (`data.min_size=5`), not the paper's;"),
+            std::string::npos) << table;
+  EXPECT_EQ(table.find("reduced"), std::string::npos) << table;
+
+  options.overrides = {"rounds=1", "data.min_size=5", "data.max_per_client=40"};
+  options.overwrite = true;
+  ASSERT_EQ(reproduce(preset, options).failed, 0);
+  table = read_text_file((dir_ / "out" / "table.md").string());
+  EXPECT_NE(table.find("at **reduced** (`rounds=1` `data.max_per_client=40`) scale with **changed settings** "
+                       "(`data.min_size=5`)"),
+            std::string::npos) << table;
+}
+
 // A finished run made with other [run] settings has the results a rerun would give: --resume keeps it.
 // Any other difference (here `rounds`) is another experiment and runs again.
 TEST_F(Reproduce, ResumeKeepsARunFinishedWithOtherRunSettingsOnly) {

@@ -176,6 +176,17 @@ bool is_run_setting(const std::string& override_text) {
   return override_text.compare(0, 4, "run.") == 0;
 }
 
+// True for an override that only shrinks the experiment (fewer rounds, clients or samples): the table is
+// the paper's at a smaller scale. Any other key (clients.sgd.epochs, a rule's option) is another setting.
+bool is_scale_setting(const std::string& override_text) {
+  static const char* const kScaleKeys[] = {"rounds",          "repeat",        "data.clients", "data.max_per_client",
+                                           "clients.per_round", "eval.every", "eval.personal_clients"};
+  const std::string key = override_text.substr(0, override_text.find('='));
+  for (const char* scale_key : kScaleKeys)
+    if (key == scale_key) return true;
+  return false;
+}
+
 // Backquoted, space-separated overrides.
 std::string quoted_overrides(const std::vector<std::string>& overrides) {
   std::string text;
@@ -183,15 +194,23 @@ std::string quoted_overrides(const std::vector<std::string>& overrides) {
   return text;
 }
 
-// "full", "**quick** (smoke-test)", or "**reduced** (`rounds=20`)": a table run with overrides says so
-// where the reader compares the numbers. [run] overrides are listed apart and keep "full".
+// "full scale", "**quick** (smoke-test) scale" or "**reduced** (`rounds=20`) scale", then any other
+// override as "with **changed settings** (...)": a table run with overrides says so where the reader
+// compares the numbers, and a changed setting is not mistaken for a smaller scale. [run] overrides are
+// listed apart and change nothing.
 std::string scale_description(const ReproduceOptions& options) {
-  std::vector<std::string> reducing, run_settings;
-  for (const std::string& o : options.overrides) (is_run_setting(o) ? run_settings : reducing).push_back(o);
+  std::vector<std::string> reducing, changing, run_settings;
+  for (const std::string& o : options.overrides) {
+    if (is_run_setting(o)) run_settings.push_back(o);
+    else if (is_scale_setting(o)) reducing.push_back(o);
+    else changing.push_back(o);
+  }
   std::string scale = options.quick ? "**quick** (smoke-test)" : "full";
   if (!reducing.empty())
     scale = (options.quick ? scale + ", further **reduced** (" : "**reduced** (") + quoted_overrides(reducing) + ")";
   if (!run_settings.empty()) scale += " (run settings, results unchanged: " + quoted_overrides(run_settings) + ")";
+  scale += " scale";
+  if (!changing.empty()) scale += " with **changed settings** (" + quoted_overrides(changing) + "), not the paper's";
   return scale;
 }
 
@@ -306,7 +325,7 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   std::string md = "# " + preset.title + "\n\n";
   if (!preset.paper.empty()) md += "Paper: " + preset.paper + ". ";
   const int64_t seeds = report.cells.empty() || report.cells[0].empty() ? 0 : report.cells[0][0].seeds;
-  md += std::string("Reproduced by `bastion reproduce` at ") + scale_description(options) + " scale; ours = mean ± std over " +
+  md += std::string("Reproduced by `bastion reproduce` at ") + scale_description(options) + "; ours = mean ± std over " +
         std::to_string(seeds) + " seed(s); Δ = ours − paper.";
   bool any_tolerance = false;
   for (const PresetColumn& column : preset.columns) any_tolerance |= column.tolerance > 0;
