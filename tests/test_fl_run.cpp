@@ -100,6 +100,29 @@ TEST_F(FlRun, ResumeMayExtendRoundsButNotChangeTheExperiment) {
                {"cannot resume", "different configuration", "[clients.sgd] 'lr = 0.05' there, 'lr = 0.1' here"});
 }
 
+// A run made before a rule gained an option has no line for it in config.toml: resuming it reads the
+// missing key as its default (the behaviour before the option), so the run continues. Dropping a line
+// whose value differs from the default is still a different experiment.
+TEST_F(FlRun, ResumeReadsAKeyMissingFromAnOlderConfigAsItsDefault) {
+  run(tiny_config(), "r", 1, {"rounds=4"});
+  const std::string recorded = file("r", "config.toml");
+  const std::string default_line = "\nmomentum = 0.9\n";  // [clients.sgd], not set by tiny_config
+  ASSERT_NE(recorded.find(default_line), std::string::npos) << recorded;
+  std::string older = recorded;
+  older.replace(older.find(default_line), default_line.size(), "\n");
+  testing::write_text(dir_ / "r" / "config.toml", older);
+  run(tiny_config(), "r", 1, {"rounds=6"}, /*resume=*/true);
+  run(tiny_config(), "whole", 1);
+  EXPECT_EQ(file("whole", "rounds.csv"), file("r", "rounds.csv"));
+
+  const std::string set_line = "\nlr = 0.05\n";  // set by tiny_config: its default is another value
+  std::string missing_a_set_value = file("r", "config.toml");
+  ASSERT_NE(missing_a_set_value.find(set_line), std::string::npos);
+  missing_a_set_value.replace(missing_a_set_value.find(set_line), set_line.size(), "\n");
+  testing::write_text(dir_ / "r" / "config.toml", missing_a_set_value);
+  expect_error([&] { run(tiny_config(), "r", 1, {"rounds=8"}, true); }, {"cannot resume", "different configuration"});
+}
+
 // A refused resume used to rewrite config.toml first, so the folder's config no longer described its results.
 TEST_F(FlRun, RefusedResumeLeavesTheFolderAsItWas) {
   run(tiny_config(), "r", 1, {"rounds=2"});

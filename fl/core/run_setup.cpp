@@ -72,9 +72,25 @@ std::string config_lines_without(const std::string& toml, bool drop_rounds) {
 }
 }  // namespace
 
-std::string resumable_part(const std::string& toml) { return config_lines_without(toml, true); }
+// A recorded config.toml as today's code writes it: a key added to a rule since the run was made reads as
+// its default. Every new option defaults to the behaviour before it (fl/README.md, "Add a unit"), so the
+// recorded run is the same experiment; a changed value is still a difference. A recorded config that no
+// longer parses (a key removed since) is compared as written, and so differs.
+std::string canonical_config_toml(const std::string& toml) {
+  try {
+    return config_to_toml(parse_config(toml, "a recorded config.toml"));
+  } catch (const Error&) {
+    return toml;
+  }
+}
 
-std::string computed_part(const std::string& toml) { return config_lines_without(toml, false); }
+std::string resumable_part(const std::string& toml) {
+  return config_lines_without(canonical_config_toml(toml), true);
+}
+
+std::string computed_part(const std::string& toml) {
+  return config_lines_without(canonical_config_toml(toml), false);
+}
 
 namespace {
 // The first line where two configs differ, as "[table] 'a' there, 'b' here", for the resume error.
