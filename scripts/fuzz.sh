@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the data readers, the experiment config, presets, safetensors and checkpoints with libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
 # Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON, builds the nine targets in
-# tests/fuzz/, and runs them one after another (one worker each) on a scratch copy of their committed
-# corpus (tests/fuzz/corpus/<target>/ is never written to). Prints each target's executions from
+# tests/fuzz/, and runs them ${FUZZ_JOBS:-nproc} at a time (one worker each) on a scratch copy of their
+# committed corpus (tests/fuzz/corpus/<target>/ is never written to). Prints each target's executions from
 # libFuzzer's final stats. Exits non-zero when any target crashed, leaked, hit a sanitizer report, an
 # allocation over the limit or a timeout; the reproducer is copied to ${FUZZ_BUILD_DIR}/crashes/ and its
 # path printed (replay: build-fuzz/tests/fuzz/fuzz_<target> <file>).
@@ -24,21 +24,36 @@ cmake --build "$build_dir" -j "$jobs" --target "${targets[@]/#/fuzz_}"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$build_dir/crashes"
+
+# One target on a scratch copy of its corpus; its exit status goes to $scratch/<target>.status.
+fuzz_one() {
+  local target="$1" corpus="$scratch/corpus-$1" status=0
+  cp -r "tests/fuzz/corpus/$target" "$corpus"
+  local args=("$corpus" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=30 -workers=1
+              -print_final_stats=1 -artifact_prefix="$scratch/$target-")
+  [ -f "tests/fuzz/$target.dict" ] && args+=(-dict="tests/fuzz/$target.dict")
+  "$build_dir/tests/fuzz/fuzz_$target" "${args[@]}" >"$scratch/$target.log" 2>&1 || status=$?
+  echo "$status" >"$scratch/$target.status"
+}
+
+# $jobs targets at a time (one core each): the same seconds per target as one after another, in
+# 1/$jobs of the wall time (CI's 2 cores: 9 targets x 60 s in about 5 min instead of 9).
+echo "== ${#targets[@]} fuzz targets, ${seconds}s each, $jobs at a time"
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  fuzz_one "$target" &
+done
+wait
+
 failed=()
 summary=()
 for target in "${targets[@]}"; do
-  corpus="$scratch/corpus-$target"
-  cp -r "tests/fuzz/corpus/$target" "$corpus"
-  args=("$corpus" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=30 -workers=1
-        -print_final_stats=1 -artifact_prefix="$scratch/$target-")
-  [ -f "tests/fuzz/$target.dict" ] && args+=(-dict="tests/fuzz/$target.dict")
-  echo "== fuzz_$target for ${seconds}s"
-  status=0
-  "$build_dir/tests/fuzz/fuzz_$target" "${args[@]}" >"$scratch/$target.log" 2>&1 || status=$?
+  status="$(cat "$scratch/$target.status" 2>/dev/null || echo "none (the runner died)")"
   executions="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$scratch/$target.log" | grep -o '[0-9]*$' || true)"
   summary+=("fuzz_$target: ${executions:-?} executions, exit $status")
-  if [ "$status" -ne 0 ]; then
+  if [ "$status" != 0 ]; then
     failed+=("$target")
+    echo "== fuzz_$target FAILED (exit $status):"
     tail -n 60 "$scratch/$target.log"
     for artifact in "$scratch/$target-"*; do
       [ -e "$artifact" ] || continue
