@@ -169,5 +169,24 @@ TEST_F(FlFedcapRun, WithoutThePersonalModelClientsAreJudgedOnTheirCustomisedMode
   EXPECT_GT(records.back().personal.clients, 0);
 }
 
+// eval.personal_received: FedCAP's "g" figure, the customised models received. Without the personal model
+// the received model is the client's own model, so p_racc equals p_acc in every round; with it, both are
+// measured, the files stay thread- and resume-independent, and p_tacc is the better weighted figure.
+TEST_F(FlFedcapRun, ReceivedCustomisedModelsGiveFedcapsTacc) {
+  run(fedcap_run(), "plain", 1, {"clients.fedcap.personal=false", "rounds=2", "eval.personal_received=true"});
+  for (const RoundRecord& r : parse_rounds_csv(file("plain", "rounds.csv"))) {
+    EXPECT_TRUE(r.personal.received);
+    EXPECT_DOUBLE_EQ(r.personal.received_acc.mean, r.personal.acc.mean) << "round " << r.round;
+    EXPECT_DOUBLE_EQ(r.personal.received_acc.weighted, r.personal.acc.weighted) << "round " << r.round;
+  }
+
+  const std::vector<RunSummary> summaries =
+      expect_same_on_threads_and_resume(fedcap_run().with({"eval.personal_received=true"}), /*stop_after=*/2);
+  ASSERT_EQ(summaries.size(), 1u);
+  const RunSummary& s = summaries[0];
+  EXPECT_FALSE(std::isnan(s.personal_value("p_racc_w")));
+  EXPECT_DOUBLE_EQ(s.personal_value("p_tacc"), std::max(s.personal_value("p_acc_w"), s.personal_value("p_racc_w")));
+}
+
 }  // namespace
 }  // namespace bastion

@@ -296,6 +296,10 @@ class ConstantClassRule final : public ClientRule {
     write_constant_predictor(model, static_cast<int>(found->second), out);
     return true;
   }
+  // The received model, when the test stored one under "received" (FedCAP's customised model).
+  bool received_model(const ClientState& state, std::span<float> out) const override {
+    return copy_stored(state, "received", out, "constant-class");
+  }
   // Zero weights: the hidden layers output 0 and the logits are the head's bias, one-hot at `cls`.
   static void write_constant_predictor(const Model& model, int cls, std::span<float> out) {
     std::fill(out.begin(), out.end(), 0.0f);
@@ -354,6 +358,55 @@ TEST(FlPersonalized, PersonalEvaluationOfConstructedClientsGivesTheKnownMeans) {
     EXPECT_DOUBLE_EQ(record.global_acc.mean, 0.1);  // every constant model gets its class's share: 4 of 40
     EXPECT_TRUE(std::isnan(record.asr.mean));      // no backdoor
   }
+}
+
+// eval.personal_received: each client's received model on its local test set. Client 0 received a model
+// of its own that says class 0 (its local set: 1 sample of class 0, 3 of class 1: 1/4); clients 1 and 2
+// received the global model, which says class 0 (client 1's 2 samples of class 2: 0; client 2: 2 of 4).
+TEST(FlPersonalized, ReceivedModelsAreTheRulesOwnElseTheGlobalModel) {
+  SyntheticSpec spec;
+  spec.train = 30;
+  spec.test = 40;
+  const DatasetSplit split = make_synthetic(spec);
+  Partition partition;
+  partition.train = {{0, 1}, {2, 3}, {4, 5}};
+  LocalTestSets local;
+  local.data = &split.test;
+  auto with_label = [&](int32_t label, int64_t count) {
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < split.test.size() && static_cast<int64_t>(out.size()) < count; ++i)
+      if (split.test.labels[i] == label) out.push_back(i);
+    return out;
+  };
+  local.indices = {with_label(0, 1), with_label(2, 2), with_label(0, 2)};
+  for (int64_t i : with_label(1, 3)) local.indices[0].push_back(i);
+  for (int64_t i : with_label(5, 2)) local.indices[2].push_back(i);
+  std::vector<std::unique_ptr<Model>> replicas;
+  replicas.push_back(make_model("mlp", kInput, 10, 1));
+  replicas.push_back(make_model("mlp", kInput, 10, 1));
+  std::vector<float> global(replicas[0]->flat_state().size()), says_zero(global.size());
+  ConstantClassRule::write_constant_predictor(*replicas[0], 0, global);
+  ConstantClassRule::write_constant_predictor(*replicas[0], 0, says_zero);
+  std::vector<ClientState> states(3);
+  for (int64_t k : {0, 1}) states[k].scalars["class"] = 1;  // own models say 1 (client 2 has none)
+  store(states[0], "received", says_zero);
+  const ConstantClassRule rule;
+  const std::optional<PostSpec> no_post;
+  const std::vector<int64_t> test_indices = first_indices(split.test.size()), none;
+  const TransformSpec identity;
+  PersonalEvalInput input{rule,       no_post,      global,  states, {0, 1, 2}, local, split.train, partition,
+                          identity,   nullptr,      split.test, test_indices, nullptr, none, false, /*global_acc=*/false,
+                          true,       1000,         1,       1,      Generator(0), /*received_acc=*/true};
+  ThreadPool pool(2);
+  PersonalRecord record = evaluate_personal(input, pool, replicas);
+  EXPECT_TRUE(record.received);
+  EXPECT_DOUBLE_EQ(record.acc.mean, (0.75 + 0.0 + 0.5) / 3);           // own models (client 2: global)
+  EXPECT_DOUBLE_EQ(record.received_acc.mean, (0.25 + 0.0 + 0.5) / 3);  // received models
+  EXPECT_DOUBLE_EQ(record.received_acc.weighted, (1.0 + 0.0 + 2.0) / (4 + 2 + 4));
+  input.received_acc = false;
+  record = evaluate_personal(input, pool, replicas);
+  EXPECT_FALSE(record.received);
+  EXPECT_TRUE(std::isnan(record.received_acc.mean));
 }
 
 TEST(FlPersonalized, LikeTrainTestSetsFollowEachClientsTrainingClassesWithoutOverlap) {

@@ -121,6 +121,39 @@ TEST(FlResults, RoundsCsvRoundTripIsByteExact) {
   EXPECT_EQ(rounds_csv(parse_rounds_csv(kTwoRoundsCsv)), kTwoRoundsCsv);
 }
 
+// Received-model columns (eval.personal_received) follow the p_* columns and round-trip; p_tacc is the
+// better of the weighted personal and received accuracies (FedCAP's TAcc), the personal one without them.
+TEST(FlResults, ReceivedColumnsRoundTripAndTaccTakesTheBetterWeightedFigure) {
+  std::vector<RoundRecord> records;
+  for (int64_t round = 1; round <= 2; ++round) {
+    RoundRecord r = record(round, 0.5, kNaN);
+    r.personal.present = true;
+    r.personal.clients = 4;
+    r.personal.acc = {0.7, 0.6 + 0.1 * static_cast<double>(round), 0.5, 0.7, 0.9};  // p_acc_w 0.7, 0.8
+    r.personal.received = true;
+    r.personal.received_acc = {0.75, 0.75, 0.6, 0.75, 0.9};                         // p_racc_w 0.75
+    records.push_back(r);
+  }
+  const std::string text = rounds_csv(records);
+  EXPECT_NE(text.find(",p_asr_max,p_racc,p_racc_w,p_racc_min,p_racc_med,p_racc_max\n"), std::string::npos) << text;
+  EXPECT_EQ(rounds_csv(parse_rounds_csv(text)), text);
+  EXPECT_TRUE(parse_rounds_csv(text)[0].personal.received);
+
+  RunSummary last = summarize_run(1, records, {}, "last", 0);
+  EXPECT_DOUBLE_EQ(last.personal_value("p_racc_w"), 0.75);
+  EXPECT_DOUBLE_EQ(last.personal_value("p_tacc"), 0.8);   // round 2: personal 0.8 > received 0.75
+  records.pop_back();
+  last = summarize_run(1, records, {}, "last", 0);
+  EXPECT_DOUBLE_EQ(last.personal_value("p_tacc"), 0.75);  // round 1: received 0.75 > personal 0.7
+
+  for (RoundRecord& r : records) r.personal.received = false;
+  const std::string without = rounds_csv(records);
+  EXPECT_EQ(without.find("p_racc"), std::string::npos) << without;
+  last = summarize_run(1, records, {}, "last", 0);
+  EXPECT_DOUBLE_EQ(last.personal_value("p_tacc"), 0.7);   // p_acc_w alone
+  EXPECT_TRUE(std::isnan(last.personal_value("p_racc_w")));
+}
+
 TEST(FlResults, ParseRoundsCsvErrorsNameTheLine) {
   const std::string header = std::string(kTwoRoundsCsv).substr(0, std::string(kTwoRoundsCsv).find('\n') + 1);
   expect_error([] { parse_rounds_csv(""); }, {"line 1", "header"});

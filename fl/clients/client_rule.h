@@ -4,13 +4,15 @@
 // place. The upload is then `model state - start state` over the SHARED columns only, computed by the
 // run loop (parameters and BatchNorm buffers of the shared part, in model order).
 //
-// Personalised FL (DESIGN.md "Personalized FL") adds three optional answers a rule may give:
+// Personalised FL (DESIGN.md "Personalized FL") adds optional answers a rule may give:
 //   shared_part()     what is uploaded: every column (FedAvg), the body (FedRep: the head stays), or
 //                     nothing (local training). The server rule sees only these columns.
 //   personal_model()  the client's own model for personalised evaluation (FedRep: global body + own head;
 //                     Ditto: its second model); false = the global model.
 //   post_step()       a step applied to the client's own model before it is evaluated (Simple-Tuning,
 //                     FedAvg-FT's fine-tuning; fl/clients/post_step.h). Empty = none.
+//   received_model()  the model the client last received, when the server sends it one of its own
+//                     (FedCAP's customised model); false = the global model.
 // Personal parts live in ClientState (checkpointed), never in the rule.
 //
 // Methods with server-side state (MoFedSAM's momentum, FedSpeed's h_i, FedSMOO's duals) add a
@@ -108,6 +110,11 @@ class ClientRule {
                               std::span<float> out) const {
     return false;
   }
+  // Writes the model the client received at its latest participation, when the rule sends clients a
+  // model of their own (FedCAP's customised model), and returns true; false: the client received the
+  // global model. Personalised evaluation's received-model figure (eval.personal_received). Read-only;
+  // called concurrently for different clients.
+  virtual bool received_model(const ClientState& state, std::span<float> out) const { return false; }
   // A post-training step the rule always takes (st, fedavg-ft); a [post] section adds one to any rule.
   virtual std::optional<PostSpec> post_step() const;
   // Before a post step: a rule whose client would not tune personal_model() as it stands writes the

@@ -6,9 +6,10 @@
 // it uploads w_c^E - w_c (the run loop computes the difference from the start state), which the server
 // recovers against the model it sent. This is Ditto's interleaved order (fl/clients/ditto.cpp), built
 // here from this rule's parameters, so both methods share one implementation of the personal step.
-// personal = false (FedCAP Table IV ablations FedCAP1 and FedCAP3): no personal model; the client's own
-// model for evaluation is then the customised model it last received (ClientState "customised"; FedCAP
-// evaluates the customised models, its "g" curve, for these variants).
+// The customised model it last received is kept (ClientState "customised"): it is the received model of
+// personalised evaluation (FedCAP's "g" curve, evaluated before local training; TAcc takes the better of g
+// and the personal models' p, FedCAP §VI-A), and with personal = false (FedCAP Table IV ablations FedCAP1
+// and FedCAP3: no personal model) also the client's own model. Memory: D floats per client.
 // Schedule defaults: FedCAP's (IMPLEMENTATION-FACTS §4.2): 5 epochs, batch 10, lr 0.01, no momentum,
 // drop_last. Cost: 2 x epochs x |D_k| forward/backward passes (1 x without the personal model).
 #include <memory>
@@ -41,14 +42,18 @@ class FedcapClient final : public ClientRule {
   }
 
   ClientResult train(ClientTask& task) const override {
+    // What it received: the evaluated model without a personal model, FedCAP's "g" figure with one.
+    store(task.state, kCustomisedKey, task.model.flat_state());
     if (personal_) return ditto_->train(task);
-    store(task.state, kCustomisedKey, task.model.flat_state());  // what it received: its evaluated model
     return train_with_schedule(task, schedule_);
   }
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {
     if (personal_) return ditto_->personal_model(state, global, model, out);
+    return copy_stored(state, kCustomisedKey, out, "fedcap");
+  }
+  bool received_model(const ClientState& state, std::span<float> out) const override {
     return copy_stored(state, kCustomisedKey, out, "fedcap");
   }
   bool uses_second_model() const override { return personal_; }

@@ -127,6 +127,9 @@ const Specs& eval_specs() {
       integer_param("personal_clients", 0, 0, 1e6, "personalized: evaluate a seeded subset of this many benign "
                                                    "clients per evaluation (0 = all)"),
       bool_param("personal_global", true, "personalized: also evaluate each client's model on the global test set"),
+      bool_param("personal_received", false, "personalized: also evaluate the model each client received (FedCAP's "
+                                             "customised model, else the global model) on its local test split "
+                                             "(p_racc columns; p_tacc = the better of p_acc_w and p_racc_w)"),
       text_param("personal_asr", "local", {"local", "global"},
                  "personalized: ASR of each client's model on its triggered local test split or the global one"),
   };

@@ -13,7 +13,7 @@ namespace {
 
 // One client's figures and their weights.
 struct ClientFigures {
-  double acc = kNoValue, global_acc = kNoValue, asr = kNoValue;
+  double acc = kNoValue, global_acc = kNoValue, asr = kNoValue, received_acc = kNoValue;
   double local_samples = 0, asr_samples = 0;
 };
 
@@ -55,6 +55,11 @@ ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model
       figures.asr_samples = static_cast<double>(triggered.size());
     }
   }
+  if (in.received_acc && !local.empty()) {
+    const std::span<float> received = model.flat_state();
+    if (!in.rule.received_model(in.states[client], received)) std::copy(in.global.begin(), in.global.end(), received.begin());
+    figures.received_acc = evaluate(model, *in.local.data, in.batch, local, in.eval_transform).accuracy;
+  }
   return figures;
 }
 
@@ -65,7 +70,8 @@ bool gather_figures(RunTransport& transport, const std::vector<int64_t>& rows, s
     for (int64_t i : rows) {
       const ClientFigures& f = figures[static_cast<size_t>(i)];
       out.put<int64_t>(i);
-      for (double value : {f.acc, f.global_acc, f.asr, f.local_samples, f.asr_samples}) out.put<double>(value);
+      for (double value : {f.acc, f.global_acc, f.asr, f.received_acc, f.local_samples, f.asr_samples})
+        out.put<double>(value);
     }
   const std::vector<Bytes> parts = transport.gather(out.take());
   if (transport.rank() != 0) return false;
@@ -75,7 +81,8 @@ bool gather_figures(RunTransport& transport, const std::vector<int64_t>& rows, s
       const int64_t i = in.get<int64_t>();
       BASTION_CHECK(i >= 0 && i < static_cast<int64_t>(figures.size()), "MPI message names evaluated client ", i);
       ClientFigures& f = figures[static_cast<size_t>(i)];
-      for (double* value : {&f.acc, &f.global_acc, &f.asr, &f.local_samples, &f.asr_samples}) *value = in.get<double>();
+      for (double* value : {&f.acc, &f.global_acc, &f.asr, &f.received_acc, &f.local_samples, &f.asr_samples})
+        *value = in.get<double>();
     }
   }
   return true;
@@ -140,11 +147,12 @@ PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& poo
     figures[i] = evaluate_client(input, input.clients[i], *replicas[worker]);
   });
   if (ranks > 1 && !gather_figures(*transport, rows, figures)) return PersonalRecord{};
-  std::vector<double> acc, global_acc, asr, local_weights, asr_weights;
+  std::vector<double> acc, global_acc, asr, received_acc, local_weights, asr_weights;
   for (const ClientFigures& f : figures) {
     acc.push_back(f.acc);
     global_acc.push_back(f.global_acc);
     asr.push_back(f.asr);
+    received_acc.push_back(f.received_acc);
     local_weights.push_back(f.local_samples);
     asr_weights.push_back(f.asr_samples);
   }
@@ -154,6 +162,8 @@ PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& poo
   record.acc = client_spread(acc, local_weights);
   record.global_acc = client_spread(global_acc, local_weights);
   record.asr = client_spread(asr, asr_weights);
+  record.received = input.received_acc;
+  if (record.received) record.received_acc = client_spread(received_acc, local_weights);
   return record;
 }
 

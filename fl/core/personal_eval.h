@@ -5,6 +5,9 @@
 //   global_acc  the global test set (eval.personal_global),
 //   asr         its triggered local test set without target-class samples (eval.personal_asr = local;
 //               BapFL's per-client metric) or the triggered global test set (global),
+// and, with eval.personal_received, the model the client RECEIVED (the rule's received_model: FedCAP's
+// customised model as of its latest round; else the global model) on its local test set (received_acc;
+// FedCAP's "g" curve, before local training and without the post step),
 // summarised over clients as plain mean, mean weighted by the client's local test samples (its
 // triggered samples for asr), min, median and max. A client not sampled this round is evaluated as its
 // state stands (stale); a client never sampled has no personal state and is evaluated with the global
@@ -68,6 +71,7 @@ struct PersonalEvalInput {
   int64_t batch = 1000;
   int64_t round = 0, rounds = 0;
   Generator post_streams;                        // forked by (round, client) for the post step's seeds
+  bool received_acc = false;                     // also evaluate the received model (eval.personal_received)
 };
 
 // Evaluates on the pool, worker w on replicas[w] (its state is overwritten). Per-client results are kept

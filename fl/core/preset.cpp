@@ -155,8 +155,9 @@ const std::vector<std::string>& preset_metrics() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n = {"acc", "asr", "bfr", "v", "local_acc", "final_acc", "best_acc",
                                   "client_dacc", "client_fpr", "client_fnr"};  // per-client detection
-    for (const char* figure : {"p_acc", "p_gacc", "p_asr"})
+    for (const char* figure : {"p_acc", "p_gacc", "p_asr", "p_racc"})
       for (const char* suffix : {"", "_w", "_min", "_med", "_max"}) n.push_back(std::string(figure) + suffix);
+    n.push_back("p_tacc");  // FedCAP's TAcc: the better of p_acc_w and p_racc_w (fl/metrics/results.h)
     return n;
   }();
   return names;

@@ -33,11 +33,13 @@ struct ClientSpread {
 ClientSpread client_spread(const std::vector<double>& values, const std::vector<double>& weights);
 
 // Personalised figures of a round (eval.personalized): each evaluated benign client's own model on its
-// local test split (acc), on the global test set (global_acc), and its attack success rate (asr).
+// local test split (acc), on the global test set (global_acc), and its attack success rate (asr); with
+// eval.personal_received, the model it received on its local test split (received_acc).
 struct PersonalRecord {
   bool present = false;         // false: the run does not evaluate personalised models (no p_* columns)
+  bool received = false;        // received_acc measured (p_racc columns)
   int64_t clients = 0;          // clients evaluated
-  ClientSpread acc, global_acc, asr;
+  ClientSpread acc, global_acc, asr, received_acc;
 };
 
 struct DetectionRates {

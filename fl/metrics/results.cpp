@@ -35,27 +35,38 @@ constexpr std::array<double ClientSpread::*, 5> kSpreadFields = {&ClientSpread::
                                                                  &ClientSpread::max};
 constexpr std::array<ClientSpread PersonalRecord::*, 3> kPersonalSpreads = {&PersonalRecord::acc, &PersonalRecord::global_acc,
                                                                            &PersonalRecord::asr};
+// The received models' figure (eval.personal_received), after the p_* columns when a run measures it.
+constexpr const char* kReceivedFigure = "p_racc";
 
-std::vector<std::string> personal_column_names() {
+// Which optional column groups a rounds.csv has.
+struct ColumnSet {
+  bool client_columns = true, personalized = false, received = false;
+};
+
+std::vector<std::string> personal_column_names(bool received) {
   std::vector<std::string> names = {"p_clients"};
   for (const char* figure : kPersonalFigures)
     for (const char* suffix : kSpreadSuffixes) names.push_back(std::string(figure) + suffix);
+  if (received)
+    for (const char* suffix : kSpreadSuffixes) names.push_back(std::string(kReceivedFigure) + suffix);
   return names;
 }
 
-std::vector<std::string> column_names(bool personalized, bool client_columns = true) {
+std::vector<std::string> column_names(ColumnSet set) {
   std::vector<std::string> names(kRoundsColumns.begin(), kRoundsColumns.end());
-  if (client_columns) names.insert(names.end(), kClientColumns.begin(), kClientColumns.end());
-  if (personalized)
-    for (const std::string& name : personal_column_names()) names.push_back(name);
+  if (set.client_columns) names.insert(names.end(), kClientColumns.begin(), kClientColumns.end());
+  if (set.personalized)
+    for (const std::string& name : personal_column_names(set.received)) names.push_back(name);
   return names;
 }
 
-// The 15 spread values of a record in column order (after p_clients).
-std::vector<double> personal_values(const PersonalRecord& p) {
+// The spread values of a record in column order (after p_clients): 15, or 20 with the received figure.
+std::vector<double> personal_values(const PersonalRecord& p, bool received) {
   std::vector<double> values;
   for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
     for (double ClientSpread::*field : kSpreadFields) values.push_back((p.*spread).*field);
+  if (received)
+    for (double ClientSpread::*field : kSpreadFields) values.push_back(p.received_acc.*field);
   return values;
 }
 
@@ -161,6 +172,9 @@ RoundRecord parse_rounds_row(const std::string& line, size_t line_number, const 
   r.personal.clients = read.integer(column++);
   for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
     for (double ClientSpread::*field : kSpreadFields) (r.personal.*spread).*field = read.real(column++);
+  if (names.size() == column) return r;
+  r.personal.received = true;
+  for (double ClientSpread::*field : kSpreadFields) r.personal.received_acc.*field = read.real(column++);
   return r;
 }
 
@@ -234,6 +248,20 @@ std::string figure(const char* name, const std::vector<RunSummary>& runs, double
   return text;
 }
 
+// FedCAP's TAcc (FedCAP §VI-A: "the model with higher average test accuracy between customized models
+// and personalized models"; its code: max of the two sample-weighted accuracies, last round): the better
+// of p_acc_w and p_racc_w, or p_acc_w when the received models were not evaluated.
+double tacc(const std::vector<std::pair<std::string, double>>& personal) {
+  double personal_w = kNoValue, received_w = kNoValue;
+  for (const auto& [name, value] : personal) {
+    if (name == "p_acc_w") personal_w = value;
+    if (name == std::string(kReceivedFigure) + "_w") received_w = value;
+  }
+  if (std::isnan(received_w)) return personal_w;
+  if (std::isnan(personal_w)) return received_w;
+  return std::max(personal_w, received_w);
+}
+
 }  // namespace
 
 RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
@@ -268,19 +296,23 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
   if (!records.empty()) s.client_detection = records.back().client_detection;
   s.seconds_per_round = median(round_seconds);
   if (std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; })) {
-    const std::vector<std::string> names = personal_column_names();
+    const bool received = std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.received; });
+    const std::vector<std::string> names = personal_column_names(received);
     for (size_t k = 0; k + 1 < names.size(); ++k) {
       std::vector<double> column;
-      for (const RoundRecord& r : records) column.push_back(r.personal.present ? personal_values(r.personal)[k] : kNoValue);
+      for (const RoundRecord& r : records)
+        column.push_back(r.personal.present ? personal_values(r.personal, received)[k] : kNoValue);
       s.personal.emplace_back(names[k + 1], reported_value(column, rounds, mode));
     }
+    s.personal.emplace_back("p_tacc", tacc(s.personal));
   }
   return s;
 }
 
 std::string rounds_csv(const std::vector<RoundRecord>& records) {
   const bool personalized = std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; });
-  std::string out = join_row(column_names(personalized));
+  const bool received = std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.received; });
+  std::string out = join_row(column_names({true, personalized, received}));
   for (const RoundRecord& r : records) {
     const double acc = as_printed(r.acc), asr = as_printed(r.asr);
     std::vector<std::string> cells = {
@@ -292,7 +324,7 @@ std::string rounds_csv(const std::vector<RoundRecord>& records) {
     for (double DetectionRates::*field : kClientFields) cells.push_back(general6(r.client_detection.*field));
     if (personalized) {
       cells.push_back(std::to_string(r.personal.clients));
-      for (double value : personal_values(r.personal)) cells.push_back(general6(value));
+      for (double value : personal_values(r.personal, received)) cells.push_back(general6(value));
     }
     out += join_row(cells);
   }
@@ -306,6 +338,7 @@ RoundRecord as_printed(RoundRecord r) {
   for (double DetectionRates::*field : kClientFields) r.client_detection.*field = as_printed(r.client_detection.*field);
   for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
     for (double ClientSpread::*field : kSpreadFields) (r.personal.*spread).*field = as_printed((r.personal.*spread).*field);
+  for (double ClientSpread::*field : kSpreadFields) r.personal.received_acc.*field = as_printed(r.personal.received_acc.*field);
   return r;
 }
 
@@ -317,11 +350,11 @@ std::vector<RoundRecord> parse_rounds_csv(const std::string& text) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
   const std::string first = lines.empty() ? std::string() : lines[0] + "\n";
   std::vector<std::string> names;
-  for (bool client_columns : {true, false})  // without them: a file from before the per-client columns
-    for (bool personalized : {false, true})
-      if (names.empty() && first == join_row(column_names(personalized, client_columns)))
-        names = column_names(personalized, client_columns);
-  const std::string header = join_row(column_names(false));
+  for (const ColumnSet set : {ColumnSet{true, false, false}, ColumnSet{true, true, false}, ColumnSet{true, true, true},
+                              // without the per-client columns: a file from before them
+                              ColumnSet{false, false, false}, ColumnSet{false, true, false}})
+    if (names.empty() && first == join_row(column_names(set))) names = column_names(set);
+  const std::string header = join_row(column_names({}));
   BASTION_CHECK(!names.empty(), "rounds.csv line 1: expected the header '", header.substr(0, header.size() - 1),
                 "' (optionally followed by the p_* columns), got '", lines.empty() ? std::string() : lines[0], "'");
   std::vector<RoundRecord> records;

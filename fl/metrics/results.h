@@ -46,7 +46,9 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
                          const std::vector<RoundTiming>& timings, const std::string& report, double target_acc);
 
 // With personalised records the p_* columns follow (p_clients, then p_acc, p_acc_w, p_acc_min, p_acc_med,
-// p_acc_max and the same for p_gacc and p_asr).
+// p_acc_max and the same for p_gacc and p_asr, then for p_racc when the received models were evaluated).
+// summary.json's "personalized" object has each column's reported value and p_tacc, the better of
+// p_acc_w and p_racc_w (FedCAP's TAcc; p_acc_w alone without p_racc).
 std::string rounds_csv(const std::vector<RoundRecord>& records);
 // The record as rounds.csv gives it back (every real at 6 significant digits): the run loop keeps its
 // records in this form, so summaries computed from a resumed run's parsed rows and from an
