@@ -308,46 +308,61 @@ class ConstantClassRule final : public ClientRule {
   }
 };
 
-TEST(FlPersonalized, PersonalEvaluationOfConstructedClientsGivesTheKnownMeans) {
-  // Test set labels 0..9 repeated; 3 clients, each with local test samples of known labels.
-  SyntheticSpec spec;
-  spec.train = 30;
-  spec.test = 40;
-  const DatasetSplit split = make_synthetic(spec);
+// Test set labels 0..9 repeated; 3 clients with local test samples of known labels:
+//   client 0: 1 sample of class 0 + 3 of class 1, client 1: 2 of class 2, client 2: 2 of class 0 + 2 of 5.
+// The global model says class 0; two MLP replicas to evaluate on.
+struct ThreeClientEval {
+  DatasetSplit split;
   Partition partition;
-  partition.train = {{0, 1}, {2, 3}, {4, 5}};
   LocalTestSets local;
-  local.data = &split.test;
-  auto with_label = [&](int32_t label, int64_t count) {
+  std::vector<std::unique_ptr<Model>> replicas;
+  std::vector<float> global;
+  std::vector<int64_t> test_indices, none;
+  TransformSpec identity;
+  std::optional<PostSpec> no_post;
+
+  ThreeClientEval() {
+    SyntheticSpec spec;
+    spec.train = 30;
+    spec.test = 40;
+    split = make_synthetic(spec);
+    partition.train = {{0, 1}, {2, 3}, {4, 5}};
+    local.data = &split.test;
+    local.indices = {with_label(0, 1), with_label(2, 2), with_label(0, 2)};
+    for (int64_t i : with_label(1, 3)) local.indices[0].push_back(i);
+    for (int64_t i : with_label(5, 2)) local.indices[2].push_back(i);
+    replicas.push_back(make_model("mlp", kInput, 10, 1));
+    replicas.push_back(make_model("mlp", kInput, 10, 1));
+    global.resize(replicas[0]->flat_state().size());
+    ConstantClassRule::write_constant_predictor(*replicas[0], 0, global);
+    test_indices = first_indices(split.test.size());
+  }
+  std::vector<int64_t> with_label(int32_t label, int64_t count) const {
     std::vector<int64_t> out;
     for (int64_t i = 0; i < split.test.size() && static_cast<int64_t>(out.size()) < count; ++i)
       if (split.test.labels[i] == label) out.push_back(i);
     return out;
-  };
-  // client 0: 1 sample of class 0 + 3 of class 1 (own model says 1: acc 3/4)
-  // client 1: 2 samples of class 2 (own model says 2: acc 1)
-  // client 2: never sampled (no state): the global model says 0; 2 samples of class 0 + 2 of class 5: acc 1/2
-  local.indices = {with_label(0, 1), with_label(2, 2), with_label(0, 2)};
-  for (int64_t i : with_label(1, 3)) local.indices[0].push_back(i);
-  for (int64_t i : with_label(5, 2)) local.indices[2].push_back(i);
+  }
+  PersonalEvalInput input(const ClientRule& rule, const std::vector<ClientState>& states, bool global_acc,
+                          bool received_acc) const {
+    return {rule,     no_post,    global,       states,  {0, 1, 2}, local, split.train, partition, identity,
+            nullptr,  split.test, test_indices, nullptr, none,      false, global_acc,  true,      1000,
+            1,        1,          Generator(0), received_acc};
+  }
+};
+
+TEST(FlPersonalized, PersonalEvaluationOfConstructedClientsGivesTheKnownMeans) {
+  // Own models: client 0 says 1 (acc 3/4), client 1 says 2 (acc 1); client 2 was never sampled (no
+  // state): the global model, which says 0 (acc 1/2).
+  ThreeClientEval eval;
   std::vector<ClientState> states(3);
   states[0].scalars["class"] = 1;
   states[1].scalars["class"] = 2;
-  std::vector<std::unique_ptr<Model>> replicas;
-  replicas.push_back(make_model("mlp", kInput, 10, 1));
-  replicas.push_back(make_model("mlp", kInput, 10, 1));
-  std::vector<float> global(replicas[0]->flat_state().size());
-  ConstantClassRule::write_constant_predictor(*replicas[0], 0, global);
   const ConstantClassRule rule;
-  const std::optional<PostSpec> no_post;
-  const std::vector<int64_t> test_indices = first_indices(split.test.size()), none;
-  const TransformSpec identity;
-  PersonalEvalInput input{rule,       no_post,      global,  states, {0, 1, 2}, local, split.train, partition,
-                          identity,   nullptr,      split.test, test_indices, nullptr, none, false, /*global_acc=*/true,
-                          true,       1000,         1,       1,      Generator(0)};
+  const PersonalEvalInput input = eval.input(rule, states, /*global_acc=*/true, /*received_acc=*/false);
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
-    const PersonalRecord record = evaluate_personal(input, pool, replicas);
+    const PersonalRecord record = evaluate_personal(input, pool, eval.replicas);
     EXPECT_TRUE(record.present);
     EXPECT_EQ(record.clients, 3);
     EXPECT_DOUBLE_EQ(record.acc.mean, (0.75 + 1.0 + 0.5) / 3);
@@ -364,47 +379,18 @@ TEST(FlPersonalized, PersonalEvaluationOfConstructedClientsGivesTheKnownMeans) {
 // of its own that says class 0 (its local set: 1 sample of class 0, 3 of class 1: 1/4); clients 1 and 2
 // received the global model, which says class 0 (client 1's 2 samples of class 2: 0; client 2: 2 of 4).
 TEST(FlPersonalized, ReceivedModelsAreTheRulesOwnElseTheGlobalModel) {
-  SyntheticSpec spec;
-  spec.train = 30;
-  spec.test = 40;
-  const DatasetSplit split = make_synthetic(spec);
-  Partition partition;
-  partition.train = {{0, 1}, {2, 3}, {4, 5}};
-  LocalTestSets local;
-  local.data = &split.test;
-  auto with_label = [&](int32_t label, int64_t count) {
-    std::vector<int64_t> out;
-    for (int64_t i = 0; i < split.test.size() && static_cast<int64_t>(out.size()) < count; ++i)
-      if (split.test.labels[i] == label) out.push_back(i);
-    return out;
-  };
-  local.indices = {with_label(0, 1), with_label(2, 2), with_label(0, 2)};
-  for (int64_t i : with_label(1, 3)) local.indices[0].push_back(i);
-  for (int64_t i : with_label(5, 2)) local.indices[2].push_back(i);
-  std::vector<std::unique_ptr<Model>> replicas;
-  replicas.push_back(make_model("mlp", kInput, 10, 1));
-  replicas.push_back(make_model("mlp", kInput, 10, 1));
-  std::vector<float> global(replicas[0]->flat_state().size()), says_zero(global.size());
-  ConstantClassRule::write_constant_predictor(*replicas[0], 0, global);
-  ConstantClassRule::write_constant_predictor(*replicas[0], 0, says_zero);
+  ThreeClientEval eval;
   std::vector<ClientState> states(3);
   for (int64_t k : {0, 1}) states[k].scalars["class"] = 1;  // own models say 1 (client 2 has none)
-  store(states[0], "received", says_zero);
+  store(states[0], "received", eval.global);               // a model of its own that also says 0
   const ConstantClassRule rule;
-  const std::optional<PostSpec> no_post;
-  const std::vector<int64_t> test_indices = first_indices(split.test.size()), none;
-  const TransformSpec identity;
-  PersonalEvalInput input{rule,       no_post,      global,  states, {0, 1, 2}, local, split.train, partition,
-                          identity,   nullptr,      split.test, test_indices, nullptr, none, false, /*global_acc=*/false,
-                          true,       1000,         1,       1,      Generator(0), /*received_acc=*/true};
   ThreadPool pool(2);
-  PersonalRecord record = evaluate_personal(input, pool, replicas);
+  PersonalRecord record = evaluate_personal(eval.input(rule, states, false, true), pool, eval.replicas);
   EXPECT_TRUE(record.received);
   EXPECT_DOUBLE_EQ(record.acc.mean, (0.75 + 0.0 + 0.5) / 3);           // own models (client 2: global)
   EXPECT_DOUBLE_EQ(record.received_acc.mean, (0.25 + 0.0 + 0.5) / 3);  // received models
   EXPECT_DOUBLE_EQ(record.received_acc.weighted, (1.0 + 0.0 + 2.0) / (4 + 2 + 4));
-  input.received_acc = false;
-  record = evaluate_personal(input, pool, replicas);
+  record = evaluate_personal(eval.input(rule, states, false, false), pool, eval.replicas);
   EXPECT_FALSE(record.received);
   EXPECT_TRUE(std::isnan(record.received_acc.mean));
 }
