@@ -251,12 +251,8 @@ std::string figure(const char* name, const std::vector<RunSummary>& runs, double
 // FedCAP's TAcc (FedCAP §VI-A: "the model with higher average test accuracy between customized models
 // and personalized models"; its code: max of the two sample-weighted accuracies, last round): the better
 // of p_acc_w and p_racc_w, or p_acc_w when the received models were not evaluated.
-double tacc(const std::vector<std::pair<std::string, double>>& personal) {
-  double personal_w = kNoValue, received_w = kNoValue;
-  for (const auto& [name, value] : personal) {
-    if (name == "p_acc_w") personal_w = value;
-    if (name == std::string(kReceivedFigure) + "_w") received_w = value;
-  }
+double tacc(const RunSummary& s) {
+  const double personal_w = s.personal_value("p_acc_w"), received_w = s.personal_value(std::string(kReceivedFigure) + "_w");
   if (std::isnan(received_w)) return personal_w;
   if (std::isnan(personal_w)) return received_w;
   return std::max(personal_w, received_w);
@@ -298,13 +294,15 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
   if (std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; })) {
     const bool received = std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.received; });
     const std::vector<std::string> names = personal_column_names(received);
-    for (size_t k = 0; k + 1 < names.size(); ++k) {
-      std::vector<double> column;
-      for (const RoundRecord& r : records)
-        column.push_back(r.personal.present ? personal_values(r.personal, received)[k] : kNoValue);
-      s.personal.emplace_back(names[k + 1], reported_value(column, rounds, mode));
+    std::vector<std::vector<double>> columns(names.size() - 1);  // after p_clients, one per figure
+    for (const RoundRecord& r : records) {
+      const std::vector<double> values =
+          r.personal.present ? personal_values(r.personal, received) : std::vector<double>(columns.size(), kNoValue);
+      for (size_t k = 0; k < columns.size(); ++k) columns[k].push_back(values[k]);
     }
-    s.personal.emplace_back("p_tacc", tacc(s.personal));
+    for (size_t k = 0; k < columns.size(); ++k)
+      s.personal.emplace_back(names[k + 1], reported_value(columns[k], rounds, mode));
+    s.personal.emplace_back("p_tacc", tacc(s));
   }
   return s;
 }
