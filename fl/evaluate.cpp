@@ -64,6 +64,7 @@ EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const
   double loss_sum = 0.0;
   int64_t correct = 0;
   while (loader.next(x, y)) {
+    const int64_t correct_before = correct;
     for (int64_t begin = 0; begin < x.size(0); begin += kEvalForwardSamples) {
       const int64_t end = std::min(x.size(0), begin + kEvalForwardSamples), n = end - begin;
       const LabelTensor labels =
@@ -76,6 +77,10 @@ EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const
       const std::vector<int32_t> predicted = argmax_rows(logits);
       for (int64_t i = 0; i < n; ++i) correct += predicted[i] == labels[i];
       result.samples += n;
+    }
+    if (x.size(0) > 0) {
+      result.batch_accuracy_sum += static_cast<double>(correct - correct_before) / static_cast<double>(x.size(0));
+      ++result.batches;
     }
   }
   model.train(was_training);

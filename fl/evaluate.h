@@ -17,6 +17,12 @@ struct EvalResult {
   double loss_sum = 0.0;   // sum of per-sample losses, to combine chunks exactly
   double entropy = 0.0;    // mean entropy (nats) of the softmax prediction (SageFlow's filter)
   double entropy_sum = 0.0;
+  // Per loader batch (batch_size samples, the last one shorter): the sum of the batches' accuracies and
+  // their count. batch_accuracy_sum / batches is the mean of per-batch accuracies, the per-client figure of
+  // FedFSA's code (eval.client_accuracy = batch-mean); it weighs a short last batch like a full one.
+  double batch_accuracy_sum = 0.0;
+  int64_t batches = 0;
+  double batch_mean_accuracy() const { return batches > 0 ? batch_accuracy_sum / static_cast<double>(batches) : 0.0; }
 };
 
 // `indices` empty = the whole dataset, read batch_size samples at a time and fed to the model in forward

@@ -347,7 +347,7 @@ struct ThreeClientEval {
                           bool received_acc) const {
     return {rule,     no_post,    global,       states,  {0, 1, 2}, local, split.train, partition, identity,
             nullptr,  split.test, test_indices, nullptr, none,      false, global_acc,  true,      1000,
-            1,        1,          Generator(0), received_acc};
+            1,        1,          Generator(0), received_acc, false, {}, false};
   }
 };
 
@@ -393,6 +393,107 @@ TEST(FlPersonalized, ReceivedModelsAreTheRulesOwnElseTheGlobalModel) {
   record = evaluate_personal(eval.input(rule, states, false, false), pool, eval.replicas);
   EXPECT_FALSE(record.received);
   EXPECT_TRUE(std::isnan(record.received_acc.mean));
+}
+
+// eval.personal_model = own-last on a rule without a personal model (sgd: the rule mode judges the global
+// model, class 0): client 0 last trained a model that says 1 (3 of its 4 samples), client 1 never trained
+// and is judged on the run's initial model, which says 2 (both samples), client 2's says 5 (2 of 4).
+TEST(FlPersonalized, OwnLastJudgesEachClientsLastTrainedModelElseTheInitialModel) {
+  ThreeClientEval eval;
+  std::vector<float> says1(eval.global.size()), says2(eval.global.size()), says5(eval.global.size());
+  ConstantClassRule::write_constant_predictor(*eval.replicas[0], 1, says1);
+  ConstantClassRule::write_constant_predictor(*eval.replicas[0], 2, says2);
+  ConstantClassRule::write_constant_predictor(*eval.replicas[0], 5, says5);
+  std::vector<ClientState> states(3);
+  store(states[0], kOwnLastKey, says1);
+  store(states[2], kOwnLastKey, says5);
+  const auto sgd = client_rule("sgd", {});
+  PersonalEvalInput input = eval.input(*sgd, states, false, false);
+  ThreadPool pool(2);
+  EXPECT_DOUBLE_EQ(evaluate_personal(input, pool, eval.replicas).acc.mean, (0.25 + 0.0 + 0.5) / 3);  // the global model
+  input.own_last = true;
+  input.initial = says2;
+  for (int threads : {1, 2}) {
+    ThreadPool workers(threads);
+    EXPECT_DOUBLE_EQ(evaluate_personal(input, workers, eval.replicas).acc.mean, (0.75 + 1.0 + 0.5) / 3);
+  }
+  // A post step this round starts from the rule's model (the global one for sgd): FedFSA's last round
+  // synchronises before it tunes. A head-tune of 0 steps' worth (lr 0) leaves it unchanged.
+  PostSpec frozen;
+  frozen.kind = PostSpec::Kind::HeadTune;
+  frozen.lr = 0.0;
+  frozen.epochs = 1;
+  const std::optional<PostSpec> post = frozen;
+  PersonalEvalInput last{*sgd, post, eval.global, states, {0, 1, 2}, eval.local, eval.split.train, eval.partition,
+                         eval.identity, nullptr, eval.split.test, eval.test_indices, nullptr, eval.none, false, false,
+                         true, 1000, 1, 1, Generator(0), false, true, says2};
+  EXPECT_DOUBLE_EQ(evaluate_personal(last, pool, eval.replicas).acc.mean, (0.25 + 0.0 + 0.5) / 3);
+}
+
+// eval.client_accuracy = batch-mean: the mean of per-batch accuracies (FedFSA's code). Client 0's local set
+// in order is one sample of class 0, then three of class 1; a model that says 1 scores 3/4 per sample,
+// and in batches of 3 it scores 2/3 and 1/1: (2/3 + 1) / 2 = 5/6.
+TEST(FlPersonalized, BatchMeanAccuracyAveragesPerBatchAccuracies) {
+  ThreeClientEval eval;
+  std::vector<ClientState> states(3);
+  states[0].scalars["class"] = 1;
+  const ConstantClassRule rule;
+  PersonalEvalInput input = eval.input(rule, states, false, false);
+  input.clients = {0};
+  input.batch = 3;
+  ThreadPool pool(1);
+  EXPECT_DOUBLE_EQ(evaluate_personal(input, pool, eval.replicas).acc.mean, 0.75);
+  input.batch_mean = true;
+  EXPECT_NEAR(evaluate_personal(input, pool, eval.replicas).acc.mean, 5.0 / 6.0, 1e-12);
+  input.batch = 1000;  // one batch: the two definitions agree
+  EXPECT_DOUBLE_EQ(evaluate_personal(input, pool, eval.replicas).acc.mean, 0.75);
+}
+
+// fedavg-ft after-local-final-head (FedFSA's code): the model after local training in every round, and in
+// the last round the head of the GLOBAL model tuned (prepare_post_step puts the global model back).
+TEST(FlPersonalized, FedAvgFtCodeVariantIsAfterLocalThenTunesTheGlobalHead) {
+  const auto rule = client_rule("fedavg-ft", {{"variant", std::string("after-local-final-head")}, {"epochs", int64_t{3}}});
+  const auto post = rule->post_step();
+  ASSERT_TRUE(post.has_value());
+  EXPECT_EQ(post->kind, PostSpec::Kind::HeadTune);
+  EXPECT_TRUE(post->applies(5, 5));
+  EXPECT_FALSE(post->applies(4, 5));
+  auto model = make_model("mlp", kInput, 10, 1);
+  const std::span<float> state_view = model->flat_state();
+  std::vector<float> trained(state_view.size(), 0.5f), global(state_view.size(), -1.0f), out(state_view.size());
+  ClientState state;
+  EXPECT_FALSE(rule->personal_model(state, global, *model, out));  // never trained: the global model
+  store(state, "model", trained);
+  ASSERT_TRUE(rule->personal_model(state, global, *model, out));
+  EXPECT_EQ(out, trained);
+  ClientState unused;
+  const Dataset no_data;
+  const std::vector<int64_t> no_indices;
+  const TransformSpec identity;
+  const PostStartData start{no_data, no_indices, identity, 0};
+  std::copy(trained.begin(), trained.end(), model->flat_state().begin());
+  EXPECT_TRUE(rule->prepare_post_step(unused, global, *model, start));
+  EXPECT_TRUE(std::equal(global.begin(), global.end(), model->flat_state().begin()));
+  const auto after_local = client_rule("fedavg-ft", {});
+  EXPECT_FALSE(after_local->prepare_post_step(unused, global, *model, start));  // tunes nothing: no post step
+}
+
+// The tuning keys: clip, weight decay and the client's own decayed lr (FedFSA's code for FedSpeed/FedSMOO).
+TEST(FlPersonalized, TuningSpecTakesClipWeightDecayAndTheClientsDecayedLr) {
+  const auto rule = client_rule("fedspeed", {{"tune", std::string("final-head")}, {"tune_clip", 10.0},
+                                             {"tune_weight_decay", 0.1}, {"tune_lr_from", std::string("client")}});
+  const auto post = rule->post_step();
+  ASSERT_TRUE(post.has_value());
+  EXPECT_DOUBLE_EQ(post->grad_clip, 10.0);
+  EXPECT_DOUBLE_EQ(post->weight_decay, 0.1);
+  EXPECT_TRUE(post->lr_from_client);
+  ClientState decayed;
+  decayed.scalars["lr"] = 0.05;
+  EXPECT_DOUBLE_EQ(client_post_spec(*post, decayed).lr, 0.05);
+  EXPECT_DOUBLE_EQ(client_post_spec(*post, ClientState{}).lr, post->lr);  // never trained: tune_lr
+  const auto plain = client_rule("fedspeed", {{"tune", std::string("final-head")}})->post_step();
+  EXPECT_DOUBLE_EQ(plain->grad_clip, 0.0);
+  EXPECT_DOUBLE_EQ(client_post_spec(*plain, decayed).lr, plain->lr);  // tune_lr_from = tune_lr ignores it
 }
 
 TEST(FlPersonalized, LikeTrainTestSetsFollowEachClientsTrainingClassesWithoutOverlap) {

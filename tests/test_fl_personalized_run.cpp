@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "fl/core/checkpoint.h"
 #include "fl/core/experiment.h"
 #include "fl/clients/local_training.h"
+#include "fl/clients/sam_family.h"
 #include "fl_test_support.h"
 #include "nn/models.h"
 #include "personalized_test_support.h"
@@ -164,6 +166,61 @@ TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
     EXPECT_EQ(without_times(file(rule + "-whole", "summary.json")), without_times(file(rule + "-resumed", "summary.json")))
         << rule;
   }
+}
+
+// eval.personal_model = own-last (FedFSA's code): killed and resumed runs write the same files at any
+// thread count; it judges other models than the rule mode (FedSAM has no personal model: the global one);
+// and for fedavg-ft after-local-final-head, whose personal model IS the client's last trained model, the
+// two modes judge the same models in every round, the final head-tuned one included, once every client
+// trains every round (before its first training a client is judged on the global model by the rule, on
+// the initial model by own-last).
+TEST_F(FlPersonalizedRun, OwnLastEvaluationResumesExactlyAndJudgesEachClientsTrainedModel) {
+  const std::vector<std::string> own_last = {"eval.personal_model=own-last", "eval.client_accuracy=batch-mean",
+                                             "eval.batch=16"};
+  for (const std::string rule : {"fedsam", "fedfsa"}) {
+    std::vector<std::string> overrides = own_last;
+    overrides.push_back("clients.rule=" + rule);
+    run(personal_run(), rule + "-own-whole", 2, overrides);
+    run(personal_run(), rule + "-own-resumed", 1, overrides, false, /*stop_after=*/3);
+    run(personal_run(), rule + "-own-resumed", 2, overrides, /*resume=*/true);
+    EXPECT_EQ(file(rule + "-own-whole", "rounds.csv"), file(rule + "-own-resumed", "rounds.csv")) << rule;
+  }
+  run(personal_run(), "fedsam-rule", 1, {"clients.rule=fedsam", "eval.client_accuracy=batch-mean", "eval.batch=16"});
+  EXPECT_NE(file("fedsam-own-whole", "rounds.csv"), file("fedsam-rule", "rounds.csv"));
+  const std::vector<std::string> code_ft = {"clients.rule=fedavg-ft", "clients.fedavg-ft.variant=after-local-final-head",
+                                            "clients.fedavg-ft.tune_epochs=1", "clients.per_round=12",
+                                            "attack.malicious_per_round=0"};
+  run(personal_run(), "ft-rule", 1, code_ft);
+  std::vector<std::string> code_ft_own = code_ft;
+  code_ft_own.push_back("eval.personal_model=own-last");
+  run(personal_run(), "ft-own", 2, code_ft_own);
+  const std::vector<RoundRecord> by_rule = parse_rounds_csv(file("ft-rule", "rounds.csv"));
+  const std::vector<RoundRecord> by_own = parse_rounds_csv(file("ft-own", "rounds.csv"));
+  ASSERT_EQ(by_rule.size(), by_own.size());
+  for (size_t r = 0; r < by_rule.size(); ++r) {
+    EXPECT_DOUBLE_EQ(by_rule[r].personal.acc.mean, by_own[r].personal.acc.mean) << "round " << by_rule[r].round;
+    EXPECT_DOUBLE_EQ(by_rule[r].personal.asr.mean, by_own[r].personal.asr.mean) << "round " << by_rule[r].round;
+  }
+}
+
+// FedFSA writes each sampled client's Top-C tensors per round to client_notes.csv (sampled clients only,
+// candidates only); a killed and resumed run writes the same file. (That the code's sensitivity picks
+// different tensors for different clients: test_fl_sam_family.cpp on constructed clients.)
+TEST_F(FlPersonalizedRun, FedFsaWritesEachClientsChosenTensorsAndAResumedRunTheSame) {
+  const std::vector<std::string> overrides = {"clients.rule=fedfsa", "clients.fedfsa.sensitivity=code",
+                                              "clients.fedfsa.top_c=1"};
+  run(personal_run(), "fsa-whole", 2, overrides);
+  run(personal_run(), "fsa-resumed", 1, overrides, false, /*stop_after=*/3);
+  run(personal_run(), "fsa-resumed", 2, overrides, /*resume=*/true);
+  EXPECT_EQ(file("fsa-whole", "client_notes.csv"), file("fsa-resumed", "client_notes.csv"));
+  const std::vector<ClientNote> notes = parse_client_notes_csv(file("fsa-whole", "client_notes.csv"));
+  const std::vector<RoundRecord> rounds = parse_rounds_csv(file("fsa-whole", "rounds.csv"));
+  int64_t sampled = 0;
+  for (const RoundRecord& r : rounds) sampled += r.sampled;
+  EXPECT_EQ(static_cast<int64_t>(notes.size()), sampled);  // every round's every sampled client, once
+  for (const ClientNote& note : notes) EXPECT_TRUE(fsa_candidate(note.text)) << note.text;
+  run(personal_run(), "no-notes", 1, {"clients.rule=fedsam", "rounds=1"});
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "no-notes" / "client_notes.csv"));  // a rule that notes nothing
 }
 
 TEST_F(FlPersonalizedRun, LocalTrainingNeverUploadsAndJudgesEachClientsOwnModel) {

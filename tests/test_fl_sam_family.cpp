@@ -3,6 +3,8 @@
 // uploads, checked against hand computations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -148,6 +150,30 @@ TEST(FedFsaTopC, PicksTheMostChangedWeightTensorsAndNeverABias) {
   EXPECT_NEAR(code[2], 0.0, 1e-9);
   EXPECT_GT(code[4], 1e-4);
   EXPECT_EQ(fsa_top_c(code, 1), (std::vector<size_t>{4}));
+}
+
+// The two sensitivities on two constructed clients trained from one model: both shift every weight of the
+// large fc2 by 0.2 (the paper's squared change is 40000 x 0.04 = 1600 there; reversing fc1.weight's 200
+// values of U(-1, 1) changes it by about 200 x 2/3), client A reverses fc1.weight's order and client B
+// fc3.weight's. The paper's form picks fc2
+// for both; the code's min-max normalised form cannot see a uniform shift and picks each client's own
+// reordered tensor: the per-client choice that is the method.
+TEST(FedFsaTopC, CodeSensitivityPicksDifferentTensorsForDifferentClients) {
+  auto model = small_model();  // fc1.weight (200), fc1.bias, fc2.weight (40000), fc2.bias, fc3.weight (400), fc3.bias
+  const std::vector<float> before(model->flat_parameters().begin(), model->flat_parameters().end());
+  const std::vector<ParameterView>& p = model->parameters();
+  auto trained = [&](size_t reversed) {
+    std::vector<float> after = before;
+    for (int64_t i = p[2].begin; i < p[2].end; ++i) after[i] += 0.2f;
+    std::reverse(after.begin() + p[reversed].begin, after.begin() + p[reversed].end);
+    std::copy(after.begin(), after.end(), model->flat_parameters().begin());
+  };
+  trained(0);
+  EXPECT_EQ(fsa_top_c(fsa_sensitivity(*model, before, false), 1), (std::vector<size_t>{2}));
+  EXPECT_EQ(fsa_top_c(fsa_sensitivity(*model, before, true), 1), (std::vector<size_t>{0}));
+  trained(4);
+  EXPECT_EQ(fsa_top_c(fsa_sensitivity(*model, before, false), 1), (std::vector<size_t>{2}));
+  EXPECT_EQ(fsa_top_c(fsa_sensitivity(*model, before, true), 1), (std::vector<size_t>{4}));
 }
 
 // Feeds a method server one round: the accepted clients' uploads (rows of P values) and extra uploads.

@@ -81,6 +81,8 @@ struct ClientResult {
   int64_t head_steps = 0, body_steps = 0; // FedRep's phases (steps with only the head / only the body trainable)
   int64_t personal_steps = 0;             // Ditto: steps of the personal model
   std::vector<float> extra_upload;        // sent to the method server besides the update (FedSMOO's mu_i)
+  std::string note;                       // what the rule chose for this client this round, written to
+                                          // client_notes.csv (FedFSA: its Top-C tensors); empty = none
 };
 
 // Which columns of the flat state a client uploads (the rest stays on the client).

@@ -65,8 +65,12 @@ SamOptions LocalSchedule::sam_options(float radius) const {
 
 float client_lr(const LocalSchedule& schedule, const ClientTask& task) {
   if (!schedule.decay_per_client_epoch) return schedule.lr_at(task.round);
-  const auto found = task.state.scalars.find(kClientLrKey);
-  return found == task.state.scalars.end() ? schedule.sgd.lr : static_cast<float>(found->second);
+  return static_cast<float>(stored_client_lr(task.state, schedule.sgd.lr));
+}
+
+double stored_client_lr(const ClientState& state, double fallback) {
+  const auto found = state.scalars.find(kClientLrKey);
+  return found == state.scalars.end() ? fallback : found->second;
 }
 
 ClientResult run_scheduled_epochs(LocalPass& pass, const LocalSchedule& schedule, ClientState& state) {

@@ -94,6 +94,8 @@ ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule
 // The lr a client starts its round with: lr_at(round), or with lr_decay_scope = client-epoch the client's
 // own decayed lr (ClientState scalar "lr"; the initial lr before its first round).
 float client_lr(const LocalSchedule& schedule, const ClientTask& task);
+// The client's own decayed lr kept in its state (lr_decay_scope = client-epoch), else `fallback`.
+double stored_client_lr(const ClientState& state, double fallback);
 // The schedule's epochs (or steps) on the pass; with client-epoch decay, the lr decays after each epoch
 // and the decayed lr is stored in `state`.
 ClientResult run_scheduled_epochs(LocalPass& pass, const LocalSchedule& schedule, ClientState& state);

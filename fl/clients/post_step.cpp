@@ -43,10 +43,10 @@ void apply_post_step(const PostSpec& spec, Model& model, const Dataset& data, co
   BatchLoader loader(data, spec.batch, /*shuffle=*/true, seed, indices);
   Generator attack_rng = attack_stream(task);
   prepare_loader(loader, task, attack_rng);
-  Sgd sgd(model, {static_cast<float>(spec.lr), static_cast<float>(spec.momentum), 0.0f, false});
+  Sgd sgd(model, {static_cast<float>(spec.lr), static_cast<float>(spec.momentum), static_cast<float>(spec.weight_decay), false});
   model.reseed_dropout(dropout_seed(task));
   model.train(true);
-  LocalPass pass{model, loader, sgd, nullptr, task, attack_rng};
+  LocalPass pass{model, loader, sgd, nullptr, task, attack_rng, spec.grad_clip};
   run_local_epochs(pass, spec.epochs, 0);
   model.set_all_trainable(true);
 }
@@ -73,7 +73,16 @@ PostSpec tuning_spec(const Params& p, const LocalSchedule& schedule, PostSpec::K
   spec.batch = p.integer("tune_batch") > 0 ? p.integer("tune_batch") : schedule.batch;
   spec.lr = p.real("tune_lr") > 0 ? p.real("tune_lr") : schedule.sgd.lr;
   spec.momentum = p.real("tune_momentum");
+  spec.grad_clip = p.real("tune_clip");
+  spec.weight_decay = p.real("tune_weight_decay");
+  spec.lr_from_client = p.text("tune_lr_from") == "client";
   return spec;
+}
+
+PostSpec client_post_spec(const PostSpec& spec, const ClientState& state) {
+  PostSpec own = spec;
+  if (spec.lr_from_client) own.lr = stored_client_lr(state, spec.lr);
+  return own;
 }
 
 std::vector<ParamSpec> tuning_params(int64_t epochs, double lr) {
@@ -82,6 +91,12 @@ std::vector<ParamSpec> tuning_params(int64_t epochs, double lr) {
       {"tune_batch", ParamType::Integer, int64_t{0}, "batch of the tuning step (0 = the training batch)", 0, 1e6},
       {"tune_lr", ParamType::Real, lr, "learning rate of the tuning step (0 = the training lr)", 0, 100},
       {"tune_momentum", ParamType::Real, 0.0, "momentum of the tuning step", 0, 0.999999},
+      {"tune_clip", ParamType::Real, 0.0, "clip the tuning gradient's global L2 norm to this (0 = off)", 0, 1e30},
+      {"tune_weight_decay", ParamType::Real, 0.0, "L2 weight decay of the tuning step", 0, 1},
+      {"tune_lr_from", ParamType::Text, std::string("tune_lr"),
+       "tune_lr: tune at tune_lr | client: at the client's own lr as its decay left it after its last training "
+       "(lr_decay_scope = client-epoch; FedFSA's code), tune_lr when it never trained",
+       -1e30, 1e30, {"tune_lr", "client"}},
   };
 }
 

@@ -24,13 +24,21 @@
 
 namespace bastion {
 
+struct ClientState;  // fl/clients/client_rule.h
+
 struct PostSpec {
   enum class Kind { SimpleTuning, HeadTune, FineTune } kind = Kind::SimpleTuning;
   enum class When { Final, EveryEvaluation } when = When::Final;
   int64_t epochs = 5, batch = 64;
   double lr = 0.01, momentum = 0.0;
+  double grad_clip = 0.0;       // clip the gradient's global L2 norm to this before each step (0 = off)
+  double weight_decay = 0.0;    // L2 weight decay of the tuning SGD
+  bool lr_from_client = false;  // tune at the client's own decayed lr (ClientState "lr") when it has one
   bool applies(int64_t round, int64_t rounds) const { return when == When::EveryEvaluation || round == rounds; }
 };
+
+// The spec one client tunes with: `spec`, at the client's decayed lr when lr_from_client and it has one.
+PostSpec client_post_spec(const PostSpec& spec, const ClientState& state);
 
 // "st" | "head-tune" | "fine-tune" (the [post] section's rule and fedavg-ft's variants).
 PostSpec::Kind parse_post_kind(const std::string& name);
@@ -48,7 +56,8 @@ std::optional<PostSpec> post_spec_from_section(const Params& post);
 
 struct LocalSchedule;  // fl/clients/local_training.h
 // The tuning keys of fedavg-ft, st and the SAM family: tune_epochs (default `epochs`), tune_batch,
-// tune_lr (default `lr`), tune_momentum; 0 means "as in training" for epochs, batch and lr.
+// tune_lr (default `lr`), tune_momentum; 0 means "as in training" for epochs, batch and lr; tune_clip,
+// tune_weight_decay (0 = off) and tune_lr_from (tune_lr | client: the client's decayed lr, FedFSA's code).
 std::vector<ParamSpec> tuning_params(int64_t epochs, double lr);
 PostSpec tuning_spec(const Params& p, const LocalSchedule& schedule, PostSpec::Kind kind, PostSpec::When when);
 

@@ -11,7 +11,8 @@
 //   fedfsa    mofedsam with rho_k = rho_larger on the client's Top-C tensors, rho elsewhere (FedFSA, seed
 //             paper). Top-C: the C weight tensors (not biases, BatchNorm, shortcut or norm tensors) of
 //             largest perturbation sensitivity in the client's last participation, kept in ClientState
-//             "fsa_layers"; before its first participation every tensor takes rho. Sensitivity: paper =
+//             "fsa_layers" and written to client_notes.csv by name; before its first participation every
+//             tensor takes rho. Sensitivity: paper =
 //             ||w_after,k - w_before,k||^2 (Eq. 10-11), code = mean((minmax(w_after,k) - minmax(w_before,k))^2).
 //             Default: head tuning of the final global model by every client after the last round.
 //   fedspeed  rho = 0.1, alpha = 1, linear = lambda (h_i - w_g), weight decay + lambda; the server keeps
@@ -217,7 +218,10 @@ class SamFamilyClient final : public ClientRule {
       if (correction) options.dual_correction = *correction;
     }
     ClientResult result = train_with_schedule(task, schedule_, {.sam = &options});
-    if (variant_ == Variant::FedFsa) task.state.vectors[kLayersKey] = top_c_layers(model, start);
+    if (variant_ == Variant::FedFsa) {
+      task.state.vectors[kLayersKey] = top_c_layers(model, start);
+      result.note = tensor_names(model, task.state.vectors[kLayersKey]);  // client_notes.csv
+    }
     if (variant_ == Variant::FedSmoo) result.extra_upload = std::move(dual);
     return result;
   }
@@ -272,6 +276,13 @@ class SamFamilyClient final : public ClientRule {
       radii[static_cast<size_t>(index)] = rho_larger_;
     }
     return radii;
+  }
+
+  // "fc1.weight fc2.weight": the chosen tensors by name, in the order chosen.
+  static std::string tensor_names(const Model& model, const std::vector<float>& chosen) {
+    std::string names;
+    for (float index : chosen) names += (names.empty() ? "" : " ") + model.parameters()[static_cast<size_t>(index)].name;
+    return names;
   }
 
   std::vector<float> top_c_layers(const Model& model, const std::vector<float>& before) const {

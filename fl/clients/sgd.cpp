@@ -15,10 +15,13 @@
 //   fedavg-ft  variant after-local (FedCAP, default): the client's own model is its model right after its
 //              last local training (kept in ClientState, N x D floats; stale until sampled again, the
 //              global model until first sampled); final-head (FedFSA/FedCR): after the last round every
-//              client tunes the head of the global model (post step head-tune); before-eval (Qin et al.
-//              KDD'23): every client fine-tunes the whole global model before every evaluation.
+//              client tunes the head of the global model (post step head-tune); after-local-final-head
+//              (FedFSA's code): after-local in every round, and in the last the head of the global model
+//              tuned as final-head; before-eval (Qin et al. KDD'23): every client fine-tunes the whole
+//              global model before every evaluation.
 //   st         Simple-Tuning after FedAvg: re-initialise the head, retrain it on clean local data with the
 //              body frozen, then evaluate (post step st).
+#include <algorithm>
 #include <memory>
 
 #include "fl/clients/client_rule.h"
@@ -45,23 +48,32 @@ class SgdClient final : public ClientRule {
 class FedAvgFtClient final : public ClientRule {
  public:
   explicit FedAvgFtClient(const Params& p) : schedule_(local_schedule(p)), variant_(p.text("variant")) {
-    if (variant_ == "final-head")
+    if (variant_ == "final-head" || variant_ == "after-local-final-head")
       post_ = tuning_spec(p, schedule_, PostSpec::Kind::HeadTune, PostSpec::When::Final);
     else if (variant_ == "before-eval")
       post_ = tuning_spec(p, schedule_, PostSpec::Kind::FineTune, PostSpec::When::EveryEvaluation);
   }
   ClientResult train(ClientTask& task) const override {
     ClientResult result = train_with_schedule(task, schedule_);
-    if (variant_ == "after-local") store(task.state, kModelKey, task.model.flat_state());
+    if (keeps_local_model()) store(task.state, kModelKey, task.model.flat_state());
     return result;
   }
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {
-    return variant_ == "after-local" && copy_stored(state, kModelKey, out, "fedavg-ft");
+    return keeps_local_model() && copy_stored(state, kModelKey, out, "fedavg-ft");
   }
   std::optional<PostSpec> post_step() const override { return post_; }
+  // FedFSA's last round synchronises every client with the global model before it tunes the head.
+  bool prepare_post_step(const ClientState&, std::span<const float> global, Model& model,
+                         const PostStartData&) const override {
+    if (variant_ != "after-local-final-head") return false;
+    std::copy(global.begin(), global.end(), model.flat_state().begin());
+    return true;
+  }
 
  private:
+  bool keeps_local_model() const { return variant_ == "after-local" || variant_ == "after-local-final-head"; }
+
   LocalSchedule schedule_;
   std::string variant_;
   std::optional<PostSpec> post_;
@@ -94,8 +106,9 @@ const std::vector<ParamSpec>& fedavg_ft_client_params() {
     std::vector<ParamSpec> extra = {
         {"variant", ParamType::Text, std::string("after-local"),
          "after-local (FedCAP: the model after local training) | final-head (FedFSA: head tuning after the last "
-         "round) | before-eval (Qin et al.: fine-tune the global model before every evaluation)",
-         -kInf, kInf, {"after-local", "final-head", "before-eval"}}};
+         "round) | after-local-final-head (FedFSA's code: after-local, then final-head in the last round) | "
+         "before-eval (Qin et al.: fine-tune the global model before every evaluation)",
+         -kInf, kInf, {"after-local", "final-head", "after-local-final-head", "before-eval"}}};
     for (ParamSpec& spec : tuning_params(0, 0.0)) extra.push_back(spec);
     return with_schedule_params(extra);
   }();

@@ -130,6 +130,13 @@ const Specs& eval_specs() {
       bool_param("personal_received", false, "personalized: also evaluate the model each client received (FedCAP's "
                                              "customised model, else the global model) on its local test split "
                                              "(p_racc columns; p_tacc = the better of p_acc_w and p_racc_w)"),
+      text_param("personal_model", "rule", {"rule", "own-last"},
+                 "personalized: the model judged: rule = the rule's personal model, else the global model | own-last = "
+                 "the model each client itself last trained, the initial model before its first training (FedFSA's "
+                 "code, for every rule); a round's post step starts as with rule"),
+      text_param("client_accuracy", "samples", {"samples", "batch-mean"},
+                 "personalized: a client's accuracy as correct / samples, or the mean of its per-batch accuracies "
+                 "over batches of eval.batch (FedFSA's code, test batch 128)"),
       text_param("personal_asr", "local", {"local", "global"},
                  "personalized: ASR of each client's model on its triggered local test split or the global one"),
   };

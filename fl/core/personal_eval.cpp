@@ -24,23 +24,44 @@ std::vector<int64_t> without_target(const Dataset& data, const std::vector<int64
   return kept;
 }
 
-ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model& model) {
+// The client's own last trained model, or the run's initial model before its first training.
+void load_own_last(const PersonalEvalInput& in, int64_t client, std::span<float> out) {
+  const auto& vectors = in.states[client].vectors;
+  const auto found = vectors.find(kOwnLastKey);
+  const std::span<const float> source = found == vectors.end() ? in.initial : std::span<const float>(found->second);
+  BASTION_CHECK(source.size() == out.size(), "eval.personal_model = own-last: client ", client, " holds a model of ",
+                source.size(), " values, the model has ", out.size());
+  std::copy(source.begin(), source.end(), out.begin());
+}
+
+void load_evaluated_model(const PersonalEvalInput& in, int64_t client, Model& model, bool post_now) {
   const std::span<float> state = model.flat_state();
+  if (in.own_last && !post_now) return load_own_last(in, client, state);
   if (!in.rule.personal_model(in.states[client], in.global, model, state)) std::copy(in.global.begin(), in.global.end(), state.begin());
-  if (in.post && in.post->applies(in.round, in.rounds)) {
+}
+
+double client_accuracy(const EvalResult& result, bool batch_mean) {
+  return batch_mean ? result.batch_mean_accuracy() : result.accuracy;
+}
+
+ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model& model) {
+  const bool post_now = in.post && in.post->applies(in.round, in.rounds);
+  load_evaluated_model(in, client, model, post_now);
+  if (post_now) {
     const Generator streams = in.post_streams.fork(static_cast<uint64_t>(in.round)).fork(static_cast<uint64_t>(client));
     const PostStartData start{in.train, in.partition.train[client], in.train_transform, streams.fork(2).next_u64()};
     in.rule.prepare_post_step(in.states[client], in.global, model, start);
-    apply_post_step(*in.post, model, in.train, in.partition.train[client], in.train_transform, streams.fork(0).next_u64(),
-                    streams.fork(1).next_u64());
+    apply_post_step(client_post_spec(*in.post, in.states[client]), model, in.train, in.partition.train[client],
+                    in.train_transform, streams.fork(0).next_u64(), streams.fork(1).next_u64());
   }
   ClientFigures figures;
   const std::vector<int64_t>& local = in.local.indices[client];
   if (!local.empty()) {
-    figures.acc = evaluate(model, *in.local.data, in.batch, local, in.eval_transform).accuracy;
+    figures.acc = client_accuracy(evaluate(model, *in.local.data, in.batch, local, in.eval_transform), in.batch_mean);
     figures.local_samples = static_cast<double>(local.size());
   }
-  if (in.global_acc) figures.global_acc = evaluate(model, in.test, in.batch, in.test_indices, in.eval_transform).accuracy;
+  if (in.global_acc)
+    figures.global_acc = client_accuracy(evaluate(model, in.test, in.batch, in.test_indices, in.eval_transform), in.batch_mean);
   if (in.backdoor) {
     PoisonSpec poison;
     poison.trigger = &in.backdoor->trigger;
@@ -58,7 +79,7 @@ ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model
   if (in.received_acc && !local.empty()) {
     const std::span<float> received = model.flat_state();
     if (!in.rule.received_model(in.states[client], received)) std::copy(in.global.begin(), in.global.end(), received.begin());
-    figures.received_acc = evaluate(model, *in.local.data, in.batch, local, in.eval_transform).accuracy;
+    figures.received_acc = client_accuracy(evaluate(model, *in.local.data, in.batch, local, in.eval_transform), in.batch_mean);
   }
   return figures;
 }

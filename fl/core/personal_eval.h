@@ -1,6 +1,7 @@
 // Personalised evaluation (DESIGN.md "Personalized FL" hook 3; SPEC §4): each evaluated benign client's
-// OWN model (the client rule's personal_model, else the global model), after the post-training step
-// when one applies this round, on
+// OWN model (the client rule's personal_model, else the global model; with eval.personal_model = own-last
+// the model the client itself last trained, as FedFSA's code judges every rule), after the post-training
+// step when one applies this round, on
 //   acc         its local test set,
 //   global_acc  the global test set (eval.personal_global),
 //   asr         its triggered local test set without target-class samples (eval.personal_asr = local;
@@ -72,7 +73,17 @@ struct PersonalEvalInput {
   int64_t round = 0, rounds = 0;
   Generator post_streams;                        // forked by (round, client) for the post step's seeds
   bool received_acc = false;                     // also evaluate the received model (eval.personal_received)
+  // eval.personal_model = own-last: judge each client's own last locally trained model (the run loop keeps
+  // it under kOwnLastKey), `initial` (the run's initial model) before its first training; in a round whose
+  // post step applies, the post step starts as without own-last (the rule's model, else the global one).
+  bool own_last = false;
+  std::span<const float> initial;
+  bool batch_mean = false;                       // eval.client_accuracy = batch-mean: mean of per-batch accuracies
 };
+
+// ClientState key of a client's last locally trained model (D floats), kept when eval.personal_model =
+// own-last.
+inline constexpr const char* kOwnLastKey = "eval.own_last";
 
 // Evaluates on the pool, worker w on replicas[w] (its state is overwritten). Per-client results are kept
 // in client order, so the record is the same for any thread count.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "fl/clients/local_training.h"
 #include "fl/core/sampling.h"
 #include "fl/core/seed_run.h"
 #include "fl/core/spread_round.h"
@@ -47,6 +48,8 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
     replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
   const std::span<const float> state = replicas_[0]->flat_state();
   global_.assign(state.begin(), state.end());
+  own_last_ = c_.eval.boolean("personalized") && c_.eval.text("personal_model") == "own-last";
+  if (own_last_) initial_ = global_;
   P_ = replicas_[0]->num_parameters();
   sharing_ = shared_columns(*replicas_[0], client_rule_->shared_part());
   server_rule_ = build_server_rule(c_, *replicas_[0], sharing_);
@@ -170,6 +173,7 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
                     messages_.empty() ? nullptr : &messages_[static_cast<size_t>(i)]};
     results[i] = client_rule_->train(task);
     model.set_all_trainable(true);  // a rule that froze a part leaves the replica whole for the next client
+    if (own_last_ && !scratch) store(state, kOwnLastKey, model.flat_state());  // a request's training is not the client's own
     sharing_.difference(model.flat_state(), start, uploads.data() + i * width);
   });
 }
@@ -243,6 +247,7 @@ void SeedRun::run(const RunOptions& options) {
     for (size_t i = 0; i < sampled.size(); ++i) {
       pending_.malicious += attack_on && is_malicious_[sampled[i]];
       loss_sum += results[i].train_loss;
+      if (!results[i].note.empty()) notes_.push_back({round, sampled[i], results[i].note});
     }
     pending_.train_loss = last_train_loss_ = loss_sum / static_cast<double>(m);
     // Bytes over the shared columns only: what goes up, and what each client receives of the server's state.
@@ -271,6 +276,7 @@ void SeedRun::run(const RunOptions& options) {
 void SeedRun::write_results() const {
   write_file_atomic(dir_ + "/rounds.csv", rounds_csv(records_));
   write_file_atomic(dir_ + "/timing.csv", timing_csv(timings_));
+  if (!notes_.empty()) write_file_atomic(dir_ + "/client_notes.csv", client_notes_csv(notes_));
 }
 
 void SeedRun::log_progress(const RunOptions& options, int64_t round, double round_seconds) const {

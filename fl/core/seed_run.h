@@ -72,6 +72,8 @@ class SeedRun {
   std::vector<std::unique_ptr<Model>> replicas_;
   std::vector<std::unique_ptr<Model>> second_replicas_;  // rules that train two models (Ditto)
   std::vector<float> global_;
+  bool own_last_ = false;                    // eval.personal_model = own-last: keep each client's trained model
+  std::vector<float> initial_;               // the initial model, with own_last_ (a never-trained client's own model)
   int64_t P_ = 0, D_ = 0;
   SharedColumns sharing_;                    // what a client uploads (client_models.h)
   std::vector<ColumnRange> weight_columns_;  // conv/linear weight columns of an upload row (server_side.h)
@@ -88,6 +90,7 @@ class SeedRun {
   std::vector<int64_t> backdoor_indices_;
   std::vector<RoundRecord> records_;
   std::vector<RoundTiming> timings_;
+  std::vector<ClientNote> notes_;            // client_notes.csv (rank 0): the rules' per-client choices
   RoundRecord pending_;                      // counters accumulated since the last evaluated round
   int64_t next_round_ = 1;
   double last_train_loss_ = kNoValue;
@@ -129,6 +132,7 @@ class SeedRun {
   void log_progress(const RunOptions& options, int64_t round, double elapsed) const;
   CheckpointState checkpoint_state() const;
   void restore(const CheckpointState& state);
+  void restore_client_notes(int64_t round);
   friend void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options);
   friend void resume_seed_spread(SeedRun& run, const std::string& config_toml, const RunOptions& options);
 };

@@ -136,7 +136,8 @@ PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
                           c_.eval.boolean("asr_include_target"), c_.eval.boolean("personal_global"),
                           c_.eval.text("personal_asr") == "local", c_.eval.integer("batch"), round,
                           c_.experiment.integer("rounds"), root_.fork(kPostStep),
-                          c_.eval.boolean("personal_received")};
+                          c_.eval.boolean("personal_received"), own_last_, initial_,
+                          c_.eval.text("client_accuracy") == "batch-mean"};
   const PersonalRecord record = evaluate_personal(input, pool_, replicas_, &net_);
   std::fill(loaded_version_.begin(), loaded_version_.end(), -1);  // the replicas hold client models now
   return record;

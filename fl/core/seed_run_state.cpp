@@ -4,6 +4,7 @@
 #include "fl/core/seed_run.h"
 #include "fl/core/spread_round.h"
 #include "tensor/error.h"
+#include "data/idx.h"  // read_text_file
 #include "tensor/file_io.h"
 
 namespace bastion {
@@ -80,6 +81,17 @@ void SeedRun::restore(const CheckpointState& state) {
   pending_ = state.pending;
   timings_ = state.timings;
   next_round_ = state.round + 1;
+  restore_client_notes(state.round);
+}
+
+// client_notes.csv is not in the checkpoint (it holds text): a resumed run keeps the file's rows up to the
+// checkpoint's round and writes the later ones again. A missing file starts empty (its rows are lost).
+void SeedRun::restore_client_notes(int64_t round) {
+  notes_.clear();
+  const std::string path = dir_ + "/client_notes.csv";
+  if (!is_server() || !std::filesystem::exists(path)) return;
+  for (ClientNote& note : parse_client_notes_csv(read_text_file(path)))
+    if (note.round <= round) notes_.push_back(std::move(note));
 }
 
 void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options) {

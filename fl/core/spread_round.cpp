@@ -123,6 +123,7 @@ Bytes pack_client_outputs(const std::vector<int64_t>& rows, std::span<const floa
     out.put<double>(r.train_loss);
     for (int64_t count : {r.steps, r.samples, r.head_steps, r.body_steps, r.personal_steps}) out.put<int64_t>(count);
     out.put_floats(r.extra_upload);
+    out.put_string(r.note);
   }
   return out.take();
 }
@@ -141,6 +142,7 @@ void unpack_client_outputs(const std::vector<Bytes>& parts, int64_t W, std::vect
       for (int64_t* count : {&r.steps, &r.samples, &r.head_steps, &r.body_steps, &r.personal_steps})
         *count = in.get<int64_t>();
       r.extra_upload = in.get_floats();
+      r.note = in.get_string();
     }
   }
 }

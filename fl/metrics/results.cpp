@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "tensor/error.h"
@@ -369,6 +370,46 @@ std::string timing_csv(const std::vector<RoundTiming>& timings) {
     out += join_row({std::to_string(t.round), seconds(t.train_seconds), seconds(t.aggregate_seconds),
                      seconds(t.eval_seconds), seconds(t.round_seconds)});
   return out;
+}
+
+namespace {
+constexpr const char* kClientNotesHeader = "round,client,note";
+
+int64_t note_integer(const std::string& cell, const std::string& line) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+  BASTION_CHECK(!cell.empty() && error == std::errc() && end == cell.data() + cell.size(),
+                "client_notes.csv: '", cell, "' is not an integer in row '", line, "'");
+  return value;
+}
+}  // namespace
+
+std::string client_notes_csv(const std::vector<ClientNote>& notes) {
+  std::string out = std::string(kClientNotesHeader) + '\n';
+  for (const ClientNote& n : notes) {
+    BASTION_CHECK(n.text.find_first_of(",\"\n\r") == std::string::npos, "client note '", n.text,
+                  "' holds a comma, quote or line break");
+    out += join_row({std::to_string(n.round), std::to_string(n.client), n.text});
+  }
+  return out;
+}
+
+std::vector<ClientNote> parse_client_notes_csv(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  BASTION_CHECK(std::getline(in, line) && line == kClientNotesHeader, "client_notes.csv: header '", line,
+                "', expected '", kClientNotesHeader, "'");
+  std::vector<ClientNote> notes;
+  while (std::getline(in, line)) {
+    const size_t first = line.find(','), second = first == std::string::npos ? first : line.find(',', first + 1);
+    BASTION_CHECK(second != std::string::npos, "client_notes.csv: malformed row '", line, "'");
+    ClientNote note;
+    note.round = note_integer(line.substr(0, first), line);
+    note.client = note_integer(line.substr(first + 1, second - first - 1), line);
+    note.text = line.substr(second + 1);
+    notes.push_back(std::move(note));
+  }
+  return notes;
 }
 
 std::string summary_json(const std::string& name, const std::string& report, const std::vector<RunSummary>& runs) {

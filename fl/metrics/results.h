@@ -61,6 +61,16 @@ std::string fixed_text(double value, int digits);
 
 std::string timing_csv(const std::vector<RoundTiming>& timings);
 
+// client_notes.csv: what a client rule chose for a client in a round (ClientResult::note; FedFSA's Top-C
+// tensors), one row per note: round,client,note. Notes hold no commas, quotes or line breaks (checked).
+struct ClientNote {
+  int64_t round = 0, client = 0;
+  std::string text;
+};
+std::string client_notes_csv(const std::vector<ClientNote>& notes);
+// Parses client_notes_csv output back (resume keeps the rows up to the checkpoint's round; tests).
+std::vector<ClientNote> parse_client_notes_csv(const std::string& text);
+
 // {"name", "report", "runs": [per seed], "mean": {...}, "std": {...}} — mean/std over runs of acc,
 // asr, bfr, v, local_acc, final_acc, best_acc, seconds_per_round, client_dacc, client_fpr, client_fnr
 // (NaNs skipped; null when none).
