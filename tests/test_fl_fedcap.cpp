@@ -9,11 +9,14 @@
 #include "defense_test_support.h"
 #include "fl/defenses/fedcap.h"
 #include "fl_test_support.h"
+#include "nn/models.h"
+#include "personalized_test_support.h"
 #include "test_support.h"
 
 namespace bastion {
 namespace {
 
+using namespace pfl_testing;
 using testing::expect_error;
 using testing::Uploads;
 
@@ -186,6 +189,51 @@ TEST_F(FlFedcapRun, ReceivedCustomisedModelsGiveFedcapsTacc) {
   const RunSummary& s = summaries[0];
   EXPECT_FALSE(std::isnan(s.personal_value("p_racc_w")));
   EXPECT_DOUBLE_EQ(s.personal_value("p_tacc"), std::max(s.personal_value("p_acc_w"), s.personal_value("p_racc_w")));
+}
+
+// eval.personal_received_final = next (FedCAP's code: after its last aggregation it sends every client
+// its customised model once more and evaluates that as the final "g"): only the final round's p_racc
+// changes; the earlier rounds and every p_acc are those of the default (the model received before the
+// last round's training). Under mpirun the option is refused.
+TEST_F(FlFedcapRun, TheFinalReceivedModelCanBeTheNextCustomisedModel) {
+  const std::vector<std::string> received = {"rounds=3", "eval.personal_received=true"};
+  std::vector<std::string> next = received;
+  next.push_back("eval.personal_received_final=next");
+  run(fedcap_run(), "received", 1, received);
+  run(fedcap_run(), "next", 2, next);
+  const std::vector<RoundRecord> a = parse_rounds_csv(file("received", "rounds.csv"));
+  const std::vector<RoundRecord> b = parse_rounds_csv(file("next", "rounds.csv"));
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (size_t r = 0; r < a.size(); ++r) {
+    EXPECT_DOUBLE_EQ(a[r].personal.acc.mean, b[r].personal.acc.mean) << "round " << a[r].round;
+    if (r + 1 < a.size()) {
+      EXPECT_DOUBLE_EQ(a[r].personal.received_acc.mean, b[r].personal.received_acc.mean) << "round " << a[r].round;
+    }
+  }
+  EXPECT_NE(a.back().personal.received_acc.mean, b.back().personal.received_acc.mean);
+}
+
+// clients.<rule>.shuffle = false (FedCAP's loaders): every epoch reads the client's samples in index order,
+// so the trained model no longer depends on the round's loader seed; shuffled, it does.
+TEST(FlFedcap, UnshuffledLoadersDoNotDependOnTheSeed) {
+  const Dataset data = synthetic_train(40);
+  const std::vector<int64_t> indices = first_indices(40);
+  const TransformSpec identity;
+  auto trained = [&](bool shuffle, bool personal, uint64_t seed) {
+    const auto model = make_model("mlp", kInput, 10, 5), second = make_model("mlp", kInput, 10, 5);
+    ClientState state;
+    ClientTask task{*model, data, indices, identity, state, 0, 1, seed, 12};
+    task.second = second.get();  // the Ditto-style personal model
+    client_rule("fedcap", {{"shuffle", shuffle}, {"personal", personal}, {"epochs", int64_t{2}}, {"batch", int64_t{16}}})
+        ->train(task);
+    const std::span<const float> w = model->flat_state();
+    return std::vector<float>(w.begin(), w.end());
+  };
+  for (bool personal : {false, true}) {
+    EXPECT_EQ(trained(false, personal, 1), trained(false, personal, 2)) << personal;
+    EXPECT_NE(trained(true, personal, 1), trained(true, personal, 2)) << personal;
+  }
 }
 
 }  // namespace

@@ -347,7 +347,7 @@ struct ThreeClientEval {
                           bool received_acc) const {
     return {rule,     no_post,    global,       states,  {0, 1, 2}, local, split.train, partition, identity,
             nullptr,  split.test, test_indices, nullptr, none,      false, global_acc,  true,      1000,
-            1,        1,          Generator(0), received_acc, false, {}, false};
+            1,        1,          Generator(0), received_acc, false, {}, false, {}};
   }
 };
 
@@ -426,7 +426,7 @@ TEST(FlPersonalized, OwnLastJudgesEachClientsLastTrainedModelElseTheInitialModel
   const std::optional<PostSpec> post = frozen;
   PersonalEvalInput last{*sgd, post, eval.global, states, {0, 1, 2}, eval.local, eval.split.train, eval.partition,
                          eval.identity, nullptr, eval.split.test, eval.test_indices, nullptr, eval.none, false, false,
-                         true, 1000, 1, 1, Generator(0), false, true, says2};
+                         true, 1000, 1, 1, Generator(0), false, true, says2, false, {}};
   EXPECT_DOUBLE_EQ(evaluate_personal(last, pool, eval.replicas).acc.mean, (0.25 + 0.0 + 0.5) / 3);
 }
 

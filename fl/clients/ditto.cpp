@@ -75,7 +75,7 @@ class DittoClient final : public ClientRule {
     const uint64_t personal_seed = Generator(task.seed).fork(kPersonalStream).next_u64();
     ClientTask personal_task = task;  // same client, data and attack; its own loader seed
     personal_task.seed = personal_seed;
-    BatchLoader personal_loader(task.data, schedule_.batch, true, personal_seed, task.indices, schedule_.drop_last);
+    BatchLoader personal_loader(task.data, schedule_.batch, schedule_.shuffle, personal_seed, task.indices, schedule_.drop_last);
     Generator personal_attack_rng = attack_stream(personal_task);
     prepare_loader(personal_loader, personal_task, personal_attack_rng);
     Sgd personal_sgd(personal, options(task, true));
@@ -85,7 +85,7 @@ class DittoClient final : public ClientRule {
     const int64_t epochs = personal_epochs_ > 0 ? personal_epochs_ : schedule_.epochs;
     const ClientResult personal_result = run_local_epochs(personal_pass, epochs, schedule_.steps);
 
-    BatchLoader loader(task.data, schedule_.batch, true, task.seed, task.indices, schedule_.drop_last);
+    BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
     Generator attack_rng = attack_stream(task);
     prepare_loader(loader, task, attack_rng);
     Sgd sgd(task.model, options(task, false));
@@ -97,7 +97,7 @@ class DittoClient final : public ClientRule {
   }
 
   ClientResult train_interleaved(ClientTask& task, Model& personal, const GradientHook& prox) const {
-    BatchLoader loader(task.data, schedule_.batch, true, task.seed, task.indices, schedule_.drop_last);
+    BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
     Generator attack_rng = attack_stream(task);
     prepare_loader(loader, task, attack_rng);
     Sgd sgd(task.model, options(task, false));

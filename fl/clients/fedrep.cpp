@@ -43,7 +43,7 @@ class FedRepClient final : public ClientRule {
     Model& model = task.model;
     const auto stored = task.state.vectors.find(kHeadKey);
     if (stored != task.state.vectors.end()) scatter_head(model, stored->second, model.flat_state());
-    BatchLoader loader(task.data, schedule_.batch, /*shuffle=*/true, task.seed, task.indices, schedule_.drop_last);
+    BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
     Generator attack_rng = attack_stream(task);
     prepare_loader(loader, task, attack_rng);
     model.reseed_dropout(dropout_seed(task));

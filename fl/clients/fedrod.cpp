@@ -101,7 +101,7 @@ class FedRodClient final : public ClientRule {
   ClientResult train(ClientTask& task) const override {
     Model& model = task.model;
     PersonalHead head{initial_personal_head(task), {}, true};
-    BatchLoader loader(task.data, schedule_.batch, /*shuffle=*/true, task.seed, task.indices, schedule_.drop_last);
+    BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
     Generator attack_rng = attack_stream(task);
     prepare_loader(loader, task, attack_rng);
     const std::vector<float> log_prior = balanced_softmax_log_prior(trained_label_counts(task, loader, schedule_));

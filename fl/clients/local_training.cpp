@@ -108,6 +108,8 @@ std::vector<ParamSpec> local_schedule_params() {
       {"keep_momentum", ParamType::Boolean, false, "keep the momentum buffer across rounds (client state)"},
       {"grad_clip", ParamType::Real, 0.0, "clip the gradient's global L2 norm to this (0 = off)", 0, kInf},
       {"drop_last", ParamType::Boolean, false, "drop the last partial batch of each epoch"},
+      {"shuffle", ParamType::Boolean, true,
+       "shuffle the client's samples every epoch (false: in index order every epoch, FedCAP's code)"},
       {"rho", ParamType::Real, 0.0, "SAM radius: > 0 makes every step a SAM step (FedSAM's client); 0 = plain SGD", 0, 10},
       {"sam_clip", ParamType::Text, std::string("both"),
        "SAM steps: where grad_clip applies: both (before the ascent and on the final direction; FedFSA's codes) | "
@@ -138,6 +140,7 @@ LocalSchedule local_schedule(const Params& p) {
   s.keep_momentum = p.boolean("keep_momentum");
   s.grad_clip = p.real("grad_clip");
   s.drop_last = p.boolean("drop_last");
+  s.shuffle = p.boolean("shuffle");
   s.rho = static_cast<float>(p.real("rho"));
   s.clip_before_ascent = p.text("sam_clip") != "after";
   s.clip_after_ascent = p.text("sam_clip") != "before";
@@ -183,7 +186,7 @@ ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, in
 }
 
 ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const TrainingHooks& hooks) {
-  BatchLoader loader(task.data, schedule.batch, /*shuffle=*/true, task.seed, task.indices, schedule.drop_last);
+  BatchLoader loader(task.data, schedule.batch, schedule.shuffle, task.seed, task.indices, schedule.drop_last);
   Generator attack_rng = attack_stream(task);
   prepare_loader(loader, task, attack_rng);
   SgdOptions options = schedule.sgd;

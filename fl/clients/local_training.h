@@ -32,6 +32,7 @@ struct LocalSchedule {
   bool keep_momentum = false;
   double grad_clip = 0.0;
   bool drop_last = false;
+  bool shuffle = true;  // false: the client's samples in index order every epoch (FedCAP's code)
   float rho = 0.0f;  // > 0: SAM steps
   bool clip_before_ascent = true, clip_after_ascent = true;  // sam_clip: where grad_clip applies in a SAM step
   bool decay_per_client_epoch = false;                      // lr_decay_scope = client-epoch

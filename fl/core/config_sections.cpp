@@ -130,6 +130,10 @@ const Specs& eval_specs() {
       bool_param("personal_received", false, "personalized: also evaluate the model each client received (FedCAP's "
                                              "customised model, else the global model) on its local test split "
                                              "(p_racc columns; p_tacc = the better of p_acc_w and p_racc_w)"),
+      text_param("personal_received_final", "received", {"received", "next"},
+                 "personalized + personal_received: the received model at the final evaluation: received = the one "
+                 "received before the last round's training | next = the one the server would send after the final "
+                 "aggregation (FedCAP's code: its last customised models, evaluated in an extra send)"),
       text_param("personal_model", "rule", {"rule", "own-last"},
                  "personalized: the model judged: rule = the rule's personal model, else the global model | own-last = "
                  "the model each client itself last trained, the initial model before its first training (FedFSA's "

@@ -40,11 +40,22 @@ void load_evaluated_model(const PersonalEvalInput& in, int64_t client, Model& mo
   if (!in.rule.personal_model(in.states[client], in.global, model, state)) std::copy(in.global.begin(), in.global.end(), state.begin());
 }
 
+// The client's received model: the given row, else the rule's received_model, else the global model.
+void load_received(const PersonalEvalInput& in, size_t row, std::span<float> out) {
+  if (!in.received_rows.empty()) {
+    const std::span<const float> given = in.received_rows.subspan(row * out.size(), out.size());
+    std::copy(given.begin(), given.end(), out.begin());
+    return;
+  }
+  if (!in.rule.received_model(in.states[in.clients[row]], out)) std::copy(in.global.begin(), in.global.end(), out.begin());
+}
+
 double client_accuracy(const EvalResult& result, bool batch_mean) {
   return batch_mean ? result.batch_mean_accuracy() : result.accuracy;
 }
 
-ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model& model) {
+ClientFigures evaluate_client(const PersonalEvalInput& in, size_t row, Model& model) {
+  const int64_t client = in.clients[row];
   const bool post_now = in.post && in.post->applies(in.round, in.rounds);
   load_evaluated_model(in, client, model, post_now);
   if (post_now) {
@@ -77,8 +88,7 @@ ClientFigures evaluate_client(const PersonalEvalInput& in, int64_t client, Model
     }
   }
   if (in.received_acc && !local.empty()) {
-    const std::span<float> received = model.flat_state();
-    if (!in.rule.received_model(in.states[client], received)) std::copy(in.global.begin(), in.global.end(), received.begin());
+    load_received(in, row, model.flat_state());
     figures.received_acc = client_accuracy(evaluate(model, *in.local.data, in.batch, local, in.eval_transform), in.batch_mean);
   }
   return figures;
@@ -165,7 +175,7 @@ PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& poo
   const std::vector<int64_t> rows = owned_rows(input.clients, rank, ranks);
   pool.run(static_cast<int64_t>(rows.size()), [&](int64_t k, int worker) {
     const int64_t i = rows[static_cast<size_t>(k)];
-    figures[i] = evaluate_client(input, input.clients[i], *replicas[worker]);
+    figures[i] = evaluate_client(input, static_cast<size_t>(i), *replicas[worker]);
   });
   if (ranks > 1 && !gather_figures(*transport, rows, figures)) return PersonalRecord{};
   std::vector<double> acc, global_acc, asr, received_acc, local_weights, asr_weights;

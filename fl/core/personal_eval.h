@@ -79,6 +79,9 @@ struct PersonalEvalInput {
   bool own_last = false;
   std::span<const float> initial;
   bool batch_mean = false;                       // eval.client_accuracy = batch-mean: mean of per-batch accuracies
+  // With received_acc: when not empty, row i (D floats) is the received model of clients[i], in place of
+  // the rule's received_model (eval.personal_received_final = next: what the server would send next).
+  std::span<const float> received_rows;
 };
 
 // ClientState key of a client's last locally trained model (D floats), kept when eval.personal_model =

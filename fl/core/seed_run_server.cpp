@@ -137,7 +137,15 @@ PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
                           c_.eval.text("personal_asr") == "local", c_.eval.integer("batch"), round,
                           c_.experiment.integer("rounds"), root_.fork(kPostStep),
                           c_.eval.boolean("personal_received"), own_last_, initial_,
-                          c_.eval.text("client_accuracy") == "batch-mean"};
+                          c_.eval.text("client_accuracy") == "batch-mean", {}};
+  std::vector<float> next_received;
+  if (input.received_acc && round == c_.experiment.integer("rounds") &&
+      c_.eval.text("personal_received_final") == "next") {
+    BASTION_CHECK(!spread(), "eval.personal_received_final = \"next\" asks the server rule for every client's next ",
+                  "start state, which mpirun does not spread over ranks: run it in one process");
+    client_start_states(*server_rule_, sharing_, global_, global_shared(), input.clients, next_received);
+    input.received_rows = next_received;
+  }
   const PersonalRecord record = evaluate_personal(input, pool_, replicas_, &net_);
   std::fill(loaded_version_.begin(), loaded_version_.end(), -1);  // the replicas hold client models now
   return record;
