@@ -280,7 +280,8 @@ TEST_F(Reproduce, TableNamesTheCommitsThatMadeRunsFinishedEarlier) {
   const std::filesystem::path record = dir_ / "out" / "runs" / "fedavg" / "provenance.tsv";
   EXPECT_NE(read_text_file(record.string()).find("\taaaaaaa\t"), std::string::npos);
   std::string table = read_text_file((dir_ / "out" / "table.md").string());
-  EXPECT_NE(table.find("Commit: aaaaaaa (this invocation)"), std::string::npos) << table;
+  EXPECT_NE(table.find("Commit: aaaaaaa (this invocation; every cell's runs were made at this commit)"), std::string::npos)
+      << table;
   EXPECT_EQ(table.find("Runs made by"), std::string::npos) << table;  // all by this invocation
 
   options.commit = "bbbbbbb";
@@ -292,6 +293,7 @@ TEST_F(Reproduce, TableNamesTheCommitsThatMadeRunsFinishedEarlier) {
   ASSERT_EQ(reproduce(grown, options).runs, 1);
   table = read_text_file((dir_ / "out" / "table.md").string());
   EXPECT_NE(table.find("Runs made by: `aaaaaaa`: fedavg, fedrep; `bbbbbbb`: ditto"), std::string::npos) << table;
+  EXPECT_NE(table.find("Commit: bbbbbbb (this invocation)  \n"), std::string::npos) << table;  // not "every cell"
 
   options.resume = false;
   options.overwrite = true;

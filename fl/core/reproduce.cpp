@@ -371,8 +371,10 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
     md += "\n";
   }
   md += "\nRun: `" + options.command + "`  \n";
-  md += "Commit: " + or_unknown(options.commit) + " (this invocation)  \n";
-  md += runs_by_commit(report, options);
+  const std::string made_by = runs_by_commit(report, options);
+  md += "Commit: " + or_unknown(options.commit) +
+        (made_by.empty() ? " (this invocation; every cell's runs were made at this commit)  \n" : " (this invocation)  \n");
+  md += made_by;
   md += "Machine: " + or_unknown(options.machine) + "  \n";
   const std::string processes = report.ranks > 1 ? " on " + std::to_string(report.ranks) + " MPI ranks" : "";
   md += "Date: " + today() + "; this invocation: " + minutes(report.seconds) + " wall time" + processes + ", " +
