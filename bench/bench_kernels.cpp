@@ -219,6 +219,20 @@ struct GemmShape {
 std::vector<GemmShape> gemm_shapes() {
   std::vector<GemmShape> shapes;
   for (int64_t n : {64, 256, 1024}) shapes.push_back({"square" + std::to_string(n), false, false, n, n, n});
+  // A linear layer's three GEMMs (y = x W^T; dx = dy W; dW = dy^T x) at the papers' batches:
+  // cnn-fedfsa's fc2 (1024 -> 1024) and fc1 (192 -> 1024) at FedFSA's batch 48, the MLP's fc1 (784 -> 200)
+  // and LeNet's fc1 (400 -> 120) at batch 64 (bench/RESULTS.md "Linear layers at small batch").
+  struct Fc {
+    const char* name;
+    int64_t batch, in, out;
+  };
+  for (const Fc& fc : {Fc{"fedfsa_fc2", 48, 1024, 1024}, Fc{"fedfsa_fc1", 48, 192, 1024}, Fc{"mlp_fc1", 64, 784, 200},
+                       Fc{"lenet_fc1", 64, 400, 120}}) {
+    const std::string base = fc.name;
+    shapes.push_back({base + ".fwd", false, true, fc.batch, fc.out, fc.in});
+    shapes.push_back({base + ".bwd_input", false, false, fc.batch, fc.in, fc.out});
+    shapes.push_back({base + ".bwd_weight", true, false, fc.out, fc.in, fc.batch});
+  }
   for (const ConvLayer& layer : conv_layers()) {
     const Conv2dGeometry& g = layer.g;
     const int64_t cols = conv2d_chunk_samples(g) * g.out_plane();  // nb * P of a full chunk
@@ -397,6 +411,7 @@ void register_all() {
       if (t == 1)
         benchmark::RegisterBenchmark(("gemm_blocked" + suffix(s.name, t)).c_str(), bm_gemm, gemm_blocked_cpu, s, t, 0)
             ->UseRealTime();
+
     }
   }
   for (const ConvLayer& layer : conv_layers()) {

@@ -99,31 +99,53 @@ Sam::Sam(Model& model, Sgd& base, SamOptions options)
 
 // Step 2: e = rho_k d / (||d|| + 1e-12) with d = g - dual - correction over the trainable tensors; w += e.
 void Sam::perturb(float* w, const float* grad) {
-  std::fill(perturbation_.begin(), perturbation_.end(), 0.0f);
   const float* mu = options_.dual.empty() ? nullptr : options_.dual.data();
   const float* s = options_.dual_correction.empty() ? nullptr : options_.dual_correction.data();
-  auto direction = [&](int64_t i) { return grad[i] - (mu ? mu[i] : 0.0f) - (s ? s[i] : 0.0f); };
-  double squared = 0.0;
-  for (const ParameterView& p : model_.parameters()) {
-    if (!p.value.requires_grad()) continue;
-    for (int64_t i = p.begin; i < p.end; ++i) squared += static_cast<double>(direction(i)) * direction(i);
+  // The direction d = g - mu - s on the trainable tensors, 0 on the frozen ones. Without FedSMOO's mu and
+  // s it is g itself: its norm is read from the gradient and e written in one pass.
+  const std::vector<ParameterView>& parameters = model_.parameters();
+  const float* direction = grad;
+  if (mu || s) {
+    for (const ParameterView& p : parameters) {
+      float* e = perturbation_.data() + p.begin;
+      const int64_t n = p.end - p.begin;
+      if (!p.value.requires_grad()) continue;
+      std::copy_n(grad + p.begin, n, e);
+      if (mu)
+        for (int64_t i = 0; i < n; ++i) e[i] -= mu[p.begin + i];
+      if (s)
+        for (int64_t i = 0; i < n; ++i) e[i] -= s[p.begin + i];
+    }
+    direction = perturbation_.data();
   }
+  double squared = 0.0;  // per tensor, in model order
+  for (const ParameterView& p : parameters)
+    if (p.value.requires_grad()) squared += vector_squared_norm_cpu(direction + p.begin, p.end - p.begin);
   // The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then); the FL codes use
   // 1e-7, which differs only for gradients of norm below ~1e-5.
   const double norm = std::sqrt(squared) + 1e-12;
-  const std::vector<ParameterView>& parameters = model_.parameters();
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
-    if (!p.value.requires_grad()) continue;
+    float* e = perturbation_.data() + p.begin;
+    const int64_t n = p.end - p.begin;
+    if (!p.value.requires_grad()) {
+      std::fill_n(e, n, 0.0f);
+      continue;
+    }
     const double rho = options_.tensor_rho.empty() ? options_.rho : options_.tensor_rho[k];
     const float scale = static_cast<float>(rho / norm);
-    for (int64_t i = p.begin; i < p.end; ++i) perturbation_[i] = scale * direction(i);
+    const float* d = direction + p.begin;
+    for (int64_t i = 0; i < n; ++i) e[i] = scale * d[i];
   }
-  if (!options_.dual.empty())
-    for (size_t i = 0; i < perturbation_.size(); ++i) options_.dual[i] += perturbation_[i] - (s ? s[i] : 0.0f);
+  const int64_t P = static_cast<int64_t>(perturbation_.size());
+  if (mu)
+    for (int64_t i = 0; i < P; ++i) options_.dual[i] += perturbation_[i] - (s ? s[i] : 0.0f);
   // Restore w from a copy rather than subtracting e: (w + e) - e is not w in float arithmetic.
-  saved_weights_.assign(w, w + perturbation_.size());
-  for (size_t i = 0; i < perturbation_.size(); ++i) w[i] += perturbation_[i];
+  saved_weights_.resize(static_cast<size_t>(P));
+  for (int64_t i = 0; i < P; ++i) {
+    saved_weights_[i] = w[i];
+    w[i] += perturbation_[i];
+  }
 }
 
 // Step 3 after the second pass: g' = alpha g' + linear term, clipped.

@@ -55,6 +55,28 @@ TEST(VectorOps, DotAccumulatesInDouble) {
   EXPECT_EQ(vector_norm_cpu(big.data(), 2), std::sqrt(100000001.0));
 }
 
+// The lane-split squared norm against a long double sum, on lengths around the lane count (every tail)
+// and a model-sized one (cnn-fedfsa's 1.3 M): within the double rounding bound of the partial sums, and the same bits on a second
+// call (a fixed order). Integers make an exact known answer: 1^2 + ... + 100^2 = 338350.
+TEST(VectorOps, SquaredNormInLanesMatchesALongDoubleSum) {
+  Generator gen(3);
+  for (int64_t D : {int64_t{1}, int64_t{31}, kNormLanes, kNormLanes + 1, int64_t{1000}, int64_t{1300000}}) {
+    const std::vector<float> x = randn(D, gen);
+    long double want = 0.0L;
+    for (float v : x) want += static_cast<long double>(v) * v;
+    const double got = vector_squared_norm_cpu(x.data(), D);
+    // Each lane sums D / 32 positive terms in double: relative error at most (D / 32 + 5) 2^-53.
+    const double bound = (static_cast<double>(D) / kNormLanes + 5.0) * 0x1.0p-53;
+    EXPECT_NEAR(got, static_cast<double>(want), bound * static_cast<double>(want)) << "D = " << D;
+    EXPECT_EQ(got, vector_squared_norm_cpu(x.data(), D)) << "D = " << D;
+    EXPECT_EQ(vector_norm_cpu(x.data(), D), std::sqrt(got)) << "D = " << D;
+  }
+  std::vector<float> integers(100);
+  for (int i = 0; i < 100; ++i) integers[i] = static_cast<float>(i + 1);
+  EXPECT_EQ(vector_squared_norm_cpu(integers.data(), 100), 338350.0);
+  EXPECT_EQ(vector_squared_norm_cpu(integers.data(), 0), 0.0);
+}
+
 TEST(VectorOps, CosineKnownAnswersAndZeroVectors) {
   const std::vector<float> e1 = {1, 0}, e2 = {0, 1}, diag = {1, 1}, zero = {0, 0};
   const std::vector<float> a = {1, 2}, twice_a = {2, 4}, minus_a = {-1, -2};

@@ -42,11 +42,18 @@ double vector_dot_cpu(const float* a, const float* b, int64_t D) {
   return total;
 }
 
-double vector_norm_cpu(const float* x, int64_t D) {
-  double total = 0.0;
-  for (int64_t d = 0; d < D; ++d) total += static_cast<double>(x[d]) * x[d];
-  return std::sqrt(total);
+double vector_squared_norm_cpu(const float* x, int64_t D) {
+  double lanes[kNormLanes] = {};
+  int64_t d = 0;
+  for (; d + kNormLanes <= D; d += kNormLanes)
+    for (int64_t j = 0; j < kNormLanes; ++j) lanes[j] += static_cast<double>(x[d + j]) * x[d + j];
+  for (int64_t j = 0; d + j < D; ++j) lanes[j] += static_cast<double>(x[d + j]) * x[d + j];
+  for (int64_t width = kNormLanes / 2; width > 0; width /= 2)  // pairwise: lane j += lane j + width
+    for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+  return lanes[0];
 }
+
+double vector_norm_cpu(const float* x, int64_t D) { return std::sqrt(vector_squared_norm_cpu(x, D)); }
 
 double vector_cosine_cpu(const float* a, const float* b, int64_t D) {
   double ab = 0.0, aa = 0.0, bb = 0.0;

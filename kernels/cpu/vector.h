@@ -9,6 +9,10 @@
 // vector_scale_cpu:  x *= a                                              PyTorch: x.mul_(a)
 // vector_dot_cpu:    returns sum_d a[d] * b[d]                           PyTorch: torch.dot (in float64)
 // vector_norm_cpu:   returns sqrt(sum_d x[d]^2)                          PyTorch: torch.linalg.vector_norm
+// vector_squared_norm_cpu: returns sum_d x[d]^2, in kNormLanes interleaved double partial sums (element d
+//   goes to lane d mod kNormLanes) added in a fixed tree: the same number for the same input on every
+//   run, and about 16x the speed of one serial double sum, which waits on each addition's latency (the
+//   three norms of a SAM step were 15 % of a FedFSA round, issue 38).
 // vector_cosine_cpu: returns a.b / (|a| |b|), clamped to [-1, 1] (rounding can overshoot by an ulp);
 //   returns 0 when |a| = 0 or |b| = 0: a zero update (a client that did not train) is "unrelated" to
 //   everything rather than NaN, which would poison every sort and softmax downstream.
@@ -49,6 +53,8 @@ void vector_axpy_cpu(float* y, float a, const float* x, int64_t D);
 void vector_scale_cpu(float* x, float a, int64_t D);
 double vector_dot_cpu(const float* a, const float* b, int64_t D);
 double vector_norm_cpu(const float* x, int64_t D);
+inline constexpr int64_t kNormLanes = 32;
+double vector_squared_norm_cpu(const float* x, int64_t D);
 double vector_cosine_cpu(const float* a, const float* b, int64_t D);
 double vector_squared_distance_cpu(const float* a, const float* b, int64_t D);
 
