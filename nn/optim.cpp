@@ -97,7 +97,42 @@ Sam::Sam(Model& model, Sgd& base, SamOptions options)
   BASTION_CHECK(options_.dual_correction.empty() || !options_.dual.empty(), "sam: a dual correction needs a dual");
 }
 
-// Step 2: e = rho_k d / (||d|| + 1e-12) with d = g - dual - correction over the trainable tensors; w += e.
+// Step 2: e from d = g - dual - correction over the trainable tensors (SamOptions::Perturbation); w += e.
+// rho_k / (the norm the perturbation divides by) per tensor (SamOptions::Perturbation); 0 for frozen ones.
+// The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then); the FL codes use 1e-7,
+// which differs only for gradients of norm below ~1e-5.
+std::vector<double> Sam::perturbation_scales(const float* w, const float* direction) const {
+  const std::vector<ParameterView>& parameters = model_.parameters();
+  const SamOptions::Perturbation mode = options_.perturbation;
+  std::vector<double> squared(parameters.size(), 0.0);
+  if (mode == SamOptions::Perturbation::Adaptive) scaled_direction_.resize(perturbation_.size());
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const ParameterView& p = parameters[k];
+    if (!p.value.requires_grad() || mode == SamOptions::Perturbation::None) continue;
+    const int64_t n = p.end - p.begin;
+    const float* d = direction + p.begin;
+    if (mode == SamOptions::Perturbation::Adaptive) {  // the norm of |w| d
+      float* t = scaled_direction_.data() + p.begin;
+      for (int64_t i = 0; i < n; ++i) t[i] = std::abs(w[p.begin + i]) * d[i];
+      d = t;
+    }
+    squared[k] = vector_squared_norm_cpu(d, n);
+  }
+  double total = 0.0;  // in model order
+  for (double s : squared) total += s;
+  std::vector<double> scales(parameters.size(), 0.0);
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    if (!parameters[k].value.requires_grad()) continue;
+    const double rho = options_.tensor_rho.empty() ? options_.rho : options_.tensor_rho[k];
+    switch (mode) {
+      case SamOptions::Perturbation::None: scales[k] = rho; break;
+      case SamOptions::Perturbation::PerTensor: scales[k] = rho / (std::sqrt(squared[k]) + 1e-12); break;
+      default: scales[k] = rho / (std::sqrt(total) + 1e-12); break;
+    }
+  }
+  return scales;
+}
+
 void Sam::perturb(float* w, const float* grad) {
   const float* mu = options_.dual.empty() ? nullptr : options_.dual.data();
   const float* s = options_.dual_correction.empty() ? nullptr : options_.dual_correction.data();
@@ -118,12 +153,7 @@ void Sam::perturb(float* w, const float* grad) {
     }
     direction = perturbation_.data();
   }
-  double squared = 0.0;  // per tensor, in model order
-  for (const ParameterView& p : parameters)
-    if (p.value.requires_grad()) squared += vector_squared_norm_cpu(direction + p.begin, p.end - p.begin);
-  // The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then); the FL codes use
-  // 1e-7, which differs only for gradients of norm below ~1e-5.
-  const double norm = std::sqrt(squared) + 1e-12;
+  const std::vector<double> scales = perturbation_scales(w, direction);
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
     float* e = perturbation_.data() + p.begin;
@@ -132,10 +162,14 @@ void Sam::perturb(float* w, const float* grad) {
       std::fill_n(e, n, 0.0f);
       continue;
     }
-    const double rho = options_.tensor_rho.empty() ? options_.rho : options_.tensor_rho[k];
-    const float scale = static_cast<float>(rho / norm);
+    const float scale = static_cast<float>(scales[k]);
     const float* d = direction + p.begin;
-    for (int64_t i = 0; i < n; ++i) e[i] = scale * d[i];
+    if (options_.perturbation == SamOptions::Perturbation::Adaptive) {
+      const float* wk = w + p.begin;
+      for (int64_t i = 0; i < n; ++i) e[i] = scale * (wk[i] * wk[i] * d[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) e[i] = scale * d[i];
+    }
   }
   const int64_t P = static_cast<int64_t>(perturbation_.size());
   if (mu)

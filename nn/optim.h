@@ -62,6 +62,13 @@ class Sgd {
 
 // The options of a SAM step (above). Spans are borrowed: the caller keeps them alive across steps.
 struct SamOptions {
+  // How the ascent direction d is turned into the perturbation e (rho_k: the tensor's radius):
+  //   Global     e_k = rho_k d_k / ||d||                 (Foret et al. 2021; every rule's default)
+  //   PerTensor  e_k = rho_k d_k / ||d_k||               (each tensor normalised on its own)
+  //   None       e_k = rho_k d_k                          (no normalisation)
+  //   Adaptive   e_k = rho_k w_k^2 d_k / || |w| d ||     (ASAM, Kwon et al. 2021; FSA.py's adaptive flag)
+  // The last three are readings of a paper that states only rho (pFedSAM's radius ablation).
+  enum class Perturbation { Global, PerTensor, None, Adaptive } perturbation = Perturbation::Global;
   float rho = 0.05f;
   std::vector<float> tensor_rho;             // one radius per model.parameters() entry; empty = rho for all
   double clip_before = 0.0, clip_after = 0.0;  // global L2 norms; 0 = no clipping
@@ -88,6 +95,8 @@ class Sam {
   Sgd& base_;
   SamOptions options_;
   std::vector<float> perturbation_, saved_weights_;
+  mutable std::vector<float> scaled_direction_;  // |w| d (Adaptive), a buffer kept across steps
+  std::vector<double> perturbation_scales(const float* w, const float* direction) const;
   void perturb(float* w, const float* grad);
   void finish_direction(float* grad) const;
 };

@@ -78,6 +78,38 @@ TEST(SamStep, PerTensorRadiiScaleEachTensorOfTheGlobalDirection) {
   }
 }
 
+// The readings of a stated radius (SamOptions::Perturbation) on a constant gradient g at weights w:
+// per-tensor gives every tensor a perturbation of norm rho; none gives rho g; adaptive (ASAM) gives
+// rho w^2 g / || |w| g ||, whose |w|-weighted norm is rho.
+TEST(SamStep, PerTensorUnnormalisedAndAdaptivePerturbations) {
+  auto model = small_model();
+  const std::vector<float> g = random_values(model->num_parameters(), 4);
+  const std::vector<float> w(model->flat_parameters().begin(), model->flat_parameters().end());
+  const std::vector<ParameterView>& parameters = model->parameters();
+  auto perturbation = [&](SamOptions::Perturbation mode) {
+    Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});
+    SamOptions options;
+    options.rho = 0.2f;
+    options.perturbation = mode;
+    Sam sam(*model, sgd, options);
+    sam.step(constant_gradient(*model, g));
+    return std::vector<float>(sam.last_perturbation().begin(), sam.last_perturbation().end());
+  };
+  const std::vector<float> per_tensor = perturbation(SamOptions::Perturbation::PerTensor);
+  for (const ParameterView& p : parameters) EXPECT_NEAR(norm(per_tensor, p.begin, p.end), 0.2, 1e-6) << p.name;
+  const std::vector<float> none = perturbation(SamOptions::Perturbation::None);
+  for (size_t i = 0; i < g.size(); i += 997) EXPECT_FLOAT_EQ(none[i], 0.2f * g[i]);
+  const std::vector<float> adaptive = perturbation(SamOptions::Perturbation::Adaptive);
+  double weighted = 0.0;  // || |w| g ||
+  for (size_t i = 0; i < g.size(); ++i) weighted += static_cast<double>(w[i]) * w[i] * g[i] * g[i];
+  weighted = std::sqrt(weighted);
+  for (size_t i = 0; i < g.size(); i += 997) EXPECT_NEAR(adaptive[i], 0.2 * w[i] * w[i] * g[i] / weighted, 1e-6);
+  double adaptive_norm = 0.0;  // || e / |w| || = rho
+  for (size_t i = 0; i < g.size(); ++i)
+    if (w[i] != 0.0f) adaptive_norm += static_cast<double>(adaptive[i] / w[i]) * (adaptive[i] / w[i]);
+  EXPECT_NEAR(std::sqrt(adaptive_norm), 0.2, 1e-4);
+}
+
 TEST(SamStep, AscentScaleAndLinearTermFormTheDirectionWhichIsClippedAfter) {
   auto model = small_model();
   const std::vector<float> g = random_values(model->num_parameters(), 3), linear = random_values(g.size(), 4);

@@ -60,6 +60,7 @@ SamOptions LocalSchedule::sam_options(float radius) const {
   options.rho = radius;
   options.clip_before = clip_before_ascent ? grad_clip : 0.0;
   options.clip_after = clip_after_ascent ? grad_clip : 0.0;
+  options.perturbation = sam_perturbation;
   return options;
 }
 
@@ -115,6 +116,10 @@ std::vector<ParamSpec> local_schedule_params() {
        "SAM steps: where grad_clip applies: both (before the ascent and on the final direction; FedFSA's codes) | "
        "after (the final direction only; FL-Simulator) | before",
        -kInf, kInf, {"both", "after", "before"}},
+      {"sam_perturbation", ParamType::Text, std::string("global"),
+       "SAM steps: e = rho d / ||d|| over every trainable tensor (global) | rho d_k / ||d_k|| per tensor (per-tensor) | "
+       "rho d (none) | rho w^2 d / || |w| d || (adaptive: ASAM)",
+       -kInf, kInf, {"global", "per-tensor", "none", "adaptive"}},
       {"lr_decay_scope", ParamType::Text, std::string("round"),
        "round: lr_t = lr * lr_decay^floor((round - 1) / lr_decay_every) | client-epoch: the client's own lr decays "
        "by lr_decay after each of its local epochs and is kept across rounds (FedFSA's codes)",
@@ -144,6 +149,11 @@ LocalSchedule local_schedule(const Params& p) {
   s.rho = static_cast<float>(p.real("rho"));
   s.clip_before_ascent = p.text("sam_clip") != "after";
   s.clip_after_ascent = p.text("sam_clip") != "before";
+  const std::string perturbation = p.text("sam_perturbation");
+  s.sam_perturbation = perturbation == "per-tensor" ? SamOptions::Perturbation::PerTensor
+                       : perturbation == "none"     ? SamOptions::Perturbation::None
+                       : perturbation == "adaptive" ? SamOptions::Perturbation::Adaptive
+                                                    : SamOptions::Perturbation::Global;
   s.decay_per_client_epoch = p.text("lr_decay_scope") == "client-epoch";
   BASTION_CHECK(!s.decay_per_client_epoch || s.steps == 0, p.scope(),
                 ".lr_decay_scope = \"client-epoch\" decays per local epoch: count epochs, not steps");

@@ -35,6 +35,7 @@ struct LocalSchedule {
   bool shuffle = true;  // false: the client's samples in index order every epoch (FedCAP's code)
   float rho = 0.0f;  // > 0: SAM steps
   bool clip_before_ascent = true, clip_after_ascent = true;  // sam_clip: where grad_clip applies in a SAM step
+  SamOptions::Perturbation sam_perturbation = SamOptions::Perturbation::Global;
   bool decay_per_client_epoch = false;                      // lr_decay_scope = client-epoch
   double decay_at(int64_t round) const;  // lr_decay^floor((round - 1) / lr_decay_every); 1 for client-epoch
   float lr_at(int64_t round) const;      // lr * decay_at(round)
