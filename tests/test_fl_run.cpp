@@ -8,6 +8,7 @@
 #include "fl/core/checkpoint.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
+#include "fl/core/run_setup.h"
 #include "fl_test_support.h"
 #include "test_support.h"
 
@@ -207,6 +208,51 @@ TEST_F(FlRun, ResumeRemovesTheTemporariesOfAKilledRun) {
 TEST_F(FlRun, RefusesToOverwriteResults) {
   run(tiny_config(), "x", 1, {"rounds=2"});
   expect_error([&] { run(tiny_config(), "x", 1, {"rounds=2"}); }, {"already holds results", "--resume"});
+}
+
+// Issue 42's data-loss cases: --overwrite never deletes through a seed-<s> symlink (it refuses, and the
+// linked folder keeps its files); a folder holding files a run does not write is refused without
+// --overwrite and keeps them with it; a run file that is a symlink (config.toml -> /dev/zero) is refused.
+TEST_F(FlRun, OverwriteNeverFollowsLinksAndForeignFoldersAreRefused) {
+  run(tiny_config(), "other", 1, {"repeat=2", "rounds=1"});
+  std::filesystem::create_directories(dir_ / "linked");
+  std::filesystem::create_directory_symlink(dir_ / "other" / "seed-7", dir_ / "linked" / "seed-7");
+  RunOptions overwrite;
+  overwrite.out_dir = (dir_ / "linked").string();
+  overwrite.overwrite = true;
+  expect_error([&] { run_experiment(parse_config(tiny_config(), "tiny.toml", {"repeat=2", "rounds=1"}), overwrite); },
+               {"seed-7", "symbolic link"});
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "other" / "seed-7" / "rounds.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "other" / "seed-7" / "checkpoint.safetensors") ||
+              std::filesystem::exists(dir_ / "other" / "seed-7" / "timing.csv"));
+
+  testing::write_text(dir_ / "mine" / "notes.txt", "a researcher's notes");
+  expect_error([&] { run(tiny_config(), "mine", 1, {"rounds=1"}); }, {"notes.txt", "--overwrite"});
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "mine" / "config.toml"));  // refused before writing
+  overwrite.out_dir = (dir_ / "mine").string();
+  run_experiment(parse_config(tiny_config(), "tiny.toml", {"rounds=1"}), overwrite);
+  EXPECT_EQ(read_text_file((dir_ / "mine" / "notes.txt").string()), "a researcher's notes");
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "mine" / "rounds.csv"));
+
+  std::filesystem::create_directories(dir_ / "zero");
+  std::filesystem::create_symlink("/dev/zero", dir_ / "zero" / "config.toml");
+  expect_error([&] { run(tiny_config(), "zero", 1, {"rounds=1"}, /*resume=*/true); }, {"config.toml", "symbolic link"});
+}
+
+// A results folder is one process's: while a run (here: a held lock) owns it, another refuses in one line
+// before touching it; once released, the folder can be used again.
+TEST_F(FlRun, ASecondProcessOnTheSameFolderIsRefused) {
+  run(tiny_config(), "busy", 1, {"rounds=1"});
+  {
+    const ResultsFolderLock held((dir_ / "busy").string());
+    // flock locks are per open file description: a second open in this process contends like another process.
+    expect_error([&] { run(tiny_config(), "busy", 1, {"rounds=2"}, /*resume=*/true); }, {"in use by another bastion process"});
+    testing::write_text(dir_ / "busy" / "checkpoint.safetensors.tmp.123", "another run's half-written file");
+    expect_error([&] { run(tiny_config(), "busy", 1, {"rounds=2"}, /*resume=*/true); }, {"in use"});
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "busy" / "checkpoint.safetensors.tmp.123"));  // not swept
+  }
+  run(tiny_config(), "busy", 1, {"rounds=2"}, /*resume=*/true);
+  EXPECT_EQ(parse_rounds_csv(file("busy", "rounds.csv")).size(), 2u);
 }
 
 // A learning rate of 100 (the maximum) makes the MLP's weights overflow to Inf/NaN within the first steps.

@@ -1,6 +1,8 @@
 // run_experiment: load the data once, then run each seed (fl/core/seed_run.h) and write summary.json.
 #include "fl/core/experiment.h"
 
+#include <optional>
+
 #include "fl/core/seed_run.h"
 #include "kernels/cpu/gemm.h"
 #include "tensor/file_io.h"
@@ -13,7 +15,9 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
       options.spread_over_ranks ? make_run_transport() : std::make_unique<LocalTransport>();
   const bool server = net->rank() == 0;  // under mpirun only rank 0 touches the output folder
   const std::string config_toml = config_to_toml(config);
+  std::optional<ResultsFolderLock> lock;  // held until the run returns
   if (server) {
+    lock.emplace(options.out_dir);
     prepare_out_dir(options.out_dir, options);
     if (options.resume) check_resume_folder(options.out_dir, config_toml);
     write_file_atomic(options.out_dir + "/config.toml", config_toml);

@@ -1,5 +1,13 @@
 #include "fl/core/run_setup.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
 #include <filesystem>
 #include <sstream>
 
@@ -124,23 +132,84 @@ void check_resume_folder(const std::string& dir, const std::string& config_toml)
 }
 
 namespace {
-// The files `bastion run` writes in a results folder (and in its seed-<s> folders).
+// The files `bastion run` writes in a results folder (and in its seed-<s> folders): --overwrite deletes them.
 constexpr const char* kRunFiles[] = {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg",
-                                     "checkpoint.safetensors"};
+                                     "checkpoint.safetensors", "client_notes.csv"};
+// `reproduce`'s record of the invocations that ran a cell (fl/core/reproduce.cpp keeps it itself).
+constexpr const char* kProvenanceFile = "provenance.tsv";
+constexpr const char* kLockFile = ".bastion-lock";
+
+bool is_run_file(const std::string& name) {
+  for (const char* file : kRunFiles)
+    if (name == file) return true;
+  return false;
+}
+
+bool is_seed_folder_name(const std::string& name) { return name.rfind("seed-", 0) == 0; }
+
+// "<file>.tmp.<digits>": what write_file_atomic leaves when it is killed.
+bool is_temporary(const std::string& name) {
+  const size_t at = name.rfind(".tmp.");
+  if (at == std::string::npos || at + 5 == name.size()) return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at + 5), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Refuses symbolic links among the names a run reads, writes or deletes, and (unless overwriting)
+// anything else a run does not write.
+void check_folder_contents(const std::string& dir, const RunOptions& options) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const bool ours = is_run_file(name) || is_seed_folder_name(name) || is_temporary(name) || name == kLockFile ||
+                      name == kProvenanceFile;
+    BASTION_CHECK(!ours || !entry.is_symlink(error), "'", entry.path().string(),
+                  "' is a symbolic link: a results folder's run files and seed folders must be its own (remove the "
+                  "link, or choose another --out)");
+    BASTION_CHECK(ours || options.overwrite, "'", dir, "' holds '", name, "', which a run does not write: choose an ",
+                  "empty or new folder with --out, or pass --overwrite (other files are left alone)");
+  }
+}
 
 // --overwrite: the previous run's files go first, so that an old checkpoint (or seed folder) can never be
-// taken for this run's by a later --resume. Only the names a run writes are touched.
+// taken for this run's by a later --resume. Only the names a run writes are touched, and no link is
+// followed (check_folder_contents refused them).
 void remove_previous_results(const std::string& dir) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (!entry.is_directory(error) || name.rfind("seed-", 0) != 0) continue;
+    if (entry.is_symlink(error) || !entry.is_directory(error) || !is_seed_folder_name(name)) continue;
     for (const char* file : kRunFiles) std::filesystem::remove(entry.path() / file, error);
     std::filesystem::remove(entry.path(), error);  // only when empty now
   }
   for (const char* file : kRunFiles) std::filesystem::remove(std::filesystem::path(dir) / file, error);
 }
 }  // namespace
+
+ResultsFolderLock::ResultsFolderLock(const std::string& dir) {
+  BASTION_CHECK(!dir.empty(), "no output folder given");
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  BASTION_CHECK(!error, "cannot create the output folder '", dir, "': ", error.message());
+  const std::string path = dir + "/" + kLockFile;
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);  // flock needs no write access
+  // A folder this process cannot write: nothing to guard (the run's first write fails with the reason).
+  if (fd_ < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOENT)) return;
+  BASTION_CHECK(fd_ >= 0, "cannot open the lock file '", path, "': ", std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int why = errno;
+    ::close(fd_);
+    fd_ = -1;
+    BASTION_CHECK(why != EWOULDBLOCK, "'", dir, "' is in use by another bastion process (it holds ", path,
+                  "): wait for that run to end, or choose another --out");
+    BASTION_FAIL("cannot lock '", path, "': ", std::strerror(why));
+  }
+}
+
+ResultsFolderLock::~ResultsFolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
 
 void prepare_out_dir(const std::string& dir, const RunOptions& options) {
   BASTION_CHECK(!dir.empty(), "no output folder given");
@@ -151,6 +220,7 @@ void prepare_out_dir(const std::string& dir, const RunOptions& options) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   BASTION_CHECK(!error, "cannot create the output folder '", dir, "': ", error.message());
+  check_folder_contents(dir, options);
   remove_stale_temporaries(dir);  // a killed run's temporaries: never read again, only clutter
   if (options.overwrite && !options.resume) remove_previous_results(dir);
 }

@@ -49,9 +49,25 @@ void check_resumable(const std::string& what, const std::string& recorded_toml, 
 // the folder is written, so a refused resume leaves the folder as it was.
 void check_resume_folder(const std::string& dir, const std::string& config_toml);
 
-// Creates `dir`; refuses a folder that already holds results unless resuming or overwriting; removes the
-// temporaries ("<file>.tmp.<pid>") a killed run left there, and with overwrite (without resume) the
-// previous run's files (its checkpoint included) and seed-<s> folders.
+// Creates `dir`; refuses a folder that already holds results unless resuming or overwriting, a folder that
+// holds anything a run does not write unless overwriting (the foreign files are then left alone), and a
+// folder whose run files or seed-<s> folders are symbolic links (never followed, never deleted through);
+// removes the temporaries ("<file>.tmp.<pid>") a killed run left there, and with overwrite (without resume)
+// the previous run's files (its checkpoint included) and seed-<s> folders.
 void prepare_out_dir(const std::string& dir, const RunOptions& options);
+
+// The results folder is one process's for the run's lifetime: an exclusive flock on `dir`/.bastion-lock,
+// released when this object goes (or the process dies). A second process on the same folder fails in its
+// constructor with one line, before it reads or deletes anything there. Creates `dir` if needed.
+class ResultsFolderLock {
+ public:
+  explicit ResultsFolderLock(const std::string& dir);
+  ~ResultsFolderLock();
+  ResultsFolderLock(const ResultsFolderLock&) = delete;
+  ResultsFolderLock& operator=(const ResultsFolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace bastion
