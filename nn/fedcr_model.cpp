@@ -30,11 +30,16 @@ Tensor standard_normal(const Shape& shape, Generator& gen) {
   return t;
 }
 
-int64_t parse_positive(const std::string& name, std::string_view field) {
+// d_Z and the sample counts are read from the model name: bounded, so a name cannot ask for a model or
+// a batch of logits too large to allocate (d_Z 2^61 crashed before these bounds).
+constexpr int64_t kMaxLatent = 65536, kMaxSamples = 1024;
+
+int64_t parse_positive(const std::string& name, std::string_view field, int64_t max) {
   int64_t value = 0;
   const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-  BASTION_CHECK(error == std::errc() && end == field.data() + field.size() && value > 0, "model ", name,
-                ": expected cnn-fedcr-<d_Z>-<S_train>-<S_test> with positive integers");
+  BASTION_CHECK(error == std::errc() && end == field.data() + field.size() && value > 0 && value <= max, "model ", name,
+                ": expected cnn-fedcr-<d_Z>-<S_train>-<S_test> with positive integers, d_Z <= ", kMaxLatent,
+                " and sample counts <= ", kMaxSamples);
   return value;
 }
 }  // namespace
@@ -85,7 +90,7 @@ std::optional<FedcrBottleneck> parse_fedcr_name(const std::string& name) {
     const size_t dash = fields.find('-');
     BASTION_CHECK((k < 2) == (dash != std::string_view::npos), "model ", name,
                   ": expected cnn-fedcr-<d_Z>-<S_train>-<S_test>");
-    values[k] = parse_positive(name, fields.substr(0, dash));
+    values[k] = parse_positive(name, fields.substr(0, dash), k == 0 ? kMaxLatent : kMaxSamples);
     if (dash != std::string_view::npos) fields.remove_prefix(dash + 1);
   }
   b.latent = values[0], b.train_samples = values[1], b.test_samples = values[2];

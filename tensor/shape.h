@@ -35,9 +35,17 @@ class Shape {
   int64_t& operator[](int i) { return dims_[i]; }
   const int64_t* begin() const { return dims_.data(); }
   const int64_t* end() const { return dims_.data() + rank_; }
+  // The element count, checked: a product past kMaxNumel (2^40 floats = 4 TiB, beyond any machine, and
+  // far from overflowing a byte count) is an error naming the shape, never a wrapped-around size.
+  static constexpr int64_t kMaxNumel = int64_t{1} << 40;
   int64_t numel() const {
     int64_t n = 1;
-    for (int i = 0; i < rank_; ++i) n *= dims_[i];
+    for (int i = 0; i < rank_; ++i) {
+      int64_t next = 0;
+      BASTION_CHECK(!__builtin_mul_overflow(n, dims_[i], &next) && next <= kMaxNumel, "shape ", str(),
+                    " has more than 2^40 elements");
+      n = next;
+    }
     return n;
   }
   bool operator==(const Shape& other) const {

@@ -211,6 +211,18 @@ TEST(FedcrModel, NamesCarryTheBottleneckAndMalformedOnesAreErrors) {
   expect_error([] { make_model("cnn-fedcr-256-15", {1, 28, 28}, 10, 1); }, {"cnn-fedcr-<d_Z>-<S_train>-<S_test>"});
   expect_error([] { make_model("cnn-fedcr-0-1-1", {1, 28, 28}, 10, 1); }, {"positive integers"});
   expect_error([] { make_model("cnn-fedcrx", {1, 28, 28}, 10, 1); }, {"cnn-fedcr-<d_Z>"});
+  // Issue 42: a d_Z of 2^61 crashed (exit 139) sizing the model; the name's numbers are bounded now.
+  expect_error([] { make_model("cnn-fedcr-2305843009213693952-1-1", {1, 28, 28}, 10, 1); }, {"d_Z <= 65536"});
+  expect_error([] { make_model("cnn-fedcr-512-1025-1", {1, 28, 28}, 10, 1); }, {"sample counts <= 1024"});
+}
+
+// Tensor sizes are checked products: a shape past 2^40 elements, or one whose product overflows, is an error
+// naming it, never a wrapped-around (small or negative) size.
+TEST(ShapeNumel, OverflowingProductsAreErrorsNotWrappedSizes) {
+  EXPECT_EQ(Shape({1 << 20, 1 << 20}).numel(), int64_t{1} << 40);
+  expect_error([] { (void)Shape({(int64_t{1} << 20) + 1, 1 << 20}).numel(); }, {"more than 2^40 elements"});
+  expect_error([] { (void)Shape({int64_t{1} << 62, 4}).numel(); }, {"more than 2^40"});
+  expect_error([] { (void)Tensor::empty({int64_t{1} << 31, int64_t{1} << 31}); }, {"more than 2^40"});
 }
 
 TEST(FedcrRule, KeepsItsHeadUploadsTheGaussiansOfItsClassesAndNeedsTheStochasticModel) {
