@@ -330,6 +330,16 @@ TEST_F(FlConfigFile, LoadConfigReadsFileAndNamesItInErrors) {
 // fuzz_config found toml++ 3.3.0 reaching __builtin_unreachable (undefined behaviour) when it asks whether
 // a non-ASCII character is whitespace (fl/core/toml_guard.h): the first input had `seed = 1lň`. Such text
 // is now a bastion::Error before toml++ sees it; non-ASCII text in strings and comments still parses.
+// The name becomes results/<name>/: a path, an empty name, '.', '..' or a control character is refused
+// (issue 42 item 8: '../..' wrote outside results/, '' into results/ itself, a NUL cut the message short).
+TEST(FlConfig, TheNameIsOnePlainFolderName) {
+  for (const std::string bad : {"../..", "a/b", "", ".", "..", "back\\\\slash"})
+    expect_config_error("name = \"" + bad + "\"\n", {"name:", "plain folder name"});
+  expect_config_error("name = \"nul\\u0000cut\"\n", {"nul\\x00cut", "plain folder name"});
+  EXPECT_EQ(parse("name = \"round trip\"\n").experiment.text("name"), "round trip");
+  EXPECT_EQ(parse("name = \"Z\xc3\xbcrich.v2\"\n").experiment.text("name"), "Z\xc3\xbcrich.v2");
+}
+
 TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
   expect_config_error("name = \"x\"\nseed = 1l\xc5\x88.42\n", {"test.toml:2", "non-ASCII", "outside a string"});
   expect_config_error("\xc2\xa7 = 1\n", {"test.toml:1", "non-ASCII"});
@@ -338,7 +348,7 @@ TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
   EXPECT_EQ(parse("name=\"Z\xc3\xbcrich\"\n[data]\n\"partition\"=\"iid\"\n").experiment.text("name"), "Z\xc3\xbcrich");
   // Fifth: an override value is checked as the `v = VALUE` line toml++ parses (in value position a quote
   // after `3.` is glued to the bare word); such a value is taken as text.
-  EXPECT_EQ(parse("", {"name=22/3.'tom\xc2\xa7'"}).experiment.text("name"), "22/3.'tom\xc2\xa7'");
+  EXPECT_EQ(parse("", {"description=22/3.'tom\xc2\xa7'"}).experiment.text("description"), "22/3.'tom\xc2\xa7'");
   // Third: a backslash, spaces and a non-ASCII character without a newline (an invalid escape).
   expect_config_error("name = \"\"\"x \\   \xc3\xa9\n\"\"\"\n", {"test.toml:1", "right after a backslash"});
   expect_config_error("name = \"x\\\xc3\xa9\"\n", {"test.toml:1", "right after a backslash"});

@@ -259,6 +259,28 @@ void check_report(const ExperimentConfig& c) {
                 " those rounds hold only the final one: write 'last', or K > ", every);
 }
 
+// `text` with control bytes and non-ASCII shown as \xNN, so an error message shows what was given (a NUL
+// would otherwise cut it short).
+std::string printable(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char ch : text) {
+    if (ch >= 0x20 && ch < 0x7f) out += static_cast<char>(ch);
+    else out += std::string("\\x") + hex[ch >> 4] + hex[ch & 15];
+  }
+  return out;
+}
+
+// The experiment name becomes the folder results/<name>/ (cli/run.cpp): one plain path component, so a name
+// can never write outside results/ ("../..") or into results/ itself ("").
+void check_experiment_name(const ExperimentConfig& c) {
+  const std::string& name = c.experiment.text("name");
+  const bool plain = !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
+                     std::none_of(name.begin(), name.end(), [](unsigned char ch) { return ch < 0x20 || ch == 0x7f || ch == '/' || ch == '\\'; });
+  BASTION_CHECK(plain, "name: '", printable(name), "' is not a plain folder name (it becomes results/<name>/): 1-255 bytes ",
+                "without '/', '\\' or control characters, and not '.' or '..'");
+}
+
 // Text values whose valid set lives elsewhere (the registry, the model zoo, the partition parser).
 void check_names(const ExperimentConfig& c) {
   with_key("data.partition", [&] { parse_partition(c.data.text("partition")); });
@@ -449,6 +471,7 @@ ExperimentConfig parse_config(std::string_view toml_text, const std::string& sou
   c.post = Params("post", section_specs("post"), tree["post"].values);
   c.run = Params("run", section_specs("run"), tree["run"].values);
   check_names(c);
+  check_experiment_name(c);
   build_units(c, tree);
   cross_check(c);
   return c;
