@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "data/idx.h"
 #include "fl/core/checkpoint.h"
@@ -191,10 +192,38 @@ TEST_F(FlRun, OverwriteForgetsThePreviousCheckpoint) {
   EXPECT_EQ(file("whole", "rounds.csv"), file("r", "rounds.csv"));
 }
 
+// Refused before anything is written: config.toml keeps rounds = 4 (it used to be rewritten first).
 TEST_F(FlRun, ResumeRefusesFewerRoundsThanTheCheckpoint) {
   run(tiny_config(), "r", 1, {"rounds=4"});
+  const std::string config = file("r", "config.toml");
   expect_error([&] { run(tiny_config(), "r", 1, {"rounds=2"}, /*resume=*/true); },
-               {"checkpoint is from round 4", "last round 2", "rounds may grow, not shrink"});
+               {"checkpoint.safetensors is from round 4", "last round 2", "rounds may grow, not shrink"});
+  EXPECT_EQ(file("r", "config.toml"), config);
+}
+
+// A checkpoint that contradicts itself (its round against its rows) or holds a non-finite weight is refused
+// by --resume, naming the file, before anything is written (issue 42 item 5).
+TEST_F(FlRun, ResumeRefusesAnInconsistentOrNonFiniteCheckpoint) {
+  run(tiny_config(), "r", 1, {"rounds=3", "run.checkpoint_every=1"});
+  const std::string path = (dir_ / "r" / "checkpoint.safetensors").string();
+  const std::string rounds = file("r", "rounds.csv"), config = file("r", "config.toml");
+  CheckpointState state = load_checkpoint(path);
+  CheckpointState behind = state;
+  behind.round = 2;  // but it still holds round 3's row
+  save_checkpoint(path, behind);
+  expect_error([&] { run(tiny_config(), "r", 1, {"rounds=5"}, /*resume=*/true); },
+               {"checkpoint.safetensors", "from round 2", "row for round 3"});
+  EXPECT_EQ(file("r", "rounds.csv"), rounds);
+  EXPECT_EQ(file("r", "config.toml"), config);
+  CheckpointState poisoned = state;
+  poisoned.global[5] = std::numeric_limits<float>::quiet_NaN();
+  save_checkpoint(path, poisoned);
+  expect_error([&] { run(tiny_config(), "r", 1, {"rounds=5"}, /*resume=*/true); }, {"non-finite", "at 5"});
+  save_checkpoint(path, state);  // the good one back: the resume continues without a duplicated row
+  run(tiny_config(), "r", 1, {"rounds=5", "run.checkpoint_every=1"}, /*resume=*/true);
+  std::vector<int64_t> evaluated;
+  for (const RoundRecord& r : parse_rounds_csv(file("r", "rounds.csv"))) evaluated.push_back(r.round);
+  EXPECT_EQ(evaluated, (std::vector<int64_t>{2, 3, 4, 5}));  // every 2 rounds, and each run's last round
 }
 
 // What a killed writer leaves (a temporary) is swept when the folder is used again.

@@ -1,5 +1,7 @@
 #include "fl/core/checkpoint.h"
 
+#include <algorithm>
+
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -148,6 +150,32 @@ void save_checkpoint(const std::string& path, const CheckpointState& state) {
   save_safetensors(path, checkpoint_file(state));
 }
 
+namespace {
+// What a checkpoint says of itself must agree before anything is resumed from it (issue 42 item 5: a round
+// that disagreed with the stored rows made --resume duplicate rows; NaN weights made every later upload be
+// rejected while the run exited 0): rows of evaluated rounds in increasing order, none after the
+// checkpoint's round; one timing row per round 1..round; a finite global model.
+void check_consistent(const CheckpointState& state, const std::string& path) {
+  BASTION_CHECK(state.round >= 0, "checkpoint ", path, ": round ", state.round, " is negative");
+  int64_t previous = 0;
+  for (const RoundRecord& r : state.records) {
+    BASTION_CHECK(r.round > previous && r.round <= state.round, "checkpoint ", path, ": it is from round ", state.round,
+                  " but holds a row for round ", r.round, (r.round <= previous ? " out of order" : ""),
+                  ": the file is inconsistent, resume from an earlier copy or start again with --overwrite");
+    previous = r.round;
+  }
+  BASTION_CHECK(state.timings.empty() || static_cast<int64_t>(state.timings.size()) == state.round, "checkpoint ", path,
+                ": it is from round ", state.round, " but times ", state.timings.size(), " rounds");
+  for (size_t i = 0; i < state.timings.size(); ++i)
+    BASTION_CHECK(state.timings[i].round == static_cast<int64_t>(i) + 1, "checkpoint ", path, ": timing row ", i + 1,
+                  " is for round ", state.timings[i].round);
+  const auto bad = std::find_if(state.global.begin(), state.global.end(), [](float v) { return !std::isfinite(v); });
+  BASTION_CHECK(bad == state.global.end(), "checkpoint ", path, ": the global model holds a non-finite value (",
+                *bad, " at ", bad - state.global.begin(), "): the file is corrupt, resume from an earlier copy or "
+                "start again with --overwrite");
+}
+}  // namespace
+
 CheckpointState load_checkpoint(const std::string& path) { return parse_checkpoint(load_safetensors(path), path); }
 
 CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string& path) {
@@ -176,6 +204,7 @@ CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string&
       state.clients[id].scalars[name] = parse_number<double>(value, "metadata entry '" + key + "'", path);
   state.timings = load_timings(file, path);
   state.client_flags = load_client_flags(file, state.clients.size(), path);
+  check_consistent(state, path);
   return state;
 }
 

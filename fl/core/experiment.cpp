@@ -1,13 +1,41 @@
 // run_experiment: load the data once, then run each seed (fl/core/seed_run.h) and write summary.json.
 #include "fl/core/experiment.h"
 
+#include <filesystem>
 #include <optional>
 
+#include "fl/core/checkpoint.h"
+#include "fl/core/run_setup.h"
 #include "fl/core/seed_run.h"
 #include "kernels/cpu/gemm.h"
 #include "tensor/file_io.h"
 
 namespace bastion {
+
+namespace {
+// The folder of seed `r` (of `repeat`) of a run in `out_dir`.
+std::string seed_dir(const ExperimentConfig& config, const std::string& out_dir, int64_t r) {
+  const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
+  return config.experiment.integer("repeat") == 1 ? out_dir : out_dir + "/seed-" + std::to_string(seed);
+}
+
+// --resume validates every seed's checkpoint (integrity, consistency, seed, round, configuration) before
+// the run writes anything, so a refused resume leaves the folder as it was (config.toml included).
+void check_checkpoints_before_resume(const ExperimentConfig& config, const std::string& out_dir,
+                                     const std::string& config_toml) {
+  const int64_t rounds = config.experiment.integer("rounds");
+  for (int64_t r = 0; r < config.experiment.integer("repeat"); ++r) {
+    const std::string path = seed_dir(config, out_dir, r) + "/checkpoint.safetensors";
+    if (!std::filesystem::exists(path)) continue;
+    const CheckpointState state = load_checkpoint(path);
+    check_resumable(path, state.config_toml, config_toml);
+    const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
+    BASTION_CHECK(state.seed == seed, "checkpoint ", path, " is for seed ", state.seed, ", this run is seed ", seed);
+    BASTION_CHECK(state.round <= rounds, "checkpoint ", path, " is from round ", state.round,
+                  ", after this config's last round ", rounds, ": rounds may grow, not shrink");
+  }
+}
+}  // namespace
 
 std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const RunOptions& options) {
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(config.run.integer("threads"));
@@ -19,7 +47,10 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
   if (server) {
     lock.emplace(options.out_dir);
     prepare_out_dir(options.out_dir, options);
-    if (options.resume) check_resume_folder(options.out_dir, config_toml);
+    if (options.resume) {
+      check_resume_folder(options.out_dir, config_toml);
+      check_checkpoints_before_resume(config, options.out_dir, config_toml);
+    }
     write_file_atomic(options.out_dir + "/config.toml", config_toml);
   }
   set_num_threads(threads);
@@ -29,7 +60,7 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
   std::vector<std::vector<RoundRecord>> curves;
   for (int64_t r = 0; r < repeat; ++r) {
     const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
-    const std::string dir = repeat == 1 ? options.out_dir : options.out_dir + "/seed-" + std::to_string(seed);
+    const std::string dir = seed_dir(config, options.out_dir, r);
     if (repeat > 1 && server) prepare_out_dir(dir, options);
     SeedRun run(config, shared, seed, threads, dir, options, *net);
     if (options.resume && net->size() > 1) resume_seed_spread(run, config_toml, options);
