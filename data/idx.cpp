@@ -193,12 +193,20 @@ std::string resolve_plain_or_gz_path(const std::string& path, const std::string&
 std::string resolve_idx_path(const std::string& path) { return resolve_plain_or_gz_path(path, "IDX"); }
 
 std::string read_text_file(const std::string& path) {
+  // Only regular files, and at most kMaxTextBytes of text (after decompression): a FIFO would block the
+  // read forever and /dev/zero would fill memory (issue 42 item 6).
+  std::error_code ec;
+  BASTION_CHECK(!std::filesystem::exists(path, ec) || std::filesystem::is_regular_file(path, ec), "'", path,
+                "' is not a regular file (a directory, FIFO or device): refused");
   IdxStream in(path);
   std::string text;
   char buffer[1 << 16];
   int64_t got = 0;
-  while ((got = in.read(reinterpret_cast<uint8_t*>(buffer), sizeof(buffer))) > 0)
+  while ((got = in.read(reinterpret_cast<uint8_t*>(buffer), sizeof(buffer))) > 0) {
     text.append(buffer, static_cast<size_t>(got));
+    BASTION_CHECK(static_cast<int64_t>(text.size()) <= kMaxTextBytes, "'", path, "' holds more than ",
+                  kMaxTextBytes >> 20, " MiB of text: refused (not a file this program writes or reads)");
+  }
   return text;
 }
 

@@ -40,6 +40,7 @@ std::string resolve_plain_or_gz_path(const std::string& path, const std::string&
 // returns the decompressed bytes unchanged (no newline translation). The text readers (digits, WISDM)
 // use it.
 std::string read_text_file(const std::string& path);
+inline constexpr int64_t kMaxTextBytes = int64_t{1} << 30;  // read_text_file's cap: 1 GiB
 
 // Reads a whole images file. Throws on a missing file, bad magic, truncated header or payload, trailing
 // bytes after the payload, or a corrupt gzip stream.

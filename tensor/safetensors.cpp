@@ -3,6 +3,8 @@
 // is broken, then says what was expected, what was found and, for data, the absolute byte offset.
 #include "tensor/safetensors.h"
 
+#include <filesystem>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,6 +73,11 @@ void read_memory(const uint8_t* data, uint64_t size, uint64_t offset, void* dst,
 
 // Opens a regular file and returns its size (fopen succeeds on directories, so check with fstat).
 FilePtr open_for_read(const std::string& path, uint64_t& size) {
+  // Checked before opening: fopen on a FIFO blocks until a writer comes (a results folder's checkpoint made
+  // a FIFO hung --resume, issue 42 item 6).
+  std::error_code ec;
+  BASTION_CHECK(!std::filesystem::exists(path, ec) || std::filesystem::is_regular_file(path, ec), "safetensors '", path,
+                "': expected a regular file, found a directory, FIFO or device");
   FilePtr f(std::fopen(path.c_str(), "rb"), &std::fclose);
   BASTION_CHECK(f != nullptr, "safetensors '", path, "': cannot open for reading: ", std::strerror(errno));
   struct stat info {};

@@ -2,6 +2,8 @@
 // determinism across thread counts, kill + resume, upload validation, results files, CLI.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <limits>
 
@@ -266,6 +268,21 @@ TEST_F(FlRun, OverwriteNeverFollowsLinksAndForeignFoldersAreRefused) {
   std::filesystem::create_directories(dir_ / "zero");
   std::filesystem::create_symlink("/dev/zero", dir_ / "zero" / "config.toml");
   expect_error([&] { run(tiny_config(), "zero", 1, {"rounds=1"}, /*resume=*/true); }, {"config.toml", "symbolic link"});
+}
+
+// A FIFO in place of a results file used to hang --resume (a read blocks until a writer comes); only
+// regular files are read now, each refusal naming the file (issue 42 item 6).
+TEST_F(FlRun, ResumeRefusesFifosInsteadOfHanging) {
+  run(tiny_config(), "f", 1, {"rounds=2", "run.checkpoint_every=1"});
+  for (const char* name : {"config.toml", "checkpoint.safetensors"}) {
+    const std::filesystem::path path = dir_ / "f" / name, saved = dir_ / (std::string(name) + ".saved");
+    std::filesystem::rename(path, saved);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+    expect_error([&] { run(tiny_config(), "f", 1, {"rounds=3"}, /*resume=*/true); }, {name, "regular file"});
+    std::filesystem::remove(path);
+    std::filesystem::rename(saved, path);
+  }
+  run(tiny_config(), "f", 1, {"rounds=3"}, /*resume=*/true);
 }
 
 // A results folder is one process's: while a run (here: a held lock) owns it, another refuses in one line

@@ -477,9 +477,13 @@ ExperimentConfig parse_config(std::string_view toml_text, const std::string& sou
   return c;
 }
 
+constexpr uintmax_t kMaxConfigBytes = uintmax_t{16} << 20;
+
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
   BASTION_CHECK(std::filesystem::is_regular_file(path, ec), "config file '", path, "' does not exist or is not a file");
+  BASTION_CHECK(std::filesystem::file_size(path, ec) <= kMaxConfigBytes, "config file '", path, "' is over ",
+                kMaxConfigBytes >> 20, " MiB: refused (a config is a few KiB of TOML)");
   std::ifstream in(path, std::ios::binary);
   BASTION_CHECK(in.is_open(), "cannot open config file '", path, "'");
   std::ostringstream text;
