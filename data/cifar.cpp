@@ -122,6 +122,7 @@ Dataset load_cifar_split(const fs::path& dir, const std::vector<std::string>& fi
   d.labels.reserve(total / static_cast<uint64_t>(record_bytes(set.label_bytes)));
   for (size_t i = 0; i < files.size(); ++i)
     append_cifar_file((dir / files[i]).string(), sizes[i], set.label_bytes, set.num_classes, d);
+  BASTION_CHECK(d.size() > 0, dir.string(), ": the ", set.name, " files hold no images: truncated or empty");
   return d;
 }
 

@@ -156,6 +156,8 @@ Dataset load_idx_split(const fs::path& dir, const char* images_file, const char*
   d.labels = read_idx_labels((dir / labels_file).string(), 10);
   BASTION_CHECK(images.count == d.size(), dir.string(), ": ", images_file, " holds ", images.count,
                 " images but ", labels_file, " holds ", d.size(), " labels");
+  // An empty split is a damaged file, not a dataset: it evaluated to acc = 0 and trained nothing, exit 0.
+  BASTION_CHECK(images.count > 0, dir.string(), ": ", images_file, " holds no images: the file is truncated or empty");
   d.channels = 1;
   d.height = images.rows;
   d.width = images.cols;
@@ -238,6 +240,7 @@ DatasetSplit load_dataset(const std::string& name, const std::string& data_dir) 
     split.test.num_classes = split.train.num_classes;
     split.test.class_names = split.train.class_names;
   }
+  BASTION_CHECK(split.train.size() > 0, "dataset '", name, "' in ", where, ": the training split is empty");
   apply_normalisation(info, split);
   validate_dataset(split.train);
   validate_dataset(split.test);

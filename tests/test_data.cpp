@@ -238,6 +238,19 @@ TEST_F(DatasetTest, CountMismatchNamesBothFiles) {
       {"t10k-images-idx3-ubyte holds 2 images", "t10k-labels-idx1-ubyte holds 3 labels", dir_.string()});
 }
 
+// A split of 0 images (a truncated download, an emptied file) used to evaluate to acc = 0 and train
+// nothing with exit 0 (issue 42 item 7): it is refused, naming the file.
+TEST_F(DatasetTest, AnEmptySplitIsRefused) {
+  write_fake_set(dir_, "", 0);
+  write_file(dir_ / "t10k-images-idx3-ubyte", idx_images(0, 3, 2, {}));
+  write_file(dir_ / "t10k-labels-idx1-ubyte", idx_labels({}));
+  expect_error([&] { load_dataset("mnist", dir_.string()); }, {"t10k-images-idx3-ubyte holds no images", dir_.string()});
+  write_fake_set(dir_, "", 0);
+  write_file(dir_ / "train-images-idx3-ubyte", idx_images(0, 3, 2, {}));
+  write_file(dir_ / "train-labels-idx1-ubyte", idx_labels({}));
+  expect_error([&] { load_dataset("mnist", dir_.string()); }, {"train-images-idx3-ubyte holds no images"});
+}
+
 // The real sets: pinned values were computed once from the files (and cross-checked with Python's gzip
 // module); the sums match the published normalisation means (1567298545 / 47040000 / 255 = 0.1307).
 struct RealSet {
