@@ -109,9 +109,41 @@ TEST_F(Reproduce, ParsePresetChecksEveryCellThroughTheGivenCheck) {
                                      });
   EXPECT_EQ(preset.name, "table");
   EXPECT_EQ(base_seen, "papers/base.toml");
-  ASSERT_EQ(checked.size(), 4u);  // 2 rows x 2 columns
-  EXPECT_EQ(checked[2].front(), "clients.rule=fedrep");
+  ASSERT_EQ(checked.size(), 8u);  // 2 rows x 2 columns, each as set and with the quick overrides
+  EXPECT_EQ(checked[4].front(), "clients.rule=fedrep");
+  for (size_t i = 0; i < checked.size(); i += 2)  // the quick check adds the preset's quick overrides last
+    EXPECT_EQ(std::vector<std::string>(checked[i + 1].begin(), checked[i + 1].begin() + checked[i].size()), checked[i]);
   EXPECT_EQ(preset.rows.size(), load_preset(write_preset(kTwoRows)).rows.size());
+}
+
+// A truncated summary.json of a finished cell stopped `reproduce --resume` with "unexpected error", naming
+// no file (issue 42 item 9): the error names the file and says what to do.
+TEST_F(Reproduce, ATruncatedSummaryIsNamed) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceOptions options = one_seed_with({"rounds=1"});
+  ASSERT_EQ(reproduce(preset, options).runs, 2);
+  const std::filesystem::path summary = dir_ / "out" / "runs" / "fedavg" / "summary.json";
+  const std::string text = read_text_file(summary.string());
+  testing::write_text(summary, text.substr(0, text.size() / 2));
+  options.resume = true;
+  std::string logged;
+  options.log = [&](const std::string& line) { logged += line + "\n"; };
+  EXPECT_EQ(reproduce(preset, options).failed, 1);  // that cell fails; the other is read as before
+  EXPECT_NE(logged.find("fedavg/summary.json: not valid JSON"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("--overwrite"), std::string::npos) << logged;
+}
+
+// Issue 42 item 9: rows whose names make one folder ('Run A', 'run-a') are refused at load; so is a quick
+// override that no cell can load (it used to fail only when --quick ran).
+TEST_F(Reproduce, RowFoldersMustDifferAndQuickOverridesMustLoad) {
+  const auto no_check = [](const std::string&, const std::vector<std::string>&) {};
+  std::string text = preset_text(kTwoRows) + "\n[[rows]]\nname = \"FEDAVG\"\nset = []\npaper = [1, 2]\n";
+  expect_error([&] { parse_preset(text, "papers/table.toml", no_check); }, {"both get the results folder", "rename one"});
+  const std::string path = write_preset(kTwoRows);
+  std::string bad_quick = preset_text(kTwoRows);
+  bad_quick.replace(bad_quick.find("rounds=1"), 8, "rounds=0");
+  testing::write_text(path, bad_quick);
+  expect_error([&] { load_preset(path); }, {"rounds"});
 }
 
 // Found while writing fuzz_preset: seeds = 1e300 was cast to int64 before the range check (undefined

@@ -139,8 +139,11 @@ void validate_cells(const Preset& preset, const PresetCellCheck& check_cell) {
   const PresetGrid grid = preset_grid(preset);
   for (size_t r = 0; r < preset.rows.size(); ++r) {
     for (size_t c = 0; c < preset.columns.size(); ++c) {
+      std::vector<std::string> quick = grid.runs[grid.cell_run[r][c]].overrides;
+      quick.insert(quick.end(), preset.quick.begin(), preset.quick.end());
       try {
         check_cell(preset.base, grid.runs[grid.cell_run[r][c]].overrides);
+        check_cell(preset.base, quick);  // --quick must load too: it is checked now, not when first used
       } catch (const Error& e) {
         BASTION_FAIL(preset.path, ":", preset.rows[r].line, ": row '", preset.rows[r].name, "', column '",
                      preset.columns[c].name, "': ", e.what());
@@ -203,6 +206,11 @@ Preset parse_preset(std::string_view text, const std::string& path, const Preset
     PresetRow row;
     row.name = required_text(t, "name", path, "[[rows]]");
     BASTION_CHECK(names.insert(row.name).second, where(path, t), "row '", row.name, "' appears twice");
+    // The row's results folder is its slug: two names with one slug would write into one folder.
+    const auto other = std::find_if(preset.rows.begin(), preset.rows.end(),
+                                    [&](const PresetRow& r) { return slug(r.name) == slug(row.name); });
+    BASTION_CHECK(other == preset.rows.end(), where(path, t), "rows '", other->name, "' and '", row.name,
+                  "' both get the results folder '", slug(row.name), "': rename one");
     row.set = text_list(t, "set", path);
     row.paper = read_paper_numbers(t, preset.columns.size(), path, row.name);
     row.line = t.source().begin.line;

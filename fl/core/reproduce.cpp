@@ -43,7 +43,13 @@ double json_number(const nlohmann::json& object, const std::string& key) {
 // The cells of one finished run, from its summary.json.
 void read_cells(const Preset& preset, const PresetGrid& grid, size_t run, const std::string& dir, int64_t seeds,
                 ReproduceReport& report) {
-  const nlohmann::json summary = nlohmann::json::parse(read_text_file(dir + "/summary.json"));
+  const std::string path = dir + "/summary.json";
+  nlohmann::json summary;
+  try {
+    summary = nlohmann::json::parse(read_text_file(path));
+  } catch (const nlohmann::json::exception& e) {  // a truncated or damaged file: say which, and what to do
+    BASTION_FAIL(path, ": not valid JSON (", e.what(), "): run this cell again with --overwrite, or delete the file");
+  }
   for (size_t r = 0; r < preset.rows.size(); ++r) {
     for (size_t c = 0; c < preset.columns.size(); ++c) {
       if (grid.cell_run[r][c] != run) continue;
