@@ -34,7 +34,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A usage error is an error like any other: one line with the prefix, exit status 1 (README).
+    std::fprintf(stderr, "bastion: error: %s (see bastion --help)\n", e.what());
+    return 1;
   }
   try {
     // Under mpirun with K > 1 only reproduce (fl/core/mpi_grid.h) and run (fl/core/mpi_run.h) divide

@@ -1,4 +1,5 @@
-// `bastion run CONFIG.toml [--set key=value ...] [--out DIR] [--threads N] [--resume] [--overwrite] [--data-dir DIR]`:
+// `bastion run CONFIG.toml [--set key=value ...] [--out DIR] [--threads N] [--resume] [--overwrite] [--data-dir DIR]`
+// (or `bastion run --resume --out DIR`, which reads DIR/config.toml):
 // one federated experiment (fl/core/experiment.h). Prints one progress line per round, then where the
 // results and the plot are, and last the one-line summary `acc=.. asr=..`.
 #include <cstdio>
@@ -20,9 +21,17 @@ struct RunArgs {
   bool resume = false, overwrite = false, quiet = false;
 };
 
+// Without a config file, `--resume --out DIR` continues the run in DIR from the config.toml it recorded.
+std::string config_path(const RunArgs& args) {
+  if (!args.config_path.empty()) return args.config_path;
+  BASTION_CHECK(args.resume && !args.out_dir.empty(), "run: give a config file (e.g. configs/demo.toml), or --resume "
+                "--out DIR to continue the run in DIR from its config.toml");
+  return args.out_dir + "/config.toml";
+}
+
 int run_run(const RunArgs& args) {
   use_data_dir(args.data_dir);
-  const ExperimentConfig config = load_config(args.config_path, args.overrides);
+  const ExperimentConfig config = load_config(config_path(args), args.overrides);
   RunOptions options;
   options.out_dir = args.out_dir.empty() ? "results/" + config.experiment.text("name") : args.out_dir;
   options.threads = args.threads;
@@ -56,7 +65,8 @@ int run_run(const RunArgs& args) {
 Command add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* sub = app.add_subcommand("run", "Run a federated experiment described by a TOML file (docs/config.md)");
-  sub->add_option("config", args->config_path, "Experiment file, e.g. configs/demo.toml")->required();
+  sub->add_option("config", args->config_path,
+                  "Experiment file, e.g. configs/demo.toml (optional with --resume --out DIR: DIR/config.toml)");
   sub->add_option("--set", args->overrides, "Override a key: --set clients.sgd.lr=0.05 (repeatable)");
   sub->add_option("--out", args->out_dir, "Results folder (default results/<name>)");
   sub->add_option("--threads", args->threads, "Clients trained in parallel (default: run.threads)")->check(CLI::Range(1, 256));

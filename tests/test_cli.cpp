@@ -90,9 +90,19 @@ TEST(Cli, ErrorsAreOneClearLineAndExitCodeOne) {
   EXPECT_EQ(no_data.exit_code, 1);
   EXPECT_NE(no_data.output.find("/nonexistent-bastion-dir"), std::string::npos) << no_data.output;
 
+  // The parser's own errors too: exit 1 and the prefix (they exited 104-109 without it, issue 42 item 10).
   const RunResult bad_option = run_bastion("train --epochs 0");
-  EXPECT_NE(bad_option.exit_code, 0);
+  EXPECT_EQ(bad_option.exit_code, 1);
+  EXPECT_NE(bad_option.output.find("bastion: error:"), std::string::npos) << bad_option.output;
   EXPECT_NE(bad_option.output.find("epochs"), std::string::npos) << bad_option.output;
+  const RunResult unknown_flag = run_bastion("run --bogus");
+  EXPECT_EQ(unknown_flag.exit_code, 1);
+  EXPECT_NE(unknown_flag.output.find("bastion: error:"), std::string::npos) << unknown_flag.output;
+  EXPECT_EQ(run_bastion("run --help").exit_code, 0);
+  EXPECT_EQ(run_bastion("--version").exit_code, 0);
+  const RunResult no_config = run_bastion("run");
+  EXPECT_EQ(no_config.exit_code, 1);
+  EXPECT_NE(no_config.output.find("--resume --out DIR"), std::string::npos) << no_config.output;
 
   const RunResult bad_dataset = run_bastion("train --dataset imagenet22k");
   EXPECT_EQ(bad_dataset.exit_code, 1);
@@ -118,6 +128,19 @@ TEST(Cli, VersionNamesTheBuildCommit) {
 
 // run and reproduce take --data-dir like train and data: the loader looks there (the error lists it) and
 // the folder stays out of the run's config.
+// `bastion run --resume --out DIR` without a config file continues the run from DIR/config.toml (it failed
+// with "config is required", issue 41 item 7); --set still applies (rounds may grow).
+TEST(Cli, ResumeWithoutAConfigReadsTheFoldersConfig) {
+  const std::string out = (std::filesystem::temp_directory_path() / "bastion-cli-resume-no-config").string();
+  std::filesystem::remove_all(out);
+  const std::string config = std::string(BASTION_SOURCE_DIR) + "/configs/ci/crash.toml";
+  ASSERT_EQ(run_bastion("run " + config + " --set rounds=2 --quiet --threads 1 --out " + out).exit_code, 0);
+  const RunResult resumed = run_bastion("run --resume --out " + out + " --set rounds=4 --quiet --threads 1");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("4 rounds"), std::string::npos) << resumed.output;
+  std::filesystem::remove_all(out);
+}
+
 TEST(Cli, RunAndReproduceTakeADataDir) {
   const std::string out = (std::filesystem::temp_directory_path() / "bastion-cli-data-dir").string();
   const std::string demo = std::string(BASTION_SOURCE_DIR) + "/configs/demo.toml";
