@@ -65,6 +65,14 @@ TEST(FlParams, IntegralRealIsAcceptedForInteger) {
   expect_error([] { Params("clients.sgd", specs(), {{"steps", 2.5}}); }, {"clients.sgd.steps", "2.5", "integral"});
 }
 
+// Integer bounds are compared exactly: the seed's bound 2^53 let 2^53 + 1 through as a double (issue 42
+// item 10).
+TEST(FlParams, IntegerBoundsAreExactBeyondDoublePrecision) {
+  const std::vector<ParamSpec> seed = {{"seed", ParamType::Integer, int64_t{1}, "seed", 0, 9007199254740992.0, {}}};
+  EXPECT_EQ(Params("s", seed, {{"seed", int64_t{9007199254740992}}}).integer("seed"), int64_t{9007199254740992});
+  expect_error([&] { Params("s", seed, {{"seed", int64_t{9007199254740993}}}); }, {"s.seed", "9007199254740993", "outside"});
+}
+
 TEST(FlParams, NonFiniteNumbersAreRejected) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   expect_error([&] { Params("s", specs(), {{"lr", nan}}); }, {"s.lr", "nan"});

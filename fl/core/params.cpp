@@ -100,12 +100,25 @@ void check_choice(const ParamSpec& spec, const std::string& text, const std::str
   BASTION_CHECK(ok, key, ": '", text, "' is not one of ", join_choices(spec.choices));
 }
 
+// value within [min, max] compared as integers where the bounds are integers int64 can hold.
+bool within_integer_bounds(int64_t value, double min, double max) {
+  constexpr double kInt64Limit = 9.2e18;
+  if (std::isfinite(min) && std::abs(min) < kInt64Limit && min == std::trunc(min) && value < static_cast<int64_t>(min))
+    return false;
+  if (std::isfinite(max) && std::abs(max) < kInt64Limit && max == std::trunc(max) && value > static_cast<int64_t>(max))
+    return false;
+  return true;
+}
+
 // Range and choices of an already coerced value.
 void check_bounds(const ParamSpec& spec, const ParamValue& value, const std::string& key) {
   if (spec.type == ParamType::Integer || spec.type == ParamType::Real) {
     const double v = spec.type == ParamType::Integer ? static_cast<double>(std::get<int64_t>(value))
                                                      : std::get<double>(value);
-    BASTION_CHECK(v >= spec.min && v <= spec.max, key, " = ", param_value_to_toml(value), " is outside [",
+    // An integer is also compared exactly: as a double, 2^53 + 1 rounds to 2^53 and passed a bound of 2^53.
+    const bool exact_ok = spec.type != ParamType::Integer ||
+                          within_integer_bounds(std::get<int64_t>(value), spec.min, spec.max);
+    BASTION_CHECK(v >= spec.min && v <= spec.max && exact_ok, key, " = ", param_value_to_toml(value), " is outside [",
                   bound_text(spec.min, spec.type), ", ", bound_text(spec.max, spec.type), "]");
   } else if (spec.type == ParamType::Text) {
     check_choice(spec, std::get<std::string>(value), key);
