@@ -1,8 +1,11 @@
 // `bastion train`: centralized training of one model on one dataset, the engine's end-to-end check.
 // Prints one progress line per epoch and, last, `test_acc=0.XXXX`. The line before it is a checksum
 // of the final weights, so two runs can be compared for bit-identical results (e.g. --threads 1 vs 2).
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -29,7 +32,21 @@ struct TrainArgs {
   uint64_t seed = 1;
   float lr = 0.01f, momentum = 0.9f, weight_decay = 0.0f, lr_gamma = 0.1f, rho = 0.05f;
   bool nesterov = false;
+  bool save_given = false;  // --save was on the command line (so an empty path is an error, not "no save")
 };
+
+// --save is checked before training, not after it: an empty path, or a folder that is missing or not
+// writable, would otherwise be found only when the trained weights are lost (issue 42 item 10).
+void check_save_path(const TrainArgs& args) {
+  if (!args.save_given) return;
+  BASTION_CHECK(!args.save_path.empty(), "--save: the path is empty");
+  const std::filesystem::path parent = std::filesystem::absolute(args.save_path).parent_path();
+  std::error_code ec;
+  BASTION_CHECK(std::filesystem::is_directory(parent, ec), "--save ", args.save_path, ": the folder ", parent.string(),
+                " does not exist (checked before training)");
+  BASTION_CHECK(::access(parent.c_str(), W_OK) == 0, "--save ", args.save_path, ": the folder ", parent.string(),
+                " is not writable (checked before training)");
+}
 
 uint64_t fnv1a(std::span<const float> values) {
   uint64_t hash = 1469598103934665603ULL;
@@ -109,6 +126,7 @@ Device select_device(const TrainArgs& args) {
 }
 
 int run_train(const TrainArgs& args) {
+  check_save_path(args);
   set_num_threads(static_cast<int>(args.threads));
   const Device device = select_device(args);
   const auto start = std::chrono::steady_clock::now();
@@ -184,7 +202,8 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--threads", args->threads, "Threads for kernels and BLAS")->check(CLI::Range(1, 256))->capture_default_str();
   sub->add_option("--seed", args->seed, "Seed for initialisation and shuffling")->capture_default_str();
   sub->add_option("--limit-train", args->limit_train, "Use only the first N training samples (0 = all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  sub->add_option("--save", args->save_path, "Write the trained weights as safetensors (PyTorch names)");
+  sub->add_option("--save", args->save_path, "Write the trained weights as safetensors (PyTorch names)")
+      ->each([args](const std::string&) { args->save_given = true; });
   return [args]() { return run_train(*args); };
 }
 

@@ -104,6 +104,15 @@ TEST(Cli, ErrorsAreOneClearLineAndExitCodeOne) {
   EXPECT_EQ(no_config.exit_code, 1);
   EXPECT_NE(no_config.output.find("--resume --out DIR"), std::string::npos) << no_config.output;
 
+  // --save is checked before training (issue 42 item 10): an empty path, or a folder that is not there.
+  const RunResult empty_save = run_bastion("train --save '' --data-dir /nonexistent-bastion-dir");
+  EXPECT_EQ(empty_save.exit_code, 1);
+  EXPECT_NE(empty_save.output.find("--save: the path is empty"), std::string::npos) << empty_save.output;
+  const RunResult missing_folder = run_bastion("train --save /nonexistent-bastion-dir/w.safetensors");
+  EXPECT_EQ(missing_folder.exit_code, 1);
+  EXPECT_NE(missing_folder.output.find("checked before training"), std::string::npos) << missing_folder.output;
+  EXPECT_EQ(missing_folder.output.find("epoch 1"), std::string::npos) << missing_folder.output;
+
   const RunResult bad_dataset = run_bastion("train --dataset imagenet22k");
   EXPECT_EQ(bad_dataset.exit_code, 1);
   EXPECT_NE(bad_dataset.output.find("fmnist"), std::string::npos) << bad_dataset.output;
