@@ -340,6 +340,13 @@ TEST(FlConfig, TheNameIsOnePlainFolderName) {
   EXPECT_EQ(parse("name = \"Z\xc3\xbcrich.v2\"\n").experiment.text("name"), "Z\xc3\xbcrich.v2");
 }
 
+// A UTF-8 byte-order mark at the start of a config file is dropped, not refused as "non-ASCII outside a
+// string" (issue 42 item 10).
+TEST_F(FlConfigFile, AByteOrderMarkIsDropped) {
+  testing::write_text(dir_ / "bom.toml", "\xEF\xBB\xBFname = \"bom\"\nrounds = 3\n");
+  EXPECT_EQ(load_config(path("bom.toml")).experiment.integer("rounds"), 3);
+}
+
 TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
   expect_config_error("name = \"x\"\nseed = 1l\xc5\x88.42\n", {"test.toml:2", "non-ASCII", "outside a string"});
   expect_config_error("\xc2\xa7 = 1\n", {"test.toml:1", "non-ASCII"});

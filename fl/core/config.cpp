@@ -479,6 +479,13 @@ ExperimentConfig parse_config(std::string_view toml_text, const std::string& sou
 
 constexpr uintmax_t kMaxConfigBytes = uintmax_t{16} << 20;
 
+// Editors on some systems start a UTF-8 file with a byte-order mark; TOML allows none, and the guard read
+// it as non-ASCII outside a string, a misleading message (issue 42 item 10): it is dropped.
+std::string without_utf8_bom(std::string text) {
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  return text;
+}
+
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
   BASTION_CHECK(std::filesystem::is_regular_file(path, ec), "config file '", path, "' does not exist or is not a file");
@@ -489,7 +496,7 @@ ExperimentConfig load_config(const std::string& path, const std::vector<std::str
   std::ostringstream text;
   text << in.rdbuf();
   BASTION_CHECK(!in.bad(), "cannot read config file '", path, "'");
-  return parse_config(text.str(), path, overrides);
+  return parse_config(without_utf8_bom(text.str()), path, overrides);
 }
 
 std::string config_to_toml(const ExperimentConfig& c) {
