@@ -238,7 +238,7 @@ TEST(FlResults, SummaryJsonParsesBackWithNullForNaN) {
   for (const auto& [key, value] : run.items()) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"seed", "rounds", "acc", "asr", "bfr", "v", "local_acc", "final_acc",
                                             "best_acc", "round_to_target", "detection", "client_detection", "rejected", "bytes_up",
-                                            "bytes_down", "seconds_per_round"}));
+                                            "bytes_down", "seconds_per_round", "malicious_clients"}));
   EXPECT_EQ(run["seed"], 1);
   EXPECT_DOUBLE_EQ(run["acc"].get<double>(), 0.8);
   EXPECT_TRUE(run["asr"].is_null());

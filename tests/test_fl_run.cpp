@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 #include <limits>
 
 #include "data/idx.h"
@@ -234,6 +236,18 @@ TEST_F(FlRun, ResumeRemovesTheTemporariesOfAKilledRun) {
   testing::write_text(dir_ / "r" / "checkpoint.safetensors.tmp.99999", "half");
   run(tiny_config(), "r", 1, {"rounds=4"}, /*resume=*/true);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "r" / "checkpoint.safetensors.tmp.99999"));
+}
+
+// summary.json names the malicious clients each seed really had (issue 41 item 1): with SPMC's "last"
+// selection, the highest ids.
+TEST_F(FlRun, SummaryNamesTheMaliciousClients) {
+  run(tiny_config(), "m", 1, {"rounds=1", "attack.selection=last"});
+  const nlohmann::json summary = nlohmann::json::parse(file("m", "summary.json"));
+  const std::vector<int64_t> ids = summary["runs"][0]["malicious_clients"].get<std::vector<int64_t>>();
+  const ExperimentConfig config = parse_config(tiny_config(), "tiny.toml", {});
+  const int64_t clients = config.data.integer("clients");
+  ASSERT_FALSE(ids.empty());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], clients - static_cast<int64_t>(ids.size()) + static_cast<int64_t>(i));
 }
 
 TEST_F(FlRun, RefusesToOverwriteResults) {

@@ -5,6 +5,7 @@
 //   seed_run_state.cpp   what crosses between MPI ranks, checkpoints, and resuming from one
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,7 +36,10 @@ class SeedRun {
 
   void run(const RunOptions& options);
   RunSummary summary() const {
-    return summarize_run(seed_, records_, timings_, c_.eval.text("report"), c_.eval.real("target_acc"));
+    RunSummary s = summarize_run(seed_, records_, timings_, c_.eval.text("report"), c_.eval.real("target_acc"));
+    s.malicious_clients = malicious_;
+    std::sort(s.malicious_clients.begin(), s.malicious_clients.end());
+    return s;
   }
   const std::vector<RoundRecord>& records() const { return records_; }
 

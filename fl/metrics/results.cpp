@@ -212,6 +212,7 @@ ordered_json run_json(const RunSummary& run) {
   j["bytes_up"] = run.bytes_up;
   j["bytes_down"] = run.bytes_down;
   j["seconds_per_round"] = number_or_null(run.seconds_per_round);
+  j["malicious_clients"] = run.malicious_clients;
   if (!run.personal.empty()) {
     ordered_json personal = ordered_json::object();
     for (const auto& [name, value] : run.personal) personal[name] = number_or_null(value);

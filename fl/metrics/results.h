@@ -37,6 +37,9 @@ struct RunSummary {
   // Personalised runs: ("p_acc", v), ("p_acc_w", v), ... ("p_asr_max", v), each per report mode; empty otherwise.
   std::vector<std::pair<std::string, double>> personal;
   double personal_value(const std::string& name) const;  // NaN when absent
+  // What the run really used, beside the configuration: the malicious clients' ids (ascending), which
+  // config.toml gives only as a count or fraction and a seeded choice.
+  std::vector<int64_t> malicious_clients;
 };
 
 // Summarises one run's records (report = "last" | "last:K" | "best"; target_acc <= 0 disables it).
