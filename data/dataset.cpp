@@ -75,9 +75,11 @@ const DatasetInfo& dataset_info(const std::string& name) {
   BASTION_FAIL("unknown dataset '", name, "'; valid names:", valid.str());
 }
 
+// An explicit --data-dir is the only place looked: falling back to another copy (the system's
+// Fashion-MNIST) when it lacked the set trained on data the user did not point to (issue 42 item 10).
 std::vector<std::string> search_roots(const std::string& data_dir) {
+  if (!data_dir.empty()) return {data_dir};
   std::vector<std::string> roots;
-  if (!data_dir.empty()) roots.push_back(data_dir);
   if (const char* env = std::getenv("BASTION_DATA"); env != nullptr && *env != '\0') roots.push_back(env);
   roots.push_back("./data");
   roots.push_back("/usr/share/datasets");

@@ -211,6 +211,16 @@ TEST_F(DatasetTest, SearchOrderDataDirThenEnvAndOnlyDataDirItself) {
   EXPECT_NE(found, (dir_ / "c").string());
 }
 
+// An explicit data dir without the set is an error naming it, not a silent fall back to $BASTION_DATA (or
+// the system's copy).
+TEST_F(DatasetTest, AnExplicitDataDirIsTheOnlyPlaceLooked) {
+  write_fake_set(dir_ / "b" / "mnist", "", 6);
+  fs::create_directories(dir_ / "empty");
+  const ScopedEnv env("BASTION_DATA", (dir_ / "b").string());
+  expect_error([&] { load_dataset("mnist", (dir_ / "empty").string()); }, {"not found", (dir_ / "empty").string()});
+  EXPECT_EQ(load_dataset("mnist", "").train.labels[0], 6);  // without --data-dir, $BASTION_DATA is used
+}
+
 TEST_F(DatasetTest, DataDirThatIsNotADirectoryIsAnError) {
   expect_error([&] { find_dataset_dir("mnist", (dir_ / "missing").string()); }, {"--data-dir", "missing", "not a directory"});
 }
@@ -218,13 +228,21 @@ TEST_F(DatasetTest, DataDirThatIsNotADirectoryIsAnError) {
 TEST_F(DatasetTest, NotFoundListsEveryPlace) {
   const ScopedEnv env("BASTION_DATA", (dir_ / "env").string());
   std::filesystem::create_directories(dir_ / "opt");
-  try {
+  try {  // an explicit data dir: it alone is looked in, and named
     find_dataset_dir("mnist", (dir_ / "opt").string());
+    ADD_FAILURE() << "found mnist in an empty --data-dir";
   } catch (const Error& e) {
     const std::string message = e.what();
-    for (const std::string place : {"opt/mnist", "opt", "env/mnist", "./data/mnist", "/usr/share/datasets"})
+    for (const std::string place : {"opt/mnist", "opt", "train-images-idx3-ubyte"})
       EXPECT_NE(message.find(place), std::string::npos) << message;
-    EXPECT_NE(message.find("train-images-idx3-ubyte"), std::string::npos) << message;
+    EXPECT_EQ(message.find("env/mnist"), std::string::npos) << message;
+  }
+  try {  // without one: $BASTION_DATA, ./data, /usr/share/datasets
+    find_dataset_dir("mnist", "");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    for (const std::string place : {"env/mnist", "./data/mnist", "/usr/share/datasets"})
+      EXPECT_NE(message.find(place), std::string::npos) << message;
     return;
   }
   GTEST_SKIP() << "an MNIST copy is installed under ./data or /usr/share/datasets, so nothing fails here";
