@@ -40,5 +40,38 @@ TEST(CommittedConfigs, EveryConfigAndPresetLoads) {
   EXPECT_GT(checked, 20) << "configs/ should hold the committed experiments";
 }
 
+// The papers' presets measure what the papers' code measures (issue 34): every averaging rule of pFedSAM's
+// Tables I-III takes the plain mean (Algorithm 1 line 20); FedFSA's Table 1 judges each client's own last
+// model every round at the code's batch-mean accuracy, with the code's sensitivity for FedFSA; every FedCAP
+// table row reads its samples unshuffled.
+std::vector<ExperimentConfig> preset_cells(const std::string& name) {
+  const Preset preset = load_preset(std::string(BASTION_SOURCE_DIR) + "/configs/papers/" + name + ".toml");
+  std::vector<ExperimentConfig> cells;
+  for (const PresetRun& run : preset_grid(preset).runs) cells.push_back(load_config(preset.base, run.overrides));
+  return cells;
+}
+
+TEST(CommittedConfigs, PaperPresetsUseTheirCodesForms) {
+  for (const char* table : {"pfedsam-table1", "pfedsam-table2", "pfedsam-table3", "pfedsam-rho-ablation"})
+    for (const ExperimentConfig& c : preset_cells(table)) {
+      const std::string rule = c.server.text("rule");
+      if (rule == "fedavg" || rule == "norm-clip" || rule == "add-noise" || rule == "multi-krum")
+        EXPECT_EQ(c.server_rule.text("weighting"), "uniform") << table << ": " << rule;
+    }
+  for (const ExperimentConfig& c : preset_cells("fedfsa-table1")) {
+    EXPECT_EQ(c.eval.text("personal_model"), "own-last");
+    EXPECT_EQ(c.eval.text("client_accuracy"), "batch-mean");
+    EXPECT_EQ(c.eval.integer("batch"), 128);
+    EXPECT_EQ(c.eval.integer("every"), 1);
+    if (c.clients.text("rule") == "fedfsa") EXPECT_EQ(c.client_rule.text("sensitivity"), "code");
+    if (c.clients.text("rule") == "fedspeed" || c.clients.text("rule") == "fedsmoo") {
+      EXPECT_EQ(c.client_rule.text("tune_lr_from"), "client");
+      EXPECT_DOUBLE_EQ(c.client_rule.real("tune_clip"), 10.0);
+    }
+  }
+  for (const char* table : {"fedcap-table1-wisdm", "fedcap-table1-emnist", "fedcap-table3-emnist", "fedcap-table4"})
+    for (const ExperimentConfig& c : preset_cells(table)) EXPECT_FALSE(c.client_rule.boolean("shuffle")) << table;
+}
+
 }  // namespace
 }  // namespace bastion
