@@ -13,10 +13,12 @@
 namespace bastion {
 
 namespace {
-// The folder of seed `r` (of `repeat`) of a run in `out_dir`.
+// The seed of repeat r, and its folder in `out_dir`.
+uint64_t seed_of(const ExperimentConfig& config, int64_t r) {
+  return static_cast<uint64_t>(config.experiment.integer("seed") + r);
+}
 std::string seed_dir(const ExperimentConfig& config, const std::string& out_dir, int64_t r) {
-  const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
-  return config.experiment.integer("repeat") == 1 ? out_dir : out_dir + "/seed-" + std::to_string(seed);
+  return config.experiment.integer("repeat") == 1 ? out_dir : out_dir + "/seed-" + std::to_string(seed_of(config, r));
 }
 
 // --resume validates every seed's checkpoint (integrity, consistency, seed, round, configuration) before
@@ -29,7 +31,7 @@ void check_checkpoints_before_resume(const ExperimentConfig& config, const std::
     if (!std::filesystem::exists(path)) continue;
     const CheckpointState state = load_checkpoint(path);
     check_resumable(path, state.config_toml, config_toml);
-    const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
+    const uint64_t seed = seed_of(config, r);
     BASTION_CHECK(state.seed == seed, "checkpoint ", path, " is for seed ", state.seed, ", this run is seed ", seed);
     BASTION_CHECK(state.round <= rounds, "checkpoint ", path, " is from round ", state.round,
                   ", after this config's last round ", rounds, ": rounds may grow, not shrink");
@@ -59,7 +61,7 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
   std::vector<RunSummary> summaries;
   std::vector<std::vector<RoundRecord>> curves;
   for (int64_t r = 0; r < repeat; ++r) {
-    const uint64_t seed = static_cast<uint64_t>(config.experiment.integer("seed") + r);
+    const uint64_t seed = seed_of(config, r);
     const std::string dir = seed_dir(config, options.out_dir, r);
     if (repeat > 1 && server) prepare_out_dir(dir, options);
     SeedRun run(config, shared, seed, threads, dir, options, *net);
