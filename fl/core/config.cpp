@@ -259,18 +259,6 @@ void check_report(const ExperimentConfig& c) {
                 " those rounds hold only the final one: write 'last', or K > ", every);
 }
 
-// `text` with control bytes and non-ASCII shown as \xNN, so an error message shows what was given (a NUL
-// would otherwise cut it short).
-std::string printable(const std::string& text) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char ch : text) {
-    if (ch >= 0x20 && ch < 0x7f) out += static_cast<char>(ch);
-    else out += std::string("\\x") + hex[ch >> 4] + hex[ch & 15];
-  }
-  return out;
-}
-
 // The experiment name becomes the folder results/<name>/ (cli/run.cpp): one plain path component, so a name
 // can never write outside results/ ("../..") or into results/ itself ("").
 void check_experiment_name(const ExperimentConfig& c) {
@@ -478,13 +466,6 @@ ExperimentConfig parse_config(std::string_view toml_text, const std::string& sou
 }
 
 constexpr uintmax_t kMaxConfigBytes = uintmax_t{16} << 20;
-
-// Editors on some systems start a UTF-8 file with a byte-order mark; TOML allows none, and the guard read
-// it as non-ASCII outside a string, a misleading message (issue 42 item 10): it is dropped.
-std::string without_utf8_bom(std::string text) {
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
-  return text;
-}
 
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;

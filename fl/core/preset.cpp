@@ -167,9 +167,7 @@ const std::vector<std::string>& preset_metrics() {
 }
 
 Preset load_preset(const std::string& path) {
-  std::string text = read_file(path);
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte-order mark, as configs (config.cpp)
-  return parse_preset(text, path, [](const std::string& base, const std::vector<std::string>& overrides) {
+  return parse_preset(without_utf8_bom(read_file(path)), path, [](const std::string& base, const std::vector<std::string>& overrides) {
     load_config(base, overrides);
   });
 }

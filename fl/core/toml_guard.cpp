@@ -146,4 +146,19 @@ void check_toml_text(std::string_view text, const std::string& source) {
   }
 }
 
+std::string without_utf8_bom(std::string text) {
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  return text;
+}
+
+std::string printable(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char ch : text) {
+    if (ch >= 0x20 && ch < 0x7f) out += static_cast<char>(ch);
+    else out += std::string("\\x") + hex[ch >> 4] + hex[ch & 15];
+  }
+  return out;
+}
+
 }  // namespace bastion

@@ -17,4 +17,12 @@ namespace bastion {
 // Throws bastion::Error naming `source` and the line when `text` holds the sequence above.
 void check_toml_text(std::string_view text, const std::string& source);
 
+// `text` without a leading UTF-8 byte-order mark: editors on some systems write one, TOML allows none, and
+// check_toml_text would report it as non-ASCII outside a string (issue 42 item 10). Configs and presets.
+std::string without_utf8_bom(std::string text);
+
+// `text` with control bytes and non-ASCII shown as \xNN, so an error message shows what was given (a NUL
+// would otherwise cut it short).
+std::string printable(const std::string& text);
+
 }  // namespace bastion
