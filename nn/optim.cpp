@@ -101,10 +101,11 @@ Sam::Sam(Model& model, Sgd& base, SamOptions options)
 // rho_k / (the norm the perturbation divides by) per tensor (SamOptions::Perturbation); 0 for frozen ones.
 // The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then); the FL codes use 1e-7,
 // which differs only for gradients of norm below ~1e-5.
-std::vector<double> Sam::perturbation_scales(const float* w, const float* direction) const {
+const std::vector<double>& Sam::perturbation_scales(const float* w, const float* direction) {
   const std::vector<ParameterView>& parameters = model_.parameters();
   const SamOptions::Perturbation mode = options_.perturbation;
-  std::vector<double> squared(parameters.size(), 0.0);
+  std::vector<double>& squared = tensor_squared_;
+  squared.assign(parameters.size(), 0.0);
   if (mode == SamOptions::Perturbation::Adaptive) scaled_direction_.resize(perturbation_.size());
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
@@ -120,7 +121,8 @@ std::vector<double> Sam::perturbation_scales(const float* w, const float* direct
   }
   double total = 0.0;  // in model order
   for (double s : squared) total += s;
-  std::vector<double> scales(parameters.size(), 0.0);
+  std::vector<double>& scales = tensor_scales_;
+  scales.assign(parameters.size(), 0.0);
   for (size_t k = 0; k < parameters.size(); ++k) {
     if (!parameters[k].value.requires_grad()) continue;
     const double rho = options_.tensor_rho.empty() ? options_.rho : options_.tensor_rho[k];
@@ -153,7 +155,7 @@ void Sam::perturb(float* w, const float* grad) {
     }
     direction = perturbation_.data();
   }
-  const std::vector<double> scales = perturbation_scales(w, direction);
+  const std::vector<double>& scales = perturbation_scales(w, direction);
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
     float* e = perturbation_.data() + p.begin;

@@ -95,8 +95,11 @@ class Sam {
   Sgd& base_;
   SamOptions options_;
   std::vector<float> perturbation_, saved_weights_;
-  mutable std::vector<float> scaled_direction_;  // |w| d (Adaptive), a buffer kept across steps
-  std::vector<double> perturbation_scales(const float* w, const float* direction) const;
+  // Buffers kept across steps, so a step allocates nothing: |w| d (Adaptive), per-tensor squared norms
+  // and scales.
+  std::vector<float> scaled_direction_;
+  std::vector<double> tensor_squared_, tensor_scales_;
+  const std::vector<double>& perturbation_scales(const float* w, const float* direction);
   void perturb(float* w, const float* grad);
   void finish_direction(float* grad) const;
 };
