@@ -1,6 +1,9 @@
 #include "nn/model.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "kernels/cuda/cuda.h"
 
 namespace bastion {
 
@@ -67,6 +70,23 @@ const Tensor& Model::host_state() const {
 std::span<float> Model::flat_gradients() const {
   host_state();
   return grads_.span();
+}
+
+std::vector<float> Model::state_values() const { return state_.to_vector(); }
+
+std::vector<float> Model::parameter_values() const {
+  std::vector<float> values = state_values();
+  values.resize(static_cast<size_t>(num_parameters_));
+  return values;
+}
+
+void Model::load_state_values(std::span<const float> values) {
+  BASTION_CHECK(static_cast<int64_t>(values.size()) == state_.numel(), "model ", name_, ": ", values.size(),
+                " state values for a state of ", state_.numel());
+  switch (state_.device()) {
+    case Device::CPU: std::copy(values.begin(), values.end(), state_.data()); break;
+    case Device::CUDA: cuda_copy_to_device(state_.data(), values.data(), values.size() * sizeof(float), cuda_stream()); break;
+  }
 }
 
 void Model::to(Device device) {

@@ -54,6 +54,11 @@ class Model {
   std::span<float> flat_parameters() const { return {host_state().data(), static_cast<size_t>(num_parameters_)}; }
   std::span<float> flat_state() const { return host_state().span(); }  // parameters then buffers
   std::span<float> flat_gradients() const;
+  // Copies of the state (parameters then buffers) between the host and the model's device: the FL loop
+  // keeps its models as host vectors and trains a device replica (fl/core/device_replicas.h).
+  std::vector<float> state_values() const;
+  std::vector<float> parameter_values() const;  // the first D values of state_values()
+  void load_state_values(std::span<const float> values);  // numel must match
   // The flat buffers as tensors, on the model's device.
   const Tensor& state_tensor() const { return state_; }
   const Tensor& gradient_tensor() const { return grads_; }

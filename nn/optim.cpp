@@ -6,6 +6,7 @@
 #include "kernels/cpu/optim.h"
 #include "kernels/cpu/vector.h"
 #include "kernels/cuda/optim.h"
+#include "kernels/cuda/vector.h"
 
 namespace bastion {
 
@@ -24,6 +25,10 @@ std::span<float> Sgd::momentum_buffer() {
   return velocity_.span();
 }
 
+std::vector<float> Sgd::momentum_values() const {
+  return velocity_.defined() ? velocity_.to_vector() : std::vector<float>{};
+}
+
 void Sgd::reset_momentum() {
   if (velocity_.defined()) velocity_.fill(0.0f);
   first_step_ = true;
@@ -38,6 +43,25 @@ void Sgd::load_momentum(std::span<const float> velocity) {
 }
 
 namespace {
+// n doubles on the device (the flat-vector reductions write their results there), read back in one copy.
+class DeviceDoubles {
+ public:
+  explicit DeviceDoubles(int64_t n)
+      : n_(n), data_(static_cast<double*>(cuda_allocate(static_cast<size_t>(n) * sizeof(double)))) {}
+  ~DeviceDoubles() { cuda_release(data_); }
+  DeviceDoubles(const DeviceDoubles&) = delete;
+  DeviceDoubles& operator=(const DeviceDoubles&) = delete;
+  double* data() const { return data_; }
+  void copy_to_host(std::vector<double>& out) const {  // waits for the stream
+    out.resize(static_cast<size_t>(n_));
+    cuda_copy_to_host(out.data(), data_, static_cast<size_t>(n_) * sizeof(double), cuda_stream());
+  }
+
+ private:
+  int64_t n_;
+  double* data_;
+};
+
 // Calls `update(begin, end)` for each maximal run of consecutive trainable parameters.
 template <typename Update>
 void for_each_trainable_range(const Model& model, Update update) {
@@ -119,6 +143,13 @@ const std::vector<double>& Sam::perturbation_scales(const float* w, const float*
     }
     squared[k] = vector_squared_norm_cpu(d, n);
   }
+  return scales_from_squared_norms();
+}
+
+const std::vector<double>& Sam::scales_from_squared_norms() {
+  const std::vector<ParameterView>& parameters = model_.parameters();
+  const SamOptions::Perturbation mode = options_.perturbation;
+  const std::vector<double>& squared = tensor_squared_;
   double total = 0.0;  // in model order
   for (double s : squared) total += s;
   std::vector<double>& scales = tensor_scales_;
@@ -196,6 +227,7 @@ void Sam::finish_direction(float* grad) const {
 }
 
 float Sam::step(const std::function<float()>& loss_and_backward) {
+  if (model_.device() == Device::CUDA) return step_on_device(loss_and_backward);
   const float loss = loss_and_backward();
   clip_gradient_norm(model_, options_.clip_before);
   float* w = model_.flat_parameters().data();
@@ -212,12 +244,77 @@ float StepDecay::lr_at(int64_t epoch) const {
   return lr0 * std::pow(gamma, static_cast<float>(epoch / step_size));
 }
 
+// The squared norm of each trainable tensor's direction into tensor_squared_ (0 for the others): one
+// double per tensor reduced on the device in a fixed order, read back in one copy.
+void Sam::squared_norms_on_device(const float* grad) {
+  const std::vector<ParameterView>& parameters = model_.parameters();
+  tensor_squared_.assign(parameters.size(), 0.0);
+  if (options_.perturbation == SamOptions::Perturbation::None) return;
+  DeviceDoubles sums(static_cast<int64_t>(parameters.size()));
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const ParameterView& p = parameters[k];
+    if (!p.value.requires_grad()) continue;
+    vector_dot_cuda(sums.data() + k, grad + p.begin, grad + p.begin, p.end - p.begin, cuda_stream());
+  }
+  sums.copy_to_host(tensor_squared_);
+  for (size_t k = 0; k < parameters.size(); ++k)
+    if (!parameters[k].value.requires_grad()) tensor_squared_[k] = 0.0;  // unwritten device slots
+}
+
+// Sam::step on a CUDA model: w saved by a device copy, w += scale_k g_k per trainable tensor (one fused
+// multiply-add where the CPU rounds e first: the two agree within a rounding), second pass, w restored,
+// g' = alpha g' + linear term, clipped, the base step.
+float Sam::step_on_device(const std::function<float()>& loss_and_backward) {
+  BASTION_CHECK(options_.dual.empty() && options_.perturbation != SamOptions::Perturbation::Adaptive,
+                "sam on a CUDA model: FedSMOO's duals and the adaptive perturbation run on the CPU only");
+  const int64_t P = model_.num_parameters();
+  if (!options_.linear_term.empty() && !linear_on_device_.defined())
+    linear_on_device_ = Tensor::from_vector({P}, options_.linear_term).to(Device::CUDA);
+  if (!saved_on_device_.defined()) saved_on_device_ = Tensor::empty({P}, Device::CUDA);
+  const float loss = loss_and_backward();
+  clip_gradient_norm(model_, options_.clip_before);
+  float* w = model_.state_tensor().data();
+  float* g = model_.gradient_tensor().data();
+  squared_norms_on_device(g);
+  const std::vector<double>& scales = scales_from_squared_norms();
+  cuda_copy_on_device(saved_on_device_.data(), w, static_cast<size_t>(P) * sizeof(float), cuda_stream());
+  const std::vector<ParameterView>& parameters = model_.parameters();
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const ParameterView& p = parameters[k];
+    if (p.value.requires_grad())
+      vector_axpy_cuda(w + p.begin, static_cast<float>(scales[k]), g + p.begin, p.end - p.begin, cuda_stream());
+  }
+  loss_and_backward();
+  cuda_copy_on_device(w, saved_on_device_.data(), static_cast<size_t>(P) * sizeof(float), cuda_stream());
+  if (options_.ascent_scale != 1.0f) vector_scale_cuda(g, options_.ascent_scale, P, cuda_stream());
+  if (linear_on_device_.defined())
+    for (const ParameterView& p : parameters)
+      if (p.value.requires_grad())
+        vector_axpy_cuda(g + p.begin, 1.0f, linear_on_device_.data() + p.begin, p.end - p.begin, cuda_stream());
+  clip_gradient_norm(model_, options_.clip_after);
+  base_.step();
+  return loss;
+}
+
 void clip_gradient_norm(Model& model, double max_norm) {
   if (max_norm <= 0.0) return;
-  const std::span<float> grad = model.flat_gradients();
-  const int64_t D = static_cast<int64_t>(grad.size());
-  const double norm = vector_norm_cpu(grad.data(), D);
-  if (norm > max_norm) vector_scale_cpu(grad.data(), static_cast<float>(max_norm / norm), D);
+  const Tensor& grad = model.gradient_tensor();
+  const int64_t D = grad.numel();
+  switch (model.device()) {
+    case Device::CPU: {
+      const double norm = vector_norm_cpu(grad.data(), D);
+      if (norm > max_norm) vector_scale_cpu(grad.data(), static_cast<float>(max_norm / norm), D);
+      break;
+    }
+    case Device::CUDA: {
+      DeviceDoubles norm(1);
+      vector_norm_cuda(norm.data(), grad.data(), D, cuda_stream());
+      std::vector<double> value;
+      norm.copy_to_host(value);
+      if (value[0] > max_norm) vector_scale_cuda(grad.data(), static_cast<float>(max_norm / value[0]), D, cuda_stream());
+      break;
+    }
+  }
 }
 
 }  // namespace bastion

@@ -48,6 +48,7 @@ class Sgd {
   float lr() const { return options_.lr; }
   const SgdOptions& options() const { return options_; }
   std::span<float> momentum_buffer();  // for checkpoints; empty without momentum; CPU models only
+  std::vector<float> momentum_values() const;  // a host copy of the buffer from any device; empty without momentum
   void reset_momentum();
   // Restores a momentum buffer saved from momentum_buffer() (FL clients that keep momentum across
   // rounds); the next step continues with v = momentum * v + g.
@@ -78,7 +79,8 @@ struct SamOptions {
   std::span<const float> dual_correction;    // P values (FedSMOO's s), or empty; needs dual
 };
 
-// SAM runs on CPU models only (its perturbation loops read the flat buffers on the host).
+// SAM on a CUDA model runs the same step with the flat-vector kernels (kernels/cuda/vector.h), except
+// FedSMOO's duals and the adaptive perturbation, which are CPU-only and refused there.
 class Sam {
  public:
   Sam(Model& model, Sgd& base, float rho);   // plain SAM: every trainable tensor, radius rho
@@ -87,7 +89,7 @@ class Sam {
   // terms to the gradient, such as Ditto's proximal gradient; it must not clip). Returns the loss at the
   // unperturbed weights.
   float step(const std::function<float()>& loss_and_backward);
-  // The perturbation e of the last step (P values, 0 on frozen tensors).
+  // The perturbation e of the last step (P values, 0 on frozen tensors); CPU models only.
   std::span<const float> last_perturbation() const { return perturbation_; }
 
  private:
@@ -99,7 +101,11 @@ class Sam {
   // and scales.
   std::vector<float> scaled_direction_;
   std::vector<double> tensor_squared_, tensor_scales_;
+  Tensor saved_on_device_, linear_on_device_;  // CUDA models: the unperturbed weights, the linear term
   const std::vector<double>& perturbation_scales(const float* w, const float* direction);
+  const std::vector<double>& scales_from_squared_norms();  // tensor_squared_ -> tensor_scales_
+  float step_on_device(const std::function<float()>& loss_and_backward);
+  void squared_norms_on_device(const float* grad);
   void perturb(float* w, const float* grad);
   void finish_direction(float* grad) const;
 };
