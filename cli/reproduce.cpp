@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "kernels/cuda/cuda.h"
 #include "fl/core/mpi_grid.h"
 #include "fl/core/preset.h"
 #include "fl/core/reproduce.h"
@@ -24,6 +25,7 @@ struct ReproduceArgs {
   std::vector<std::string> overrides, rows;
   int64_t seeds = 0;
   int threads = 0;
+  std::string device;
   bool quick = false, resume = false, overwrite = false;
 };
 
@@ -58,9 +60,11 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   options.resume = args.resume;
   options.overwrite = args.overwrite;
   options.threads = args.threads;
+  options.device = args.device;
   options.command = command_line;
   options.commit = build_commit();
   options.machine = machine_description();
+  if (args.device == "cuda") options.machine += ", " + std::string(cuda_device_description());
   options.log = [](const std::string& line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
@@ -102,6 +106,9 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
                   "Clients trained in parallel (default: each config's run.threads); under mpirun per rank "
                   "(keep ranks x threads <= cores)")
       ->check(CLI::Range(1, 256));
+  sub->add_option("--device", args->device, "cpu or cuda: where clients train and models are evaluated (default: each "
+                  "config's run.device; docs/cuda.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_flag("--resume", args->resume, "Skip finished runs and continue the others from their checkpoints");
   sub->add_flag("--overwrite", args->overwrite, "Replace results already in the output folder");
   add_data_dir_option(sub, args->data_dir);

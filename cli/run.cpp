@@ -18,6 +18,7 @@ struct RunArgs {
   std::string config_path, out_dir, data_dir;
   std::vector<std::string> overrides;
   int threads = 0;
+  std::string device;
   bool resume = false, overwrite = false, quiet = false;
 };
 
@@ -35,6 +36,7 @@ int run_run(const RunArgs& args) {
   RunOptions options;
   options.out_dir = args.out_dir.empty() ? "results/" + config.experiment.text("name") : args.out_dir;
   options.threads = args.threads;
+  options.device = args.device;
   options.resume = args.resume;
   options.overwrite = args.overwrite;
   options.spread_over_ranks = true;
@@ -70,6 +72,9 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--set", args->overrides, "Override a key: --set clients.sgd.lr=0.05 (repeatable)");
   sub->add_option("--out", args->out_dir, "Results folder (default results/<name>)");
   sub->add_option("--threads", args->threads, "Clients trained in parallel (default: run.threads)")->check(CLI::Range(1, 256));
+  sub->add_option("--device", args->device, "cpu or cuda: where clients train and models are evaluated (default: "
+                  "run.device; docs/cuda.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_flag("--resume", args->resume, "Continue from the checkpoints in the results folder");
   sub->add_flag("--overwrite", args->overwrite, "Replace results already in the results folder");
   sub->add_flag("--quiet", args->quiet, "No per-round progress lines");

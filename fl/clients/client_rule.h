@@ -129,6 +129,10 @@ class ClientRule {
   }
   // Ditto trains a personal model beside the shared one: the run loop then fills ClientTask::second.
   virtual bool uses_second_model() const { return false; }
+  // The rule's train() and post step run on a CUDA model (run.device = "cuda", fl/core/device_replicas.h):
+  // they read and write the model only through autograd, the optimizers and Model::state_values /
+  // load_state_values, never through its host spans. false: the rule is refused on the device.
+  virtual bool trains_on_device() const { return false; }
   // Local training in FedCAP's setting: every client trains every round, not only the sampled ones.
   virtual bool every_client_trains() const { return false; }
   // The rule's method server reads the server rule's upload weights (MethodRound::weights; SPMC's

@@ -21,11 +21,13 @@ class LocalClient final : public ClientRule {
   explicit LocalClient(const Params& p) : schedule_(local_schedule(p)), all_(p.text("participation") == "all") {}
 
   ClientResult train(ClientTask& task) const override {
-    copy_stored(task.state, kModelKey, task.model.flat_state(), "local");  // else the common initial model
+    std::vector<float> own(static_cast<size_t>(task.model.state_tensor().numel()));
+    if (copy_stored(task.state, kModelKey, own, "local")) task.model.load_state_values(own);  // else the common initial model
     ClientResult result = train_with_schedule(task, schedule_);
-    store(task.state, kModelKey, task.model.flat_state());
+    store_model(task.state, kModelKey, task.model);
     return result;
   }
+  bool trains_on_device() const override { return true; }
 
   SharedPart shared_part() const override { return SharedPart::None; }
   bool every_client_trains() const override { return all_; }

@@ -18,7 +18,9 @@ constexpr uint64_t kAttackStream = 0x61747461636bULL, kDropoutStream = 0x64726f7
 
 }  // namespace
 
-double local_step(LocalPass& pass, const Tensor& x, const LabelTensor& y) {
+double local_step(LocalPass& pass, const Tensor& host_x, const LabelTensor& y) {
+  // The loader builds batches on the host; a device replica (run.device = "cuda") gets a copy.
+  const Tensor x = host_x.to(pass.model.device());
   const Attack* attack = pass.task.attack;
   if (pass.allow_attack && attack && attack->kind() == AttackKind::Training) {
     TrainingStepContext context{pass.model, pass.sgd, x, y, pass.attack_rng};
@@ -255,8 +257,7 @@ void restore_momentum(const LocalSchedule& schedule, const ClientState& state, S
 
 void save_momentum(const LocalSchedule& schedule, ClientState& state, Sgd& sgd, const std::string& key) {
   if (!schedule.keep_momentum || schedule.sgd.momentum <= 0.0f) return;
-  const std::span<const float> v = sgd.momentum_buffer();
-  state.vectors[key].assign(v.begin(), v.end());
+  state.vectors[key] = sgd.momentum_values();
 }
 
 bool copy_stored(const ClientState& state, const std::string& key, std::span<float> out, const char* rule) {
@@ -270,6 +271,10 @@ bool copy_stored(const ClientState& state, const std::string& key, std::span<flo
 
 void store(ClientState& state, const std::string& key, std::span<const float> values) {
   state.vectors[key].assign(values.begin(), values.end());
+}
+
+void store_model(ClientState& state, const std::string& key, const Model& model) {
+  state.vectors[key] = model.state_values();
 }
 
 std::vector<std::pair<int64_t, int64_t>> head_columns(const Model& model) {

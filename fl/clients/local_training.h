@@ -132,6 +132,8 @@ void save_momentum(const LocalSchedule& schedule, ClientState& state, Sgd& sgd, 
 // none yet; a stored vector of the wrong length is an error naming `rule`.
 bool copy_stored(const ClientState& state, const std::string& key, std::span<float> out, const char* rule);
 void store(ClientState& state, const std::string& key, std::span<const float> values);
+// The model's whole state (from any device) stored under `key`.
+void store_model(ClientState& state, const std::string& key, const Model& model);
 
 // The columns [begin, end) of the head parameters in the flat state, in model order.
 std::vector<std::pair<int64_t, int64_t>> head_columns(const Model& model);

@@ -13,7 +13,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 void reinitialise_head(Model& model, uint64_t init_seed) {
   const std::unique_ptr<Model> fresh = make_model(model.name(), model.input_shape(), model.num_classes(), init_seed);
-  copy_head(model, fresh->flat_state(), model.flat_state());
+  std::vector<float> state = model.state_values();  // from any device
+  copy_head(model, fresh->flat_state(), state);
+  model.load_state_values(state);
 }
 }  // namespace
 

@@ -202,8 +202,7 @@ class SamFamilyClient final : public ClientRule {
 
   ClientResult train(ClientTask& task) const override {
     Model& model = task.model;
-    const std::span<const float> start_view = model.flat_parameters();
-    const std::vector<float> start(start_view.begin(), start_view.end());
+    const std::vector<float> start = model.parameter_values();
     SamOptions options = schedule_.sam_options(schedule_.rho);
     std::vector<float> linear = linear_term(task, start);
     if (!linear.empty()) options.linear_term = linear;
@@ -227,6 +226,7 @@ class SamFamilyClient final : public ClientRule {
   }
 
   std::optional<PostSpec> post_step() const override { return post_; }
+  bool trains_on_device() const override { return variant_ != Variant::FedSmoo; }  // its duals are CPU-only (Sam)
 
   std::unique_ptr<MethodServer> make_method_server(int64_t clients, int64_t num_parameters) const override {
     if (variant_ == Variant::FedSam) return nullptr;
@@ -367,7 +367,8 @@ std::vector<size_t> fsa_top_c(const std::vector<double>& sensitivity, int64_t c)
 }
 
 std::vector<double> fsa_sensitivity(const Model& model, std::span<const float> before, bool code_variant) {
-  const std::span<const float> after = model.flat_parameters();
+  const std::vector<float> after_values = model.parameter_values();
+  const std::span<const float> after(after_values);
   std::vector<double> sensitivity;
   for (const ParameterView& p : model.parameters()) {
     if (!fsa_candidate(p.name)) {

@@ -150,6 +150,9 @@ const Specs& eval_specs() {
 const Specs& run_specs() {
   static const Specs specs = {
       integer_param("threads", 1, 1, 256, "worker threads for client training"),
+      text_param("device", "cpu", {"cpu", "cuda"},
+                 "where clients train and models are evaluated: cpu, or cuda (one GPU; clients one after another, "
+                 "server rules on the host; docs/cuda.md)"),
       integer_param("checkpoint_every", 0, 0, 1e6, "write a checkpoint every this many rounds; 0 = none"),
   };
   return specs;

@@ -54,14 +54,17 @@ double client_accuracy(const EvalResult& result, bool batch_mean) {
   return batch_mean ? result.batch_mean_accuracy() : result.accuracy;
 }
 
-ClientFigures evaluate_client(const PersonalEvalInput& in, size_t row, Model& model) {
+// The client's model is assembled on `host`; `devices` (or the host replica itself) runs it.
+ClientFigures evaluate_client(const PersonalEvalInput& in, size_t row, Model& host, const DeviceReplicas& devices,
+                              int worker) {
   const int64_t client = in.clients[row];
   const bool post_now = in.post && in.post->applies(in.round, in.rounds);
-  load_evaluated_model(in, client, model, post_now);
+  load_evaluated_model(in, client, host, post_now);
+  const Generator streams = in.post_streams.fork(static_cast<uint64_t>(in.round)).fork(static_cast<uint64_t>(client));
+  const PostStartData start{in.train, in.partition.train[client], in.train_transform, streams.fork(2).next_u64()};
+  if (post_now) in.rule.prepare_post_step(in.states[client], in.global, host, start);
+  Model& model = devices.upload(worker, host);
   if (post_now) {
-    const Generator streams = in.post_streams.fork(static_cast<uint64_t>(in.round)).fork(static_cast<uint64_t>(client));
-    const PostStartData start{in.train, in.partition.train[client], in.train_transform, streams.fork(2).next_u64()};
-    in.rule.prepare_post_step(in.states[client], in.global, model, start);
     apply_post_step(client_post_spec(*in.post, in.states[client]), model, in.train, in.partition.train[client],
                     in.train_transform, streams.fork(0).next_u64(), streams.fork(1).next_u64());
   }
@@ -88,8 +91,8 @@ ClientFigures evaluate_client(const PersonalEvalInput& in, size_t row, Model& mo
     }
   }
   if (in.received_acc && !local.empty()) {
-    load_received(in, row, model.flat_state());
-    figures.received_acc = client_accuracy(evaluate(model, *in.local.data, in.batch, local, in.eval_transform), in.batch_mean);
+    load_received(in, row, host.flat_state());
+    figures.received_acc = client_accuracy(evaluate(devices.upload(worker, host), *in.local.data, in.batch, local, in.eval_transform), in.batch_mean);
   }
   return figures;
 }
@@ -169,13 +172,15 @@ std::vector<int64_t> personal_eval_clients(const std::vector<uint8_t>& is_malici
 }
 
 PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& pool,
-                                 std::vector<std::unique_ptr<Model>>& replicas, RunTransport* transport) {
+                                 std::vector<std::unique_ptr<Model>>& replicas, RunTransport* transport,
+                                 const DeviceReplicas* devices) {
+  const DeviceReplicas none;
   std::vector<ClientFigures> figures(input.clients.size());
   const int ranks = transport ? transport->size() : 1, rank = transport ? transport->rank() : 0;
   const std::vector<int64_t> rows = owned_rows(input.clients, rank, ranks);
   pool.run(static_cast<int64_t>(rows.size()), [&](int64_t k, int worker) {
     const int64_t i = rows[static_cast<size_t>(k)];
-    figures[i] = evaluate_client(input, static_cast<size_t>(i), *replicas[worker]);
+    figures[i] = evaluate_client(input, static_cast<size_t>(i), *replicas[worker], devices ? *devices : none, worker);
   });
   if (ranks > 1 && !gather_figures(*transport, rows, figures)) return PersonalRecord{};
   std::vector<double> acc, global_acc, asr, received_acc, local_weights, asr_weights;

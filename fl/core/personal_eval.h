@@ -33,6 +33,7 @@
 #include "fl/attacks/attack.h"
 #include "fl/clients/client_rule.h"
 #include "fl/clients/post_step.h"
+#include "fl/core/device_replicas.h"
 #include "fl/core/mpi_run.h"
 #include "fl/core/thread_pool.h"
 #include "fl/metrics/metrics.h"
@@ -93,8 +94,11 @@ inline constexpr const char* kOwnLastKey = "eval.own_last";
 // Spread over K > 1 ranks (`transport`, fl/core/mpi_run.h): each rank evaluates the clients it owns (their
 // states live there, fl/core/spread_round.h) and sends rank 0 their figures, which it places in client
 // order: the same record as one process. Ranks other than 0 return an empty record (present = false).
+// `devices` (a CUDA run): each client's model is assembled on the host replica, then its post step and
+// every forward pass run on the replica's device twin.
 PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& pool,
-                                 std::vector<std::unique_ptr<Model>>& replicas, RunTransport* transport = nullptr);
+                                 std::vector<std::unique_ptr<Model>>& replicas, RunTransport* transport = nullptr,
+                                 const DeviceReplicas* devices = nullptr);
 
 // The benign clients to evaluate: all of them, or a seeded subset of k (sorted ascending).
 std::vector<int64_t> personal_eval_clients(const std::vector<uint8_t>& is_malicious, int64_t k, Generator rng);

@@ -146,6 +146,7 @@ GridOutcome run_grid_cell(const std::string& base, const PresetRun& run, const s
     RunOptions run_options;
     run_options.out_dir = dir;
     run_options.threads = options.threads;
+    run_options.device = options.device;
     run_options.resume = options.resume;
     run_options.overwrite = options.overwrite;
     run_with_provenance(config, run_options, dir, options);

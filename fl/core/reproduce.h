@@ -33,6 +33,7 @@ struct ReproduceOptions {
   int64_t seeds = 0;                             // 0 = the preset's
   bool resume = false, overwrite = false;
   int threads = 0;                               // 0 = each config's run.threads
+  std::string device;                            // "cpu" | "cuda"; empty = each config's run.device
   std::string command;                           // the command line, for table.md
   std::string commit, machine;                   // for table.md ("unknown" when empty)
   std::function<void(const std::string&)> log;   // progress lines; null = silent

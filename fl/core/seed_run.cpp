@@ -29,8 +29,8 @@ std::string percent(double value) {
 
 }  // namespace
 
-SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, std::string dir,
-                 const RunOptions& options, RunTransport& net)
+SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, Device device,
+                 std::string dir, const RunOptions& options, RunTransport& net)
     : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(threads), net_(net) {
   partition_ = make_partition(shared.train, partition_spec(c_.data), c_.data.integer("clients"),
                               root_.fork(kPartition).next_u64());
@@ -60,6 +60,10 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
                 "' keeps server state over the whole model: it must share every column");
   post_ = client_rule_->post_step();
   if (!post_) post_ = post_spec_from_section(c_.post);
+  if (device == Device::CUDA) {
+    check_device_support(c_, *client_rule_, attacks_);
+    devices_ = DeviceReplicas(replicas_);
+  }
   if (client_rule_->uses_second_model())
     for (int w = 0; w < threads; ++w)
       second_replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
@@ -157,10 +161,11 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
   const int64_t width = sharing_.width;
   pool_.run(static_cast<int64_t>(rows.size()), [&](int64_t k, int worker) {
     const int64_t i = rows[static_cast<size_t>(k)];
-    Model& model = *replicas_[worker];
+    Model& host = *replicas_[worker];
     const std::span<const float> start =
         starts_.empty() ? std::span<const float>(global_) : std::span<const float>(starts_.data() + i * D_, D_);
-    std::copy(start.begin(), start.end(), model.flat_state().begin());
+    std::copy(start.begin(), start.end(), host.flat_state().begin());
+    Model& model = devices_.upload(worker, host);  // the host replica itself on a CPU run
     loaded_version_[worker] = -1;  // the replica now holds a client's model, not the global one
     const int64_t client = sampled[i];
     const bool attacker = attack_on && is_malicious_[client];
@@ -173,8 +178,9 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
                     messages_.empty() ? nullptr : &messages_[static_cast<size_t>(i)]};
     results[i] = client_rule_->train(task);
     model.set_all_trainable(true);  // a rule that froze a part leaves the replica whole for the next client
-    if (own_last_ && !scratch) store(state, kOwnLastKey, model.flat_state());  // a request's training is not the client's own
-    sharing_.difference(model.flat_state(), start, uploads.data() + i * width);
+    devices_.download(worker, host);
+    if (own_last_ && !scratch) store(state, kOwnLastKey, host.flat_state());  // a request's training is not the client's own
+    sharing_.difference(host.flat_state(), start, uploads.data() + i * width);
   });
 }
 

@@ -18,6 +18,7 @@
 #include "fl/clients/post_step.h"
 #include "fl/core/checkpoint.h"
 #include "fl/core/client_models.h"
+#include "fl/core/device_replicas.h"
 #include "fl/core/experiment.h"
 #include "fl/core/mpi_run.h"
 #include "fl/core/personal_eval.h"
@@ -31,8 +32,8 @@ namespace bastion {
 
 class SeedRun {
  public:
-  SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, std::string dir,
-          const RunOptions& options, RunTransport& net);
+  SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, Device device,
+          std::string dir, const RunOptions& options, RunTransport& net);
 
   void run(const RunOptions& options);
   RunSummary summary() const {
@@ -75,6 +76,7 @@ class SeedRun {
   AttackSet attacks_;
   std::vector<std::unique_ptr<Model>> replicas_;
   std::vector<std::unique_ptr<Model>> second_replicas_;  // rules that train two models (Ditto)
+  DeviceReplicas devices_;                   // CUDA twins of replicas_ (run.device = "cuda"), else none
   std::vector<float> global_;
   bool own_last_ = false;                    // eval.personal_model = own-last: keep each client's trained model
   std::vector<float> initial_;               // the initial model, with own_last_ (a never-trained client's own model)
@@ -127,7 +129,7 @@ class SeedRun {
                                 const std::vector<int64_t>& sampled, const std::vector<ClientResult>& results,
                                 AggregationOutput& output);
   int64_t message_bytes() const;
-  void load_global(int worker);
+  Model& load_global(int worker);  // the worker's model (its device twin on a CUDA run) holding global_
   EvalResult evaluate_global(const std::vector<int64_t>& indices, const PoisonSpec* poison);
   double evaluate_local();
   PersonalRecord evaluate_personalized(int64_t round);

@@ -79,10 +79,12 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
   }
 }
 
-void SeedRun::load_global(int worker) {
-  if (loaded_version_[worker] == version_) return;
-  std::copy(global_.begin(), global_.end(), replicas_[worker]->flat_state().begin());
+Model& SeedRun::load_global(int worker) {
+  Model& host = *replicas_[worker];
+  if (loaded_version_[worker] == version_) return devices_.model(worker, host);
+  std::copy(global_.begin(), global_.end(), host.flat_state().begin());
   loaded_version_[worker] = version_;
+  return devices_.upload(worker, host);
 }
 
 // Fixed-size chunks, one task each, combined in chunk order: the same sums for any thread count.
@@ -92,8 +94,7 @@ EvalResult SeedRun::evaluate_global(const std::vector<int64_t>& indices, const P
   std::vector<EvalResult> parts(static_cast<size_t>(chunks));
   const TransformSpec* transform = is_identity_transform(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
   pool_.run(chunks, [&](int64_t k, int worker) {
-    load_global(worker);
-    Model& model = *replicas_[worker];
+    Model& model = load_global(worker);
     const auto begin = indices.begin() + k * chunk;
     const std::vector<int64_t> part(begin, begin + std::min<int64_t>(chunk, indices.end() - begin));
     parts[k] = evaluate(model, shared_.test, chunk, part, transform, poison);
@@ -119,8 +120,7 @@ double SeedRun::evaluate_local() {
   const TransformSpec* transform = is_identity_transform(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
   pool_.run(clients, [&](int64_t client, int worker) {
     if (is_malicious_[client] || partition_.test[client].empty()) return;
-    load_global(worker);
-    accuracy[client] = evaluate(*replicas_[worker], shared_.train, c_.eval.integer("batch"), partition_.test[client],
+    accuracy[client] = evaluate(load_global(worker), shared_.train, c_.eval.integer("batch"), partition_.test[client],
                                 transform).accuracy;
   });
   return mean_std(accuracy).mean;
@@ -146,7 +146,7 @@ PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
     client_start_states(*server_rule_, sharing_, global_, global_shared(), input.clients, next_received);
     input.received_rows = next_received;
   }
-  const PersonalRecord record = evaluate_personal(input, pool_, replicas_, &net_);
+  const PersonalRecord record = evaluate_personal(input, pool_, replicas_, &net_, &devices_);
   std::fill(loaded_version_.begin(), loaded_version_.end(), -1);  // the replicas hold client models now
   return record;
 }
