@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-#   scripts/gpu_checks.sh [all | profile | ab OLD_BUNDLE]
+#   scripts/gpu_checks.sh [all | profile | ab OLD_BUNDLE | fl]
 # Runs on the lent GPU machine, over the bundle that scripts/gpu_bundle.sh made here: the CUDA test suite,
 # the GEMM and convolution ladders, the ResNet18 train step beside PyTorch eager, LeNet on Fashion-MNIST
 # with --device cuda, and compute-sanitizer over the agreement tests. One log per step under $OUT
@@ -38,6 +38,32 @@ if [ "${1:-all}" = ab ]; then  # ab OLD_BUNDLE: ResNet18 step and 4096^3 GEMM ru
     done
   done
   exit 0
+fi
+if [ "${1:-all}" = fl ]; then  # federated runs on the device (issue 36): tests, then the FL round beside PyTorch
+  { find / -maxdepth 6 -iname '*cifar-10*' -not -path '/proc/*' 2>/dev/null | head -5; } > "$out/cifar-search.log"
+  step tests 300 $bin/bastion_tests --gtest_filter='Cuda*:FlDevice.*:*SavesCudaTensors*' --gtest_brief=1
+  fl_round() {  # fl_round NAME SECONDS SETTINGS...: configs/bench/fl-round.toml on the device, timing.csv kept
+    local name=$1 limit=$2; shift 2
+    step flround "$limit" $bin/bastion run "$root/configs/bench/fl-round.toml" --device cuda --quiet --overwrite \
+      --out "/tmp/fl-$name" "$@"
+    cp "/tmp/fl-$name/timing.csv" "$out/timing-$name.csv" 2>/dev/null
+    cp "/tmp/fl-$name/rounds.csv" "$out/rounds-$name.csv" 2>/dev/null
+  }
+  fl_round lenet 120 --data-dir "$root/.gpu" --set rounds=8
+  step flround 120 python3 "$root/bench/reference/pytorch_cuda_fl_round.py" --model lenet --data "$root/.gpu/fashion-mnist" --rounds 6
+  step flround 120 python3 "$root/bench/reference/pytorch_cuda_fl_round.py" --model lenet --data "$root/.gpu/fashion-mnist" --rounds 6 --data-on host
+  # ResNet18 on random CIFAR-10-format files (timing only: CIFAR-10 is larger than what travels to this machine)
+  python3 - <<'PY'
+import os, numpy as np
+d = "/tmp/cifar/cifar-10-batches-bin"; os.makedirs(d, exist_ok=True); rng = np.random.default_rng(1)
+for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
+    rows = rng.integers(0, 256, size=(10000, 3073), dtype=np.uint8); rows[:, 0] %= 10
+    rows.tofile(os.path.join(d, name))
+PY
+  fl_round resnet18 300 --data-dir /tmp/cifar --set data.dataset=cifar10 --set model.name=resnet18 \
+    --set data.max_per_client=500 --set rounds=4
+  step flround 240 python3 "$root/bench/reference/pytorch_cuda_fl_round.py" --model resnet18 --rounds 3
+  cat "$out/summary.log"; exit 0
 fi
 if [ "${1:-all}" = profile ]; then  # per-kernel GPU time of the ResNet18 step (6 steps: 5 warm-up + 1)
   step tests 120 $bin/bastion_tests --gtest_filter='CudaTraining.*' --gtest_brief=1
