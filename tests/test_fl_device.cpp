@@ -137,6 +137,18 @@ TEST_F(FlDevice, PersonalisedEvaluationAndPostStepsAgreeWithTheCpu) {
   }
 }
 
+// Under mpirun, rank r of a node asks for device r: it wraps around the devices there are (the emulator
+// and a one-GPU machine have device 0 only).
+TEST_F(FlDevice, SelectingADeviceWrapsAroundTheDeviceCount) {
+  BASTION_REQUIRE_CUDA();
+  const int wrapped = cuda_select_device(1000003);
+  EXPECT_GE(wrapped, 0);
+  EXPECT_LT(wrapped, 1000003);
+  if (cuda_emulated()) EXPECT_EQ(wrapped, 0);
+  EXPECT_EQ(cuda_select_device(0), 0);  // the tests after this one run on device 0
+  testing::expect_error([] { cuda_select_device(-1); }, {"cuda_select_device", "-1"});
+}
+
 TEST_F(FlDevice, RulesThatReadTheWeightsOnTheHostAreRefusedByName) {
   BASTION_REQUIRE_CUDA();
   for (const std::string rule : {"ditto", "fedrep", "fedsmoo", "fedcap"})

@@ -184,5 +184,18 @@ TEST_F(MpiGrid, LauncherSizeReadsOpenMpiThenPmiAndIgnoresGarbage) {
   EXPECT_EQ(launcher_size(), 1);
 }
 
+// A device run takes GPU (node-local rank) mod (devices): the local rank comes from the launcher.
+TEST_F(MpiGrid, LauncherLocalRankReadsOpenMpiThenMpichAndDefaultsToZero) {
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  unsetenv("PMI_LOCAL_RANK");
+  setenv("MPI_LOCALRANKID", "2", 1);
+  EXPECT_EQ(launcher_local_rank(), 2);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  EXPECT_EQ(launcher_local_rank(), 1);  // Open MPI's own variable first
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  unsetenv("MPI_LOCALRANKID");
+  EXPECT_EQ(launcher_local_rank(), 0);
+}
+
 }  // namespace
 }  // namespace bastion

@@ -2,6 +2,7 @@
 
 #include "fl/attacks/attack.h"
 #include "fl/clients/client_rule.h"
+#include "fl/core/mpi_grid.h"
 #include "fl/core/run_setup.h"
 #include "kernels/cuda/cuda.h"
 #include "nn/models.h"
@@ -51,6 +52,7 @@ Device select_run_device(const ExperimentConfig& config, const std::string& over
   BASTION_CHECK(name == "cpu" || name == "cuda", "--device ", name, ": valid: cpu, cuda");
   if (name == "cpu") return Device::CPU;
   BASTION_CHECK(cuda_available(), "run.device = \"cuda\": ", cuda_device_description());
+  cuda_select_device(launcher_local_rank());  // before the first allocation: one GPU per rank of a node
   return Device::CUDA;
 }
 

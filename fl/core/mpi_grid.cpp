@@ -35,6 +35,12 @@ int launcher_rank() {
   return rank > 0 ? rank : 0;
 }
 
+int launcher_local_rank() {
+  static const char* const names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", nullptr};
+  const int rank = env_integer(names);
+  return rank > 0 ? rank : 0;
+}
+
 void run_grid_in_order(size_t count, const GridTask& task, const GridDone& done) {
   for (size_t i = 0; i < count; ++i) done(i, task(i));
 }

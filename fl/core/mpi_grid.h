@@ -45,6 +45,9 @@ struct GridWorld {
 // OMPI_COMM_WORLD_SIZE/RANK, PMI's PMI_SIZE/RANK); 1 and 0 when not started by a launcher.
 int launcher_size();
 int launcher_rank();
+// This process's rank among the launcher's processes on this node (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK,
+// MPICH's MPI_LOCALRANKID); 0 when not started by a launcher. A device run uses GPU local rank mod devices.
+int launcher_local_rank();
 
 // Whether this build has MPI (BASTION_MPI).
 bool mpi_built();

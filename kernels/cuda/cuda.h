@@ -27,6 +27,9 @@ bool cuda_available();  // a device is present (always true in the emulated buil
 bool cuda_emulated();   // built with BASTION_CUDA=EMULATE: "device" code runs on CPU threads
 const char* cuda_device_description();  // e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" or "CUDA emulator"
 
+// Makes device `index` mod (device count) this process's device and returns it; call it before the first
+// stream or allocation (under mpirun: the node-local rank, so each rank of a node gets its own GPU).
+int cuda_select_device(int index);
 CudaStream cuda_stream();  // the engine's stream, created on first use
 void cuda_synchronize(CudaStream stream);
 void cuda_set_debug_sync(bool on);

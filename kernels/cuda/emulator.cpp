@@ -188,6 +188,11 @@ cudaError_t cudaGetDeviceCount(int* count) {
   *count = 1;
   return cudaSuccess;
 }
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
 cudaError_t cudaGetLastError() { return bastion_emu::take_last_error(true); }
 cudaError_t cudaPeekAtLastError() { return bastion_emu::take_last_error(false); }
 const char* cudaGetErrorString(cudaError_t error) {

@@ -198,6 +198,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaSetDevice(int device);  // the emulator has device 0 only
+cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 const char* cudaGetErrorString(cudaError_t error);

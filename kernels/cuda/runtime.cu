@@ -76,13 +76,25 @@ const char* cuda_device_description() {
     return "CUDA emulator (kernels run on CPU threads)";
 #else
     if (!cuda_available()) return "no CUDA device";
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp prop{};
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
            std::to_string(prop.multiProcessorCount) + " SMs)";
 #endif
   }();
   return description.c_str();
+}
+
+int cuda_select_device(int index) {
+  BASTION_CHECK(cuda_available(), "no CUDA device found (cudaGetDeviceCount returned none)");
+  BASTION_CHECK(index >= 0, "cuda_select_device: index ", index, " must be >= 0");
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  const int device = index % count;
+  CUDA_CHECK(cudaSetDevice(device));
+  return device;
 }
 
 CudaStream cuda_stream() {

@@ -13,6 +13,7 @@ void cuda_unavailable() {
 bool cuda_available() { return false; }
 bool cuda_emulated() { return false; }
 const char* cuda_device_description() { return "built without CUDA"; }
+int cuda_select_device(int) { cuda_unavailable(); }
 CudaStream cuda_stream() { cuda_unavailable(); }
 void cuda_synchronize(CudaStream) { cuda_unavailable(); }
 void cuda_set_debug_sync(bool) {}
