@@ -127,10 +127,11 @@ TEST_F(FlDevice, SamFamilyStepsAgreeWithTheCpu) {
 }
 
 // Personalised evaluation: fedavg-ft's stored models and its final head-tune post step, st's head
-// re-initialisation, local's stored model loaded into the device replica.
+// re-initialisation, local's stored model loaded into the device replica, Ditto's second model with its
+// proximal gradient on the device, FedRep's stored head and its head and body phases.
 TEST_F(FlDevice, PersonalisedEvaluationAndPostStepsAgreeWithTheCpu) {
   BASTION_REQUIRE_CUDA();
-  for (const std::string rule : {"fedavg-ft", "st", "local"}) {
+  for (const std::string rule : {"fedavg-ft", "st", "local", "ditto", "fedrep"}) {
     TinyRun spec = device_run(rule).with({"eval.personalized=true", "data.local_test=like-train", "eval.personal_global=false"});
     if (rule == "fedavg-ft") spec = spec.with({"clients.fedavg-ft.variant=after-local-final-head"});
     expect_rounds_agree_on(spec, rule);
@@ -149,9 +150,18 @@ TEST_F(FlDevice, SelectingADeviceWrapsAroundTheDeviceCount) {
   testing::expect_error([] { cuda_select_device(-1); }, {"cuda_select_device", "-1"});
 }
 
+// FedCAP: the customised model received, the request path (asked clients train on copies of their state)
+// and the Ditto-style personal model, all on the device.
+TEST_F(FlDevice, FedcapAgreesWithTheCpu) {
+  BASTION_REQUIRE_CUDA();
+  expect_rounds_agree_on(device_run("fedcap").with({"server.rule=fedcap", "eval.personalized=true",
+                                                    "data.local_test=like-train", "eval.personal_global=false"}),
+                         "fedcap");
+}
+
 TEST_F(FlDevice, RulesThatReadTheWeightsOnTheHostAreRefusedByName) {
   BASTION_REQUIRE_CUDA();
-  for (const std::string rule : {"ditto", "fedrep", "fedsmoo", "fedcap"})
+  for (const std::string rule : {"fedsmoo", "fedala", "spmc"})
     testing::expect_error([&] { run_on(device_run(rule), "refused-" + rule, "cuda"); },
                           {"run.device = \"cuda\"", "'" + rule + "'", "CPU only"});
   testing::expect_error([&] { run_on(device_run().with({"attack.names=[\"bapfl\"]", "attack.malicious_count=1"}),

@@ -37,12 +37,14 @@ class DittoClient final : public ClientRule {
     BASTION_CHECK(task.second != nullptr, "ditto: the run loop gave no second model replica");
     Model& global = task.model;
     Model& personal = *task.second;
-    const std::vector<float> reference(global.flat_state().begin(), global.flat_state().end());
-    if (!copy_stored(task.state, kPersonalKey, personal.flat_state(), "ditto"))  // first participation
-      std::copy(reference.begin(), reference.end(), personal.flat_state().begin());
-    const GradientHook prox = [&](Model& m) { add_proximal_gradient(m, reference, lambda_); };
+    // Host copies in and out: the models may be device replicas (run.device = "cuda").
+    const std::vector<float> reference = global.state_values();
+    std::vector<float> own(reference.size());
+    personal.load_state_values(copy_stored(task.state, kPersonalKey, own, "ditto") ? own : reference);  // else first participation
+    const Tensor reference_there = Tensor::from_vector({static_cast<int64_t>(reference.size())}, reference).to(personal.device());
+    const GradientHook prox = [&](Model& m) { add_proximal_gradient(m, reference_there, lambda_); };
     ClientResult result = interleaved_ ? train_interleaved(task, personal, prox) : train_sequential(task, personal, prox);
-    store(task.state, kPersonalKey, personal.flat_state());
+    store_model(task.state, kPersonalKey, personal);
     return result;
   }
 
@@ -51,6 +53,7 @@ class DittoClient final : public ClientRule {
     return copy_stored(state, kPersonalKey, out, "ditto");
   }
   bool uses_second_model() const override { return true; }
+  bool trains_on_device() const override { return true; }
 
  private:
   LocalSchedule schedule_;

@@ -43,7 +43,7 @@ class FedcapClient final : public ClientRule {
 
   ClientResult train(ClientTask& task) const override {
     // What it received: the evaluated model without a personal model, FedCAP's "g" figure with one.
-    store(task.state, kCustomisedKey, task.model.flat_state());
+    store_model(task.state, kCustomisedKey, task.model);
     if (personal_) return ditto_->train(task);
     return train_with_schedule(task, schedule_);
   }
@@ -57,6 +57,7 @@ class FedcapClient final : public ClientRule {
     return copy_stored(state, kCustomisedKey, out, "fedcap");
   }
   bool uses_second_model() const override { return personal_; }
+  bool trains_on_device() const override { return true; }
 
  private:
   bool personal_;

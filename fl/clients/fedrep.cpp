@@ -42,7 +42,11 @@ class FedRepClient final : public ClientRule {
   ClientResult train(ClientTask& task) const override {
     Model& model = task.model;
     const auto stored = task.state.vectors.find(kHeadKey);
-    if (stored != task.state.vectors.end()) scatter_head(model, stored->second, model.flat_state());
+    if (stored != task.state.vectors.end()) {  // through a host copy: the model may be a device replica
+      std::vector<float> state = model.state_values();
+      scatter_head(model, stored->second, state);
+      model.load_state_values(state);
+    }
     BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
     Generator attack_rng = attack_stream(task);
     prepare_loader(loader, task, attack_rng);
@@ -53,7 +57,7 @@ class FedRepClient final : public ClientRule {
                               head_lr_ > 0 ? static_cast<float>(head_lr_ * schedule_.decay_at(task.round)) : lr);
     ClientResult body = phase(task, loader, attack_rng, /*head=*/false, body_epochs_, head_epochs_, lr);
     model.set_all_trainable(true);
-    task.state.vectors[kHeadKey] = gather_head(model, model.flat_state());
+    task.state.vectors[kHeadKey] = gather_head(model, model.state_values());
     ClientResult result;
     result.head_steps = head.steps;
     result.body_steps = body.steps;
@@ -66,6 +70,7 @@ class FedRepClient final : public ClientRule {
   }
 
   SharedPart shared_part() const override { return SharedPart::Body; }
+  bool trains_on_device() const override { return true; }
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {

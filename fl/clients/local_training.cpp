@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "fl/attacks/attack.h"
+#include "kernels/cuda/vector.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -236,6 +237,22 @@ void add_proximal_gradient(Model& model, std::span<const float> reference, doubl
   for (const ParameterView& p : model.parameters()) {
     if (!p.value.requires_grad()) continue;
     for (int64_t i = p.begin; i < p.end; ++i) grad[i] += l * (w[i] - reference[i]);
+  }
+}
+
+void add_proximal_gradient(Model& model, const Tensor& reference, double lambda) {
+  BASTION_CHECK(reference.device() == model.device() && reference.numel() >= model.num_parameters(),
+                "proximal gradient: reference of ", reference.numel(), " values on ", device_name(reference.device()),
+                " for a model of ", model.num_parameters(), " parameters on ", device_name(model.device()));
+  if (model.device() == Device::CPU)
+    return add_proximal_gradient(model, std::span<const float>(reference.data(), static_cast<size_t>(reference.numel())), lambda);
+  const float l = static_cast<float>(lambda);
+  float* grad = model.gradient_tensor().data();
+  const float* w = model.state_tensor().data();
+  for (const ParameterView& p : model.parameters()) {
+    if (!p.value.requires_grad()) continue;
+    vector_axpy_cuda(grad + p.begin, l, w + p.begin, p.end - p.begin, cuda_stream());
+    vector_axpy_cuda(grad + p.begin, -l, reference.data() + p.begin, p.end - p.begin, cuda_stream());
   }
 }
 

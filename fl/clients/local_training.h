@@ -118,6 +118,9 @@ ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, in
 // gradient lambda (w - reference) ADDED to the model's gradient buffer (trainable parameters only).
 double proximal_term(const Model& model, std::span<const float> reference, double lambda);
 void add_proximal_gradient(Model& model, std::span<const float> reference, double lambda);
+// The same with the reference on the model's device (a CUDA model: lambda w - lambda reference added by two
+// fused multiply-adds per range, within a rounding of the CPU's lambda (w - reference)).
+void add_proximal_gradient(Model& model, const Tensor& reference, double lambda);
 // RSA's l1 consensus term lambda ||w - reference||_1 over the parameter columns: its subgradient
 // lambda sign(w - reference) (sign(0) = 0: a coordinate equal to the reference gets nothing) ADDED to the
 // model's gradient buffer (trainable parameters only).

@@ -67,6 +67,7 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
   if (client_rule_->uses_second_model())
     for (int w = 0; w < threads; ++w)
       second_replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
+  if (device == Device::CUDA) second_devices_ = DeviceReplicas(second_replicas_);
   if (!partition_.server.empty())
     server_data_.emplace(*replicas_[0], shared.train, partition_.server, shared.train_transform,
                          shared.eval_transform, c_.eval.integer("batch"), client_local_schedule(c_.client_rule));
@@ -174,7 +175,7 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
                     client, round, client_streams.fork(static_cast<uint64_t>(client)).next_u64(),
                     root_.fork(kClientFixed).fork(static_cast<uint64_t>(client)).next_u64(),
                     attacker ? attacks_.data : nullptr, attacker ? attacker_index_.at(client) : 0,
-                    second_replicas_.empty() ? nullptr : second_replicas_[worker].get(),
+                    second_replicas_.empty() ? nullptr : &second_devices_.model(worker, *second_replicas_[worker]),
                     messages_.empty() ? nullptr : &messages_[static_cast<size_t>(i)]};
     results[i] = client_rule_->train(task);
     model.set_all_trainable(true);  // a rule that froze a part leaves the replica whole for the next client

@@ -77,6 +77,7 @@ class SeedRun {
   std::vector<std::unique_ptr<Model>> replicas_;
   std::vector<std::unique_ptr<Model>> second_replicas_;  // rules that train two models (Ditto)
   DeviceReplicas devices_;                   // CUDA twins of replicas_ (run.device = "cuda"), else none
+  DeviceReplicas second_devices_;            // ... and of second_replicas_
   std::vector<float> global_;
   bool own_last_ = false;                    // eval.personal_model = own-last: keep each client's trained model
   std::vector<float> initial_;               // the initial model, with own_last_ (a never-trained client's own model)
