@@ -19,7 +19,7 @@ struct RunArgs {
   std::vector<std::string> overrides;
   int threads = 0;
   std::string device;
-  bool resume = false, overwrite = false, quiet = false;
+  bool resume = false, overwrite = false, quiet = false, save_model = false;
 };
 
 // Without a config file, `--resume --out DIR` continues the run in DIR from the config.toml it recorded.
@@ -37,6 +37,7 @@ int run_run(const RunArgs& args) {
   options.out_dir = args.out_dir.empty() ? "results/" + config.experiment.text("name") : args.out_dir;
   options.threads = args.threads;
   options.device = args.device;
+  options.save_model = args.save_model;
   options.resume = args.resume;
   options.overwrite = args.overwrite;
   options.spread_over_ranks = true;
@@ -78,6 +79,10 @@ Command add_run_command(CLI::App& app) {
   sub->add_flag("--resume", args->resume, "Continue from the checkpoints in the results folder");
   sub->add_flag("--overwrite", args->overwrite, "Replace results already in the results folder");
   sub->add_flag("--quiet", args->quiet, "No per-round progress lines");
+  sub->add_flag("--save-model", args->save_model,
+                "Write the final global model to model.safetensors in each seed's folder (PyTorch names; loads with "
+                "model.init or train --init), and the clients' personal models to personal-models.safetensors when the "
+                "rule keeps them");
   add_data_dir_option(sub, args->data_dir);
   return [args]() { return run_run(*args); };
 }

@@ -16,6 +16,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/gemm.h"
+#include "nn/model_file.h"
 #include "nn/models.h"
 #include "nn/optim.h"
 #include "tensor/safetensors.h"
@@ -25,7 +26,7 @@ namespace bastion::cli {
 namespace {
 
 struct TrainArgs {
-  std::string dataset = "fmnist", model = "lenet", data_dir, save_path, optimizer = "sgd", device = "cpu";
+  std::string dataset = "fmnist", model = "lenet", data_dir, save_path, init_path, optimizer = "sgd", device = "cpu";
   std::string gemm_precision = "fp32";
   bool cuda_sync = false;
   int64_t epochs = 3, batch = 64, threads = 1, limit_train = 0, lr_step = 0;
@@ -64,16 +65,7 @@ std::string json_array(const std::vector<float>& values) {
 }
 
 void save_model(const Model& model, const Dataset& train, const std::string& path) {
-  SafetensorsFile file;
-  file.metadata = {{"model", model.name()},
-                   {"dataset", train.name},
-                   {"num_classes", std::to_string(model.num_classes())},
-                   {"mean", json_array(train.mean)},
-                   {"std", json_array(train.std)}};
-  for (const ParameterView& p : model.parameters()) file.f32.emplace_back(p.name, p.value);
-  for (const ParameterView& b : model.buffers()) file.f32.emplace_back(b.name, b.value);
-  for (const auto& [name, counter] : model.counters()) file.i64.push_back({name, {Shape{}, {*counter}}});
-  save_safetensors(path, file);
+  save_model_file(model, path, {{"dataset", train.name}, {"mean", json_array(train.mean)}, {"std", json_array(train.std)}});
 }
 
 struct EpochStats {
@@ -135,6 +127,7 @@ int run_train(const TrainArgs& args) {
   std::unique_ptr<Model> model = make_model(
       args.model, {split.train.channels, split.train.height, split.train.width}, split.train.num_classes,
       root.fork(1).next_u64());
+  if (!args.init_path.empty()) load_model_file(*model, args.init_path);  // names and shapes checked
   model->to(device);  // before the optimizer, whose momentum buffer follows the model's device
   std::vector<int64_t> indices;
   if (args.limit_train > 0)
@@ -192,6 +185,8 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--lr-gamma", args->lr_gamma, "Step decay factor")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   sub->add_option("--optimizer", args->optimizer, "sgd or sam")->check(CLI::IsMember({"sgd", "sam"}))->capture_default_str();
   sub->add_option("--rho", args->rho, "SAM radius")->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  sub->add_option("--init", args->init_path, "Start from the weights in this .safetensors file (from --save or run --save-model)")
+      ->check(CLI::ExistingFile);
   sub->add_option("--device", args->device, "cpu or cuda (the CUDA backend; see docs/cuda.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();

@@ -69,6 +69,9 @@ const Specs& data_specs() {
 const Specs& model_specs() {
   static const Specs specs = {
       text_param("name", "lenet", {}, "architecture (bastion list models)"),
+      text_param("init", "", {},
+                 "start from the weights in this .safetensors file (bastion train --save, run --save-model); "
+                 "empty = the seed's random initialisation"),
   };
   return specs;
 }

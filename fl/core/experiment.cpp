@@ -71,6 +71,7 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
     else if (options.resume) resume_seed(run, config_toml, options);
     run.run(options);
     if (options.stop_after_round > 0) return summaries;  // simulated kill: no summary
+    if (options.save_model) run.save_models();
     if (!server) continue;
     summaries.push_back(run.summary());
     curves.push_back(run.records());

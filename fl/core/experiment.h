@@ -33,6 +33,7 @@ struct RunOptions {
   std::string out_dir;                                // required
   int threads = 0;                                    // 0 = run.threads from the config
   std::string device;                                 // "cpu" | "cuda"; empty = run.device from the config
+  bool save_model = false;                            // write each seed's model.safetensors (SeedRun::save_models)
   bool resume = false;                                // continue from out_dir's checkpoints
   bool overwrite = false;                             // replace results already in out_dir
   std::function<void(const std::string&)> log;        // progress lines; null = silent

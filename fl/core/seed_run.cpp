@@ -8,6 +8,7 @@
 #include "fl/core/sampling.h"
 #include "fl/core/seed_run.h"
 #include "fl/core/spread_round.h"
+#include "nn/model_file.h"
 #include "nn/models.h"
 #include "tensor/error.h"
 #include "tensor/file_io.h"
@@ -46,6 +47,7 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
   const uint64_t init_seed = root_.fork(kInit).next_u64();
   for (int w = 0; w < threads; ++w)
     replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
+  if (!c_.model.text("init").empty()) load_model_file(*replicas_[0], c_.model.text("init"));
   const std::span<const float> state = replicas_[0]->flat_state();
   global_.assign(state.begin(), state.end());
   own_last_ = c_.eval.boolean("personalized") && c_.eval.text("personal_model") == "own-last";

@@ -43,6 +43,10 @@ class SeedRun {
     return s;
   }
   const std::vector<RoundRecord>& records() const { return records_; }
+  // run --save-model, after run(): the global model to <dir>/model.safetensors and, when the client rule
+  // keeps personal models, every client's to <dir>/personal-models.safetensors under "clients.<k>.<name>"
+  // (a PyTorch ModuleList's names). Collective under mpirun (the client states are gathered on rank 0).
+  void save_models();
 
  private:
   // Purposes forked from Generator(seed): each random decision has its own stream.

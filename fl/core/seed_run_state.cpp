@@ -3,7 +3,9 @@
 
 #include "fl/core/seed_run.h"
 #include "fl/core/spread_round.h"
+#include "nn/model_file.h"
 #include "tensor/error.h"
+#include "tensor/safetensors.h"
 #include "data/idx.h"  // read_text_file
 #include "tensor/file_io.h"
 
@@ -44,6 +46,28 @@ void SeedRun::collect_client_states() {
   const std::vector<Bytes> parts = net_.gather(pack_client_states(client_states_, net_.rank(), net_.size()));
   if (is_server()) unpack_client_states(parts, client_states_);
 }
+void SeedRun::save_models() {
+  if (spread()) collect_client_states();
+  if (!is_server()) return;
+  Model& model = *replicas_[0];
+  const std::map<std::string, std::string> metadata = {{"dataset", shared_.train.name}, {"seed", std::to_string(seed_)}};
+  std::copy(global_.begin(), global_.end(), model.flat_state().begin());
+  loaded_version_[0] = -1;
+  save_model_file(model, dir_ + "/model.safetensors", metadata);
+  SafetensorsFile personal;
+  personal.metadata = metadata;
+  personal.metadata["model"] = model.name();
+  std::vector<float> own(global_.size());
+  for (size_t k = 0; k < client_states_.size(); ++k) {
+    if (is_malicious_[k] || !client_rule_->personal_model(client_states_[k], global_, model, own)) continue;
+    std::copy(own.begin(), own.end(), model.flat_state().begin());
+    const std::string prefix = "clients." + std::to_string(k) + ".";
+    for (const ParameterView& p : model.parameters()) personal.f32.emplace_back(prefix + p.name, p.value.clone());
+    for (const ParameterView& b : model.buffers()) personal.f32.emplace_back(prefix + b.name, b.value.clone());
+  }
+  if (!personal.f32.empty()) save_safetensors(dir_ + "/personal-models.safetensors", personal);
+}
+
 CheckpointState SeedRun::checkpoint_state() const {
   CheckpointState state;
   state.round = next_round_ - 1;
