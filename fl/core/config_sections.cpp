@@ -144,6 +144,9 @@ const Specs& eval_specs() {
       text_param("client_accuracy", "samples", {"samples", "batch-mean"},
                  "personalized: a client's accuracy as correct / samples, or the mean of its per-batch accuracies "
                  "over batches of eval.batch (FedFSA's code, test batch 128)"),
+      text_param("clients_csv", "auto", {"auto", "on", "off"},
+                 "clients.csv, one row per client and evaluated round (sampled, malicious, flagged, own p_acc/p_asr): "
+                 "auto = with personalised evaluation or malicious clients; on; off"),
       text_param("personal_asr", "local", {"local", "global"},
                  "personalized: ASR of each client's model on its triggered local test split or the global one"),
   };

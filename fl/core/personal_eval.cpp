@@ -193,6 +193,8 @@ PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& poo
     asr_weights.push_back(f.asr_samples);
   }
   PersonalRecord record;
+  for (size_t i = 0; i < figures.size(); ++i)
+    record.per_client.push_back({input.clients[i], figures[i].acc, figures[i].asr, static_cast<int64_t>(figures[i].local_samples)});
   record.present = true;
   record.clients = static_cast<int64_t>(input.clients.size());
   record.acc = client_spread(acc, local_weights);

@@ -134,7 +134,8 @@ void check_resume_folder(const std::string& dir, const std::string& config_toml)
 namespace {
 // The files `bastion run` writes in a results folder (and in its seed-<s> folders): --overwrite deletes them.
 constexpr const char* kRunFiles[] = {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg",
-                                     "checkpoint.safetensors", "client_notes.csv"};
+                                     "checkpoint.safetensors", "client_notes.csv", "clients.csv", "model.safetensors",
+                                     "personal-models.safetensors"};
 // `reproduce`'s record of the invocations that ran a cell (fl/core/reproduce.cpp keeps it itself).
 constexpr const char* kProvenanceFile = "provenance.tsv";
 constexpr const char* kLockFile = ".bastion-lock";

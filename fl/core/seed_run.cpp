@@ -76,6 +76,9 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
   D_ = static_cast<int64_t>(global_.size());
   client_states_.resize(static_cast<size_t>(c_.data.integer("clients")));
   client_flags_.assign(client_states_.size(), 0);
+  sampled_since_eval_.assign(client_states_.size(), 0);
+  const std::string clients_csv = c_.eval.text("clients_csv");
+  clients_csv_ = clients_csv == "on" || (clients_csv == "auto" && (c_.eval.boolean("personalized") || !malicious_.empty()));
   loaded_version_.assign(static_cast<size_t>(threads), -1);
   test_indices_.resize(static_cast<size_t>(shared.test.size()));
   std::iota(test_indices_.begin(), test_indices_.end(), int64_t{0});
@@ -254,6 +257,7 @@ void SeedRun::run(const RunOptions& options) {
     pending_.malicious = 0;
     double loss_sum = 0.0;
     for (size_t i = 0; i < sampled.size(); ++i) {
+      sampled_since_eval_[sampled[i]] = 1;
       pending_.malicious += attack_on && is_malicious_[sampled[i]];
       loss_sum += results[i].train_loss;
       if (!results[i].note.empty()) notes_.push_back({round, sampled[i], results[i].note});
@@ -286,6 +290,8 @@ void SeedRun::write_results() const {
   write_file_atomic(dir_ + "/rounds.csv", rounds_csv(records_));
   write_file_atomic(dir_ + "/timing.csv", timing_csv(timings_));
   if (!notes_.empty()) write_file_atomic(dir_ + "/client_notes.csv", client_notes_csv(notes_));
+  if (!client_rows_.empty() && client_rows_.back().round == next_round_ - 1)  // rows are added at evaluations only
+    write_file_atomic(dir_ + "/clients.csv", clients_csv(client_rows_));
 }
 
 void SeedRun::log_progress(const RunOptions& options, int64_t round, double round_seconds) const {

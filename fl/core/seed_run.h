@@ -102,6 +102,9 @@ class SeedRun {
   std::vector<RoundRecord> records_;
   std::vector<RoundTiming> timings_;
   std::vector<ClientNote> notes_;            // client_notes.csv (rank 0): the rules' per-client choices
+  bool clients_csv_ = false;                 // eval.clients_csv resolved
+  std::vector<ClientRow> client_rows_;       // clients.csv (rank 0)
+  std::vector<uint8_t> sampled_since_eval_;  // per client: trained since the last evaluated round
   RoundRecord pending_;                      // counters accumulated since the last evaluated round
   int64_t next_round_ = 1;
   double last_train_loss_ = kNoValue;
@@ -144,6 +147,7 @@ class SeedRun {
   CheckpointState checkpoint_state() const;
   void restore(const CheckpointState& state);
   void restore_client_notes(int64_t round);
+  void record_client_rows(int64_t round, const PersonalRecord& personal);
   friend void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options);
   friend void resume_seed_spread(SeedRun& run, const std::string& config_toml, const RunOptions& options);
 };

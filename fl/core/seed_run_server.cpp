@@ -151,6 +151,21 @@ PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
   return record;
 }
 
+// clients.csv's rows of this evaluated round: every client, with its own figures when it was judged.
+void SeedRun::record_client_rows(int64_t round, const PersonalRecord& personal) {
+  std::vector<ClientRow> rows(client_states_.size());
+  for (size_t k = 0; k < rows.size(); ++k)
+    rows[k] = {round, static_cast<int64_t>(k), sampled_since_eval_[k] != 0, is_malicious_[k] != 0, client_flags_[k] != 0};
+  for (const PersonalClient& judged : personal.per_client) {
+    ClientRow& row = rows[static_cast<size_t>(judged.client)];
+    row.p_acc = judged.acc;
+    row.p_asr = judged.asr;
+    row.samples = judged.samples;
+  }
+  client_rows_.insert(client_rows_.end(), rows.begin(), rows.end());
+  std::fill(sampled_since_eval_.begin(), sampled_since_eval_.end(), 0);
+}
+
 void SeedRun::evaluate_round(int64_t round) {
   // Training and evaluation cache buffers of other sizes: give each phase's back before the other
   // (ResNet18 / CIFAR-10 round: 2.66 GB max RSS with both cached, 2.33 GB without).
@@ -171,6 +186,7 @@ void SeedRun::evaluate_round(int64_t round) {
   record.client_detection = client_detection_rates(client_flags_, is_malicious_);
   if (c_.eval.boolean("local")) record.local_acc = evaluate_local();
   if (c_.eval.boolean("personalized")) record.personal = evaluate_personalized(round);
+  if (clients_csv_) record_client_rows(round, record.personal);
   records_.push_back(as_printed(record));
   pending_ = RoundRecord{};
   storage_pool_release_all();

@@ -106,16 +106,26 @@ void SeedRun::restore(const CheckpointState& state) {
   timings_ = state.timings;
   next_round_ = state.round + 1;
   restore_client_notes(state.round);
+  // clients.csv's "sampled" since the last evaluated round: the sampling is a function of (seed, round).
+  std::fill(sampled_since_eval_.begin(), sampled_since_eval_.end(), 0);
+  for (int64_t round = records_.empty() ? 1 : records_.back().round + 1; round <= state.round; ++round)
+    for (int64_t client : round_clients(round, attack_active(round))) sampled_since_eval_[client] = 1;
 }
 
 // client_notes.csv is not in the checkpoint (it holds text): a resumed run keeps the file's rows up to the
 // checkpoint's round and writes the later ones again. A missing file starts empty (its rows are lost).
 void SeedRun::restore_client_notes(int64_t round) {
   notes_.clear();
+  client_rows_.clear();
+  if (!is_server()) return;
   const std::string path = dir_ + "/client_notes.csv";
-  if (!is_server() || !std::filesystem::exists(path)) return;
-  for (ClientNote& note : parse_client_notes_csv(read_text_file(path)))
-    if (note.round <= round) notes_.push_back(std::move(note));
+  if (std::filesystem::exists(path))
+    for (ClientNote& note : parse_client_notes_csv(read_text_file(path)))
+      if (note.round <= round) notes_.push_back(std::move(note));
+  const std::string rows_path = dir_ + "/clients.csv";  // the same for clients.csv
+  if (std::filesystem::exists(rows_path))
+    for (const ClientRow& row : parse_clients_csv(read_text_file(rows_path)))
+      if (row.round <= round) client_rows_.push_back(row);
 }
 
 void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options) {

@@ -35,11 +35,19 @@ ClientSpread client_spread(const std::vector<double>& values, const std::vector<
 // Personalised figures of a round (eval.personalized): each evaluated benign client's own model on its
 // local test split (acc), on the global test set (global_acc), and its attack success rate (asr); with
 // eval.personal_received, the model it received on its local test split (received_acc).
+// One evaluated client's own figures (clients.csv): acc and asr as in the p_* columns, NaN when absent.
+struct PersonalClient {
+  int64_t client = 0;
+  double acc = kNoValue, asr = kNoValue;
+  int64_t samples = 0;  // its local test samples
+};
+
 struct PersonalRecord {
   bool present = false;         // false: the run does not evaluate personalised models (no p_* columns)
   bool received = false;        // received_acc measured (p_racc columns)
   int64_t clients = 0;          // clients evaluated
   ClientSpread acc, global_acc, asr, received_acc;
+  std::vector<PersonalClient> per_client;  // in client order (rank 0; not in rounds.csv)
 };
 
 struct DetectionRates {

@@ -74,6 +74,19 @@ std::string client_notes_csv(const std::vector<ClientNote>& notes);
 // Parses client_notes_csv output back (resume keeps the rows up to the checkpoint's round; tests).
 std::vector<ClientNote> parse_client_notes_csv(const std::string& text);
 
+// clients.csv: one row per client and evaluated round (eval.clients_csv): round,client,sampled,malicious,
+// flagged,p_acc,p_asr,samples. sampled: trained since the previous row; flagged: the server rule's latest
+// verdict; p_acc / p_asr: its own model's figures (empty without personalised evaluation, and for the
+// malicious clients, which are not judged); samples: its local test samples (0 without them).
+struct ClientRow {
+  int64_t round = 0, client = 0;
+  bool sampled = false, malicious = false, flagged = false;
+  double p_acc = kNoValue, p_asr = kNoValue;
+  int64_t samples = 0;
+};
+std::string clients_csv(const std::vector<ClientRow>& rows);
+std::vector<ClientRow> parse_clients_csv(const std::string& text);  // resume and tests; throws on a malformed file
+
 // {"name", "report", "runs": [per seed], "mean": {...}, "std": {...}} — mean/std over runs of acc,
 // asr, bfr, v, local_acc, final_acc, best_acc, seconds_per_round, client_dacc, client_fpr, client_fnr
 // (NaNs skipped; null when none).
