@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
@@ -64,6 +66,26 @@ TEST_F(FlRunDefenses, MultiKrumOnTheBodyOnlyKeepsTheHeadsWhenAsked) {
 
 TEST_F(FlRunDefenses, FoolsGoldHistoryIsCheckpointedSoAResumedRunMatches) {
   expect_same_on_threads_and_resume(tiny_defense_run({"server.rule=foolsgold"}), /*stop_after=*/3);
+}
+
+}  // namespace
+}  // namespace bastion
+
+namespace bastion {
+namespace {
+
+// What the run really used (issue 41 item 1): multi-krum's f = -1 and m = -1 and LIE's z = 0 are resolved
+// from the round (10 uploads, 3 attackers forced in): f = 3, m = n - f = 7, and z = -Phi^-1((m - s) / m)
+// with s = floor(m/2 + 1) - f = 3, i.e. -Phi^-1(0.7) = -0.5244 (SPEC), written to summary.json.
+TEST_F(FlRunDefenses, SummaryNamesTheValuesTheRuleAndTheAttackDerived) {
+  run(testing::TinyRun{{"rounds=2", "data.clients=20", "clients.per_round=10", "server.rule=multi-krum",
+                        "attack.names=[\"lie\"]", "attack.malicious_count=4", "attack.malicious_per_round=3"}},
+      "r", 1);
+  const nlohmann::json summary = nlohmann::json::parse(file("r", "summary.json"));
+  const nlohmann::json& resolved = summary["runs"][0]["resolved"];
+  EXPECT_EQ(resolved["server.multi-krum.f"].get<double>(), 3.0);
+  EXPECT_EQ(resolved["server.multi-krum.m"].get<double>(), 7.0);
+  EXPECT_NEAR(resolved["attack.lie.z"].get<double>(), -0.5244, 1e-4);
 }
 
 }  // namespace

@@ -82,6 +82,7 @@ struct CollusionContext {
   int64_t malicious = 0;                  // f: attackers in this round
   std::span<const float> global_state;    // parameters (first D) then buffers
   Generator rng;
+  std::vector<std::pair<std::string, double>> resolved;  // OUT: values the attack derived (LIE's z): summary.json
 };
 
 class Attack {

@@ -38,6 +38,7 @@ class LieAttack final : public Attack {
     check_collusion_context(out, context, "lie");
     const double z = z_ > 0.0 ? z_ : z_from_rule(context.participants, context.malicious);
     const double signed_z = rule_ == "spmc" ? z : -z;
+    context.resolved = {{"z", signed_z}};
     std::vector<float> sigma(static_cast<size_t>(context.D));
     coordinate_mean_std(out.data(), sigma.data(), context.benign, context.n_benign, context.D);
     for (int64_t j = 0; j < context.D; ++j) out[j] = static_cast<float>(out[j] + signed_z * sigma[j]);

@@ -57,7 +57,10 @@ AttackSet make_attacks(const ExperimentConfig& c) {
     set.owned.push_back(entry.make(params));
     const Attack* attack = set.owned.back().get();
     if (entry.kind == AttackKind::Data || entry.kind == AttackKind::Training) set.data = attack;
-    else if (entry.kind == AttackKind::Collusion) set.collusion = attack;
+    else if (entry.kind == AttackKind::Collusion) {
+      set.collusion = attack;
+      set.collusion_name = name;
+    }
     else set.upload.push_back(attack);
   }
   return set;

@@ -32,6 +32,7 @@ struct AttackSet {
   std::vector<std::unique_ptr<Attack>> owned;
   const Attack* data = nullptr;       // Data or Training
   const Attack* collusion = nullptr;
+  std::string collusion_name;         // its registered name (summary.json's resolved values)
   std::vector<const Attack*> upload;  // in config order
 };
 AttackSet make_attacks(const ExperimentConfig& c);

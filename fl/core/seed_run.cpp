@@ -214,6 +214,7 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
     CollusionContext context{view.data(), static_cast<int64_t>(view_rows.size()), parameters, m,
                              static_cast<int64_t>(attacker_rows.size()), global_part, streams.fork(0)};
     attacks_.collusion->collude(malicious_update, context);
+    for (const auto& [key, value] : context.resolved) resolved_["attack." + attacks_.collusion_name + "." + key] = value;
     for (int64_t row : attacker_rows) std::copy(malicious_update.begin(), malicious_update.end(), uploads.data() + row * width);
   }
   for (int64_t row : attacker_rows) {

@@ -40,6 +40,7 @@ class SeedRun {
     RunSummary s = summarize_run(seed_, records_, timings_, c_.eval.text("report"), c_.eval.real("target_acc"));
     s.malicious_clients = malicious_;
     std::sort(s.malicious_clients.begin(), s.malicious_clients.end());
+    s.resolved.assign(resolved_.begin(), resolved_.end());
     return s;
   }
   const std::vector<RoundRecord>& records() const { return records_; }
@@ -102,6 +103,7 @@ class SeedRun {
   std::vector<RoundRecord> records_;
   std::vector<RoundTiming> timings_;
   std::vector<ClientNote> notes_;            // client_notes.csv (rank 0): the rules' per-client choices
+  std::map<std::string, double> resolved_;   // summary.json "resolved": the latest round's derived values
   bool clients_csv_ = false;                 // eval.clients_csv resolved
   std::vector<ClientRow> client_rows_;       // clients.csv (rank 0)
   std::vector<uint8_t> sampled_since_eval_;  // per client: trained since the last evaluated round

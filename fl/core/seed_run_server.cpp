@@ -63,6 +63,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
                                .server_data = server_data, .pool = &pool_, .weight_columns = weight_columns_};
   loaded_version_[0] = -1;  // server data (if any) trains and evaluates on replica 0
   AggregationOutput output = server_rule_->aggregate(input);
+  for (const auto& [key, value] : output.resolved) resolved_["server." + c_.server.text("rule") + "." + key] = value;
   BASTION_CHECK(static_cast<int64_t>(output.update.size()) == width, "server rule '", c_.server.text("rule"),
                 "' returned ", output.update.size(), " values for ", width, " shared columns");
   if (method_server_) method_after_aggregation(uploads.data(), accepted_clients, sampled, results, output);

@@ -54,6 +54,7 @@ class Bulyan final : public ServerRule {
     AggregationOutput out;
     out.update = coordinate_wise(in, selected, {CoordinateStatistic::ClosestToMedian, beta}, "bulyan");
     out.flagged = flags_except(n, selected);
+    out.resolved = {{"f", static_cast<double>(f)}, {"theta", static_cast<double>(theta)}, {"beta", static_cast<double>(beta)}};
     if (momentum_ > 0.0) apply_momentum(out.update);
     if (base_client_0_) add_client_0_upload(in, out.update);
     return out;

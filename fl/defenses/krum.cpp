@@ -56,7 +56,9 @@ class Krum final : public ServerRule {
     for (int64_t i = 1; i < n; ++i)
       if (scores[i] < scores[best]) best = i;
     std::vector<int64_t> kept = neighbourhood_ ? nearest_rows(dist, n, best, k + 1) : std::vector<int64_t>{best};
-    return mean_of_kept(in, std::move(kept), false);
+    AggregationOutput out = mean_of_kept(in, std::move(kept), false);
+    out.resolved = {{"f", static_cast<double>(f)}, {"neighbours", static_cast<double>(k)}};
+    return out;
   }
 
  private:

@@ -56,7 +56,9 @@ class MultiKrum final : public ServerRule {
     BASTION_CHECK(m >= 1 && m <= n, "multi-krum: m must lie in [1, n], got m = ", m, ", n = ", n);
     const std::vector<float> dist = pairwise_parameter_distances(in);
     std::vector<int64_t> kept = krum_select(dist, n, f, m, selection_);
-    return mean_of_kept(in, std::move(kept), sample_weighted_);
+    AggregationOutput out = mean_of_kept(in, std::move(kept), sample_weighted_);
+    out.resolved = {{"f", static_cast<double>(f)}, {"m", static_cast<double>(m)}};
+    return out;
   }
 
  private:

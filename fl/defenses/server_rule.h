@@ -94,6 +94,9 @@ struct AggregationOutput {
   std::vector<double> weights;            // n: a weighted-mean rule's upload weights, summing to 1
                                           // (fedavg, spmc; SPMC's clients rebuild their coalition from
                                           // them); empty = the rule is no weighted mean
+  // The values the rule derived this round from its parameters and the round (e.g. {"f", 4}, {"m", 16}
+  // for multi-krum's f = -1, m = -1): summary.json's "resolved", so a reader sees what it assumed.
+  std::vector<std::pair<std::string, double>> resolved;
 };
 
 class ServerRule {

@@ -38,6 +38,7 @@ class TrimmedMean final : public ServerRule {
     BASTION_CHECK(in.n > 2 * b, "trimmed-mean: needs n > 2b, got n = ", in.n, ", b = ", b, " (trim = ", trim_,
                   ", f = ", f, ")");
     out.update = coordinate_wise(in, {}, {CoordinateStatistic::TrimmedMean, b}, "trimmed-mean");
+    out.resolved = {{"f", static_cast<double>(f)}, {"b", static_cast<double>(b)}};
     return out;
   }
 

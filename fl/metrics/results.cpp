@@ -213,6 +213,11 @@ ordered_json run_json(const RunSummary& run) {
   j["bytes_down"] = run.bytes_down;
   j["seconds_per_round"] = number_or_null(run.seconds_per_round);
   j["malicious_clients"] = run.malicious_clients;
+  if (!run.resolved.empty()) {
+    ordered_json resolved = ordered_json::object();
+    for (const auto& [name, value] : run.resolved) resolved[name] = number_or_null(value);
+    j["resolved"] = resolved;
+  }
   if (!run.personal.empty()) {
     ordered_json personal = ordered_json::object();
     for (const auto& [name, value] : run.personal) personal[name] = number_or_null(value);

@@ -40,6 +40,9 @@ struct RunSummary {
   // What the run really used, beside the configuration: the malicious clients' ids (ascending), which
   // config.toml gives only as a count or fraction and a seeded choice.
   std::vector<int64_t> malicious_clients;
+  // Values the server rule and the collusion attack derived in the latest round they ran ("server.krum.f",
+  // "attack.lie.z"), in name order: what config.toml's -1 and 0 defaults became.
+  std::vector<std::pair<std::string, double>> resolved;
 };
 
 // Summarises one run's records (report = "last" | "last:K" | "best"; target_acc <= 0 disables it).
