@@ -159,9 +159,16 @@ TEST_F(FlDevice, FedcapAgreesWithTheCpu) {
                          "fedcap");
 }
 
+// SPMC: the coalition teacher on a second device replica, LGAlign's projection on host copies of the
+// gradients, the method server's aggregation weights.
+TEST_F(FlDevice, SpmcAgreesWithTheCpu) {
+  BASTION_REQUIRE_CUDA();
+  expect_rounds_agree_on(device_run("spmc").with({"server.rule=spmc", "rounds=3"}), "spmc");
+}
+
 TEST_F(FlDevice, RulesThatReadTheWeightsOnTheHostAreRefusedByName) {
   BASTION_REQUIRE_CUDA();
-  for (const std::string rule : {"fedsmoo", "fedala", "spmc"})
+  for (const std::string rule : {"fedsmoo", "fedala", "rsa"})
     testing::expect_error([&] { run_on(device_run(rule), "refused-" + rule, "cuda"); },
                           {"run.device = \"cuda\"", "'" + rule + "'", "CPU only"});
   testing::expect_error([&] { run_on(device_run().with({"attack.names=[\"bapfl\"]", "attack.malicious_count=1"}),

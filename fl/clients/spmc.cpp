@@ -87,13 +87,16 @@ class SpmcClient final : public ClientRule {
   ClientResult train(ClientTask& task) const override {
     BASTION_CHECK(task.second, "spmc: the run loop gave no teacher replica (uses_second_model)");
     Model& teacher = *task.second;
-    build_coalition(task, teacher.flat_state());
+    std::vector<float> coalition = task.model.state_values();  // host copies: the models may be device replicas
+    build_coalition(task, coalition);
+    teacher.load_state_values(coalition);
     teacher.train(false);
-    std::vector<float> ce_gradient;
+    std::vector<float> ce_gradient, kl_gradient;
     const std::vector<GradientGroup> groups = gradient_groups(task.model);
+    // On a device replica the projection runs on host copies of the two gradients (2 D floats down, D up
+    // per step: small beside a step for SPMC's CNNs).
     const BatchHook align = [&](Model& model, const Tensor& x) {
-      const std::span<float> grad = model.flat_gradients();
-      ce_gradient.assign(grad.begin(), grad.end());
+      ce_gradient = model.gradient_tensor().to_vector();
       Tensor teacher_logits;
       {
         NoGradGuard no_grad;
@@ -101,13 +104,15 @@ class SpmcClient final : public ClientRule {
       }
       model.zero_grad();
       kl_div(model.forward(x), teacher_logits, 1.0f).backward();  // grad now holds G_g
-      align_gradient(ce_gradient, grad, groups, lambda_);
-      std::copy(ce_gradient.begin(), ce_gradient.end(), grad.begin());
+      kl_gradient = model.gradient_tensor().to_vector();
+      align_gradient(ce_gradient, kl_gradient, groups, lambda_);
+      model.gradient_tensor().copy_from(Tensor::from_vector({static_cast<int64_t>(ce_gradient.size())}, ce_gradient));
     };
     ClientResult result = train_with_schedule(task, schedule_, {.batch = &align});
-    store(task.state, kPreviousKey, task.model.flat_state());
+    store_model(task.state, kPreviousKey, task.model);
     return result;
   }
+  bool trains_on_device() const override { return true; }
 
   bool uses_second_model() const override { return true; }
   bool needs_aggregation_weights() const override { return true; }
@@ -120,10 +125,9 @@ class SpmcClient final : public ClientRule {
   double lambda_;
   bool per_tensor_;
 
-  // C_k into `out` (eq. 5); the global model itself without a weight.
+  // C_k into `out` (eq. 5), which holds the global model on entry; the global model itself without a weight.
   void build_coalition(const ClientTask& task, std::span<float> out) const {
-    const std::span<const float> global = task.model.flat_state();
-    std::copy(global.begin(), global.end(), out.begin());
+    const std::vector<float> global(out.begin(), out.end());
     if (!task.message) return;
     const auto found = task.message->find(kAlphaKey);
     if (found == task.message->end()) return;
