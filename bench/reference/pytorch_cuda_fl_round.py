@@ -14,8 +14,8 @@ states (BatchNorm statistics included). This is what Bastion's `sgd` client and 
 Bastion also computes each upload on the host and writes rounds.csv, which this loop does not.
 `--data-on device` (default) keeps every client's samples on the GPU (the fastest plain loop);
 `--data-on host` copies each batch from pinned host memory, as Bastion does from its host loader.
-Models: LeNet as nn/models.cpp (conv 6 k5, max-pool 2 of ReLU, conv 16 k5, max-pool 2 of ReLU, FC 120-84-10
-with ReLU) and the CIFAR ResNet18 of pytorch_cuda_train_step.py. Exact FP32 (no TF32), cudnn.benchmark on.
+Models: the LeNet of pytorch_fl_round.py (nn/models.cpp's) and the CIFAR ResNet18 of
+pytorch_cuda_train_step.py. Exact FP32 (no TF32), cudnn.benchmark on.
 Prints the median wall time of the timed rounds (after one warm-up round), each round ending in a
 synchronize.
 """
@@ -26,26 +26,10 @@ import statistics
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 from pytorch_cuda_train_step import ResNet18
-
-
-class LeNet(nn.Module):
-    def __init__(self, classes=10):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 4 * 4, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, classes)
-
-    def forward(self, x):
-        h = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        h = F.max_pool2d(F.relu(self.conv2(h)), 2)
-        h = F.relu(self.fc1(torch.flatten(h, 1)))
-        return self.fc3(F.relu(self.fc2(h)))
+from pytorch_fl_round import LeNet  # the CPU twin's LeNet: nn/models.cpp's
 
 
 def fmnist(folder, count):
