@@ -355,3 +355,19 @@ TEST_F(FlRun, CliPrintsProgressAndTheSummaryLineLast) {
 
 }  // namespace
 }  // namespace bastion
+
+namespace bastion {
+namespace {
+
+// Plots of one preset's runs used to share the base config's name as their title (issue 41 item 5).
+TEST(RunTitle, NamesTheRulesTheAttacksAndTheDescription) {
+  const ExperimentConfig plain = testing::TinyRun{}.config();
+  EXPECT_EQ(run_title(plain), "tiny: sgd clients, fedavg server");
+  const ExperimentConfig attacked = testing::TinyRun{{"clients.rule=fedrep", "server.rule=median",
+                                                      "attack.names=[\"badnets\", \"scale\"]", "attack.malicious_count=2",
+                                                      "description=\"row A\""}}.config();
+  EXPECT_EQ(run_title(attacked), "tiny: fedrep clients, median server, attack badnets + scale (row A)");
+}
+
+}  // namespace
+}  // namespace bastion

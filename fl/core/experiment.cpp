@@ -39,6 +39,15 @@ void check_checkpoints_before_resume(const ExperimentConfig& config, const std::
 }
 }  // namespace
 
+std::string run_title(const ExperimentConfig& config) {
+  std::string title = config.experiment.text("name") + ": " + config.clients.text("rule") + " clients, " +
+                      config.server.text("rule") + " server";
+  const std::vector<std::string> attacks = config.attack.list("names");
+  for (size_t i = 0; i < attacks.size(); ++i) title += (i == 0 ? ", attack " : " + ") + attacks[i];
+  if (!config.experiment.text("description").empty()) title += " (" + config.experiment.text("description") + ")";
+  return title;
+}
+
 std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const RunOptions& options) {
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(config.run.integer("threads"));
   const std::unique_ptr<RunTransport> net =
@@ -79,7 +88,7 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
   if (!server) return summaries;  // empty: rank 0 reports
   const std::string name = config.experiment.text("name");
   write_file_atomic(options.out_dir + "/summary.json", summary_json(name, config.eval.text("report"), summaries));
-  write_file_atomic(options.out_dir + "/curves.svg", curves_svg(name, curves));
+  write_file_atomic(options.out_dir + "/curves.svg", curves_svg(run_title(config), curves));
   return summaries;
 }
 

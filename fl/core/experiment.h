@@ -47,6 +47,10 @@ struct RunOptions {
   std::function<std::unique_ptr<ServerRule>(std::unique_ptr<ServerRule>)> wrap_server_rule;
 };
 
+// A plot's title that tells runs of one preset apart: "<name>: <client rule> clients, <server rule> server,
+// attack a + b (<description>)".
+std::string run_title(const ExperimentConfig& config);
+
 // Runs every seed of the config (seed .. seed + repeat - 1), writes the files above and returns one
 // summary per seed. Throws bastion::Error on bad data, a partition that cannot be made, a resume that
 // does not match, or (server.on_invalid = fail) an invalid upload.
