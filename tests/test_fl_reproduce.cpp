@@ -349,3 +349,28 @@ TEST_F(Reproduce, TableMarksCellsBeyondTheColumnsTolerance) {
 
 }  // namespace
 }  // namespace bastion
+
+namespace bastion {
+namespace {
+
+// A preset whose cells need a dataset that is not installed stops before anything runs, in one line naming
+// the dataset, instead of failing every run one by one into a table of "error" cells (issue 40).
+TEST_F(Reproduce, AMissingDatasetStopsBeforeAnyRunAndIsNamed) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  const ReproduceOptions options = one_seed_with({"data.dataset=mnist", "data.data_dir=" + (dir_ / "no-datasets").string()});
+  try {
+    reproduce(preset, options);
+    ADD_FAILURE() << "expected an error naming the missing dataset";
+  } catch (const Error& e) {
+    const std::string message = without_source_locations(e.what());
+    EXPECT_NE(message.find("need dataset 'mnist'"), std::string::npos) << message;
+    EXPECT_NE(message.find("nothing was run"), std::string::npos) << message;
+    EXPECT_EQ(message.find(".cpp:"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), message.rfind('\n')) << "at most the finder's list of folders";
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "runs"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "table.md"));
+}
+
+}  // namespace
+}  // namespace bastion

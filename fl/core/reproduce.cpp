@@ -6,10 +6,12 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "data/dataset.h"
 #include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
@@ -275,6 +277,25 @@ class GridTally {
 
 }  // namespace
 
+// Every dataset the cells to run read must be installed before anything runs: a missing one used to fail
+// each of its runs one by one and leave a table of "error" cells (issue 40). Runs that --resume will skip
+// as finished need no data.
+void check_datasets_installed(const Preset& preset, const PresetGrid& grid, const ReproduceOptions& options) {
+  std::set<std::pair<std::string, std::string>> checked;  // (dataset, data.data_dir)
+  for (const PresetRun& run : grid.runs) {
+    const ExperimentConfig config = load_config(preset.base, run.overrides);
+    if (options.resume && finished_with(options.out_dir + "/runs/" + run.folder, config_to_toml(config))) continue;
+    const std::string name = config.data.text("dataset"), dir = config.data.text("data_dir");
+    if (!checked.insert({name, dir}).second) continue;
+    try {
+      find_dataset_dir(name, dir);
+    } catch (const Error& e) {
+      BASTION_FAIL("reproduce ", preset.name, ": its cells need dataset '", name, "', which is not installed (nothing ",
+                   "was run; `bastion list datasets` names the files each set needs): ", without_source_locations(e.what()));
+    }
+  }
+}
+
 ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options) {
   BASTION_CHECK(!options.out_dir.empty(), "reproduce: no output folder given");
   const auto start = std::chrono::steady_clock::now();
@@ -286,6 +307,7 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options)
   const PresetGrid grid = preset_grid(preset, extra);
   // A bad --set key would fail every run one by one; say it once, before anything runs.
   if (!options.overrides.empty() && !grid.runs.empty()) load_config(preset.base, grid.runs.front().overrides);
+  check_datasets_installed(preset, grid, options);
   std::filesystem::create_directories(options.out_dir + "/runs");
   ReproduceReport report;
   report.cells.assign(preset.rows.size(), std::vector<CellResult>(preset.columns.size(), CellResult{kNaN, kNaN}));
