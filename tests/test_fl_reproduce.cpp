@@ -374,3 +374,38 @@ TEST_F(Reproduce, AMissingDatasetStopsBeforeAnyRunAndIsNamed) {
 
 }  // namespace
 }  // namespace bastion
+
+namespace bastion {
+namespace {
+
+// A --quick table is a smoke test: it names its quick settings and marks nothing with †; a preset without
+// paper numbers (a user's sweep) gets no paper and Δ columns and no "paper" legend (issue 41 item 4).
+TEST_F(Reproduce, QuickTablesMarkNothingAndPaperlessTablesHaveNoPaperColumns) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceReport report;
+  report.cells = {{{52.0, 1.0, 2, false}, {40.0, 0.5, 2, false}}, {{70.0, 2.0, 2, false}, {0, 0, 0, true}}};
+  ReproduceOptions quick;
+  quick.quick = true;
+  const std::string md = table_markdown(preset, report, quick);
+  EXPECT_EQ(md.find(" † |"), std::string::npos) << md;  // no marked cell
+  EXPECT_NE(md.find("Quick settings: `rounds=1`"), std::string::npos) << md;
+  EXPECT_NE(md.find("| FedRep | 70.00 ± 2.00 | 60.00 | +10.00 | error | 10.50 | – |"), std::string::npos) << md;
+
+  const Preset sweep = load_preset(write_preset(R"(
+[[rows]]
+name = "FedAvg"
+set = ["clients.rule=sgd"]
+paper = ["-", "-"]
+)"));
+  ReproduceReport one;
+  one.cells = {{{52.0, 1.0, 2, false}, {40.0, 0.5, 2, false}}};
+  const std::string plain = table_markdown(sweep, one, {});
+  EXPECT_NE(plain.find("| method | ACC | global |"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("| FedAvg | 52.00 ± 1.00 | 40.00 ± 0.50 |\n"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("Δ"), std::string::npos) << plain;
+  EXPECT_EQ(table_svg(sweep, one).find("■ paper"), std::string::npos);
+  EXPECT_NE(table_svg(preset, report).find("■ paper"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bastion

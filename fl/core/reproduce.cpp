@@ -350,15 +350,30 @@ std::string runs_by_commit(const ReproduceReport& report, const ReproduceOptions
 }
 }  // namespace
 
+bool has_paper_numbers(const Preset& preset) {
+  for (const PresetRow& row : preset.rows)
+    for (double value : row.paper)
+      if (!std::isnan(value)) return true;
+  return false;
+}
+
 std::string table_markdown(const Preset& preset, const ReproduceReport& report, const ReproduceOptions& options) {
   std::string md = "# " + preset.title + "\n\n";
   if (!preset.paper.empty()) md += "Paper: " + preset.paper + ". ";
   const int64_t seeds = report.cells.empty() || report.cells[0].empty() ? 0 : report.cells[0][0].seeds;
+  // A preset without paper numbers (a user's sweep) gets no paper, Δ or † columns; a --quick table is a
+  // smoke test, compared with nothing: no †.
+  const bool with_paper = has_paper_numbers(preset);
   md += std::string("Reproduced by `bastion reproduce` at ") + scale_description(options) + "; ours = mean ± std over " +
-        std::to_string(seeds) + " seed(s); Δ = ours − paper.";
+        std::to_string(seeds) + " seed(s)" + (with_paper ? "; Δ = ours − paper." : ".");
+  if (options.quick) {
+    md += " Quick settings:";
+    for (const std::string& s : preset.quick) md += " `" + s + "`";
+    md += with_paper ? "; nothing is marked †: a smoke test is not a comparison with the paper." : ".";
+  }
   bool any_tolerance = false;
   for (const PresetColumn& column : preset.columns) any_tolerance |= column.tolerance > 0;
-  if (any_tolerance) {
+  if (any_tolerance && with_paper && !options.quick) {
     md += " † marks |Δ| beyond the column's tolerance (";
     bool first = true;
     for (const PresetColumn& column : preset.columns) {
@@ -371,8 +386,8 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   md += "\n\n| method |";
   std::string rule = "|---|";
   for (const PresetColumn& column : preset.columns) {
-    md += " " + column.name + " ours | " + column.name + " paper | Δ |";
-    rule += "---:|---:|---:|";
+    md += with_paper ? " " + column.name + " ours | " + column.name + " paper | Δ |" : " " + column.name + " |";
+    rule += with_paper ? "---:|---:|---:|" : "---:|";
   }
   md += "\n" + rule + "\n";
   for (size_t r = 0; r < preset.rows.size(); ++r) {
@@ -381,10 +396,11 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
       const CellResult& cell = report.cells[r][c];
       const double paper = preset.rows[r].paper[c];
       const double diff = cell.failed ? kNaN : cell.mean - paper;
-      const bool far = preset.columns[c].tolerance > 0 && std::fabs(diff) > preset.columns[c].tolerance;
+      const bool far = !options.quick && preset.columns[c].tolerance > 0 && std::fabs(diff) > preset.columns[c].tolerance;
       // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on the chained operator+.
-      md.append(" ").append(cell_text(cell)).append(" | ").append(fixed(paper, 2)).append(" | ");
-      md.append(signed_fixed(diff, 2)).append(far ? " †" : "").append(" |");
+      md.append(" ").append(cell_text(cell)).append(" |");
+      if (!with_paper) continue;
+      md.append(" ").append(fixed(paper, 2)).append(" | ").append(signed_fixed(diff, 2)).append(far ? " †" : "").append(" |");
     }
     md += "\n";
   }
@@ -452,7 +468,8 @@ std::string table_svg(const Preset& preset, const ReproduceReport& report) {
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + n(width) + "\" height=\"" + n(height) +
                     "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"10\" y=\"16\" font-size=\"13\">" + svg_escape(preset.title) + "</text>\n";
-  svg += "<text x=\"10\" y=\"32\"><tspan fill=\"#1f77b4\">■ ours (± std)</tspan>  <tspan fill=\"#999\">■ paper</tspan></text>\n";
+  svg += std::string("<text x=\"10\" y=\"32\"><tspan fill=\"#1f77b4\">■ ours (± std)</tspan>") +
+         (has_paper_numbers(preset) ? "  <tspan fill=\"#999\">■ paper</tspan>" : "") + "</text>\n";
   for (size_t c = 0; c < preset.columns.size(); ++c) {
     const double x0 = label_width + panel_width * static_cast<double>(c), span = panel_width - 30;
     double top_value = preset.columns[c].scale;  // percentages: 0..100
