@@ -159,6 +159,14 @@ TEST_F(FlDevice, FedcapAgreesWithTheCpu) {
                          "fedcap");
 }
 
+// FedFomo: candidate models scored on the client's validation split on the device, the mix on the host.
+TEST_F(FlDevice, FedfomoAgreesWithTheCpu) {
+  BASTION_REQUIRE_CUDA();
+  expect_rounds_agree_on(device_run("fedfomo").with({"eval.personalized=true", "data.local_test=like-train",
+                                                     "eval.personal_global=false"}),
+                         "fedfomo");
+}
+
 // SPMC: the coalition teacher on a second device replica, LGAlign's projection on host copies of the
 // gradients, the method server's aggregation weights.
 TEST_F(FlDevice, SpmcAgreesWithTheCpu) {
@@ -168,7 +176,7 @@ TEST_F(FlDevice, SpmcAgreesWithTheCpu) {
 
 TEST_F(FlDevice, RulesThatReadTheWeightsOnTheHostAreRefusedByName) {
   BASTION_REQUIRE_CUDA();
-  for (const std::string rule : {"fedsmoo", "fedala", "rsa"})
+  for (const std::string rule : {"fedsmoo", "fedala", "rsa", "fedrod"})
     testing::expect_error([&] { run_on(device_run(rule), "refused-" + rule, "cuda"); },
                           {"run.device = \"cuda\"", "'" + rule + "'", "CPU only"});
   testing::expect_error([&] { run_on(device_run().with({"attack.names=[\"bapfl\"]", "attack.malicious_count=1"}),

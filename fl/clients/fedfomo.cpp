@@ -65,22 +65,22 @@ class FomoClient final : public ClientRule {
   }
 
   ClientResult train(ClientTask& task) const override {
-    Model& model = task.model;
-    const std::span<float> state = model.flat_state();
-    std::vector<float> own(state.begin(), state.end());  // the start state: the initial model
+    Model& model = task.model;  // read and written through host copies: it may be a device replica
+    std::vector<float> own = model.state_values();  // the start state: the initial model
     copy_stored(task.state, kModelKey, own, "fedfomo");
     const Split split = split_samples(task.indices);
     std::vector<float> pairs;
     std::vector<float> start = aggregate_ ? mix(task, own, split.validation, pairs) : own;
     if (aggregate_ && previous_start_) store(task.state, kReferenceKey, start);
-    std::copy(start.begin(), start.end(), state.begin());
+    model.load_state_values(start);
     ClientTask train_task{model, task.data, split.train, task.transform, task.state, task.client, task.round,
                           task.seed, task.client_seed, task.attack, task.attacker_index, task.second, task.message};
     ClientResult result = train_with_schedule(train_task, schedule_);
-    store(task.state, kModelKey, model.flat_state());
+    store_model(task.state, kModelKey, model);
     result.extra_upload = std::move(pairs);
     return result;
   }
+  bool trains_on_device() const override { return true; }
 
   bool personal_model(const ClientState& state, std::span<const float>, const Model&, std::span<float> out) const override {
     return copy_stored(state, kModelKey, out, "fedfomo");
@@ -111,7 +111,7 @@ class FomoClient final : public ClientRule {
   }
 
   double validation_loss(const ClientTask& task, std::span<const float> candidate, const std::vector<int64_t>& validation) const {
-    std::copy(candidate.begin(), candidate.end(), task.model.flat_state().begin());
+    task.model.load_state_values(candidate);
     const std::optional<TransformSpec> transform = validation_transform(task.transform);
     return evaluate(task.model, task.data, schedule_.batch, validation, transform ? &*transform : nullptr).loss;
   }
