@@ -409,3 +409,34 @@ paper = ["-", "-"]
 
 }  // namespace
 }  // namespace bastion
+
+namespace bastion {
+namespace {
+
+// `--row fedavg` used to fail on a row named "FedAvg (no defense)" (slug fedavg-no-defense): a name that
+// starts exactly one row's slug (up to a '-') selects it; one that starts several is refused as ambiguous.
+TEST_F(Reproduce, ARowIsFoundByTheStartOfItsSlugWhenThatIsUnique) {
+  const Preset preset = load_preset(write_preset(R"rows(
+[[rows]]
+name = "FedAvg (no defense)"
+set = ["clients.rule=sgd"]
+paper = [1, 2]
+[[rows]]
+name = "Krum (f = 1)"
+set = ["server.rule=krum"]
+paper = [1, 2]
+[[rows]]
+name = "Krum (f = 2)"
+set = ["server.rule=krum"]
+paper = [1, 2]
+)rows"));
+  const Preset fedavg = select_rows(preset, {"fedavg"});
+  ASSERT_EQ(fedavg.rows.size(), 1u);
+  EXPECT_EQ(fedavg.rows[0].name, "FedAvg (no defense)");
+  EXPECT_EQ(select_rows(preset, {"krum-f-2"}).rows[0].name, "Krum (f = 2)");
+  expect_error([&] { select_rows(preset, {"krum"}); }, {"could be any of 2 rows", "'Krum (f = 1)' (krum-f-1)"});
+  expect_error([&] { select_rows(preset, {"fed"}); }, {"no row 'fed'"});  // a prefix must end at a '-'
+}
+
+}  // namespace
+}  // namespace bastion

@@ -244,18 +244,33 @@ PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& ext
   return grid;
 }
 
+namespace {
+// The rows `name` selects: the row of that name or slug; else the one row whose slug starts with
+// "<name>-" (`--row fedavg` for "FedAvg (no defense)"). Two or more such rows are ambiguous.
+std::vector<std::string> rows_named(const Preset& preset, const std::string& name) {
+  for (const PresetRow& row : preset.rows)
+    if (row.name == name || slug(row.name) == name) return {row.name};
+  std::vector<std::string> prefixed;
+  for (const PresetRow& row : preset.rows)
+    if (slug(row.name).rfind(name + "-", 0) == 0) prefixed.push_back(row.name);
+  return prefixed;
+}
+}  // namespace
+
 Preset select_rows(const Preset& preset, const std::vector<std::string>& names) {
-  const auto named = [](const std::string& name) {
-    return [&name](const PresetRow& row) { return row.name == name || slug(row.name) == name; };
-  };
   std::string valid;
   for (const PresetRow& row : preset.rows) valid += "\n  '" + row.name + "' (" + slug(row.name) + ")";
-  for (const std::string& name : names)
-    BASTION_CHECK(std::any_of(preset.rows.begin(), preset.rows.end(), named(name)), preset.path, ": no row '", name,
-                  "'; the rows are:", valid);
+  std::vector<std::string> chosen;
+  for (const std::string& name : names) {
+    const std::vector<std::string> rows = rows_named(preset, name);
+    BASTION_CHECK(!rows.empty(), preset.path, ": no row '", name, "'; the rows are:", valid);
+    BASTION_CHECK(rows.size() == 1, preset.path, ": --row '", name, "' could be any of ", rows.size(),
+                  " rows; give the name or slug of one:", valid);
+    chosen.push_back(rows.front());
+  }
   Preset out = preset;
   std::erase_if(out.rows, [&](const PresetRow& row) {
-    return std::none_of(names.begin(), names.end(), [&](const std::string& name) { return named(name)(row); });
+    return std::find(chosen.begin(), chosen.end(), row.name) == chosen.end();
   });
   return out;
 }
