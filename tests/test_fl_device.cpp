@@ -167,6 +167,12 @@ TEST_F(FlDevice, FedfomoAgreesWithTheCpu) {
                          "fedfomo");
 }
 
+// RSA: the worker's own x_i kept on the host, its l1 sign term added on host copies of the gradient.
+TEST_F(FlDevice, RsaAgreesWithTheCpu) {
+  BASTION_REQUIRE_CUDA();
+  expect_rounds_agree_on(device_run("rsa").with({"server.rule=rsa", "clients.rsa.steps=2"}), "rsa");
+}
+
 // SPMC: the coalition teacher on a second device replica, LGAlign's projection on host copies of the
 // gradients, the method server's aggregation weights.
 TEST_F(FlDevice, SpmcAgreesWithTheCpu) {
@@ -176,7 +182,7 @@ TEST_F(FlDevice, SpmcAgreesWithTheCpu) {
 
 TEST_F(FlDevice, RulesThatReadTheWeightsOnTheHostAreRefusedByName) {
   BASTION_REQUIRE_CUDA();
-  for (const std::string rule : {"fedsmoo", "fedala", "rsa", "fedrod"})
+  for (const std::string rule : {"fedsmoo", "fedala", "fedrod"})
     testing::expect_error([&] { run_on(device_run(rule), "refused-" + rule, "cuda"); },
                           {"run.device = \"cuda\"", "'" + rule + "'", "CPU only"});
   testing::expect_error([&] { run_on(device_run().with({"attack.names=[\"bapfl\"]", "attack.malicious_count=1"}),

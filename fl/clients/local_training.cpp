@@ -256,14 +256,25 @@ void add_proximal_gradient(Model& model, const Tensor& reference, double lambda)
   }
 }
 
-void add_sign_gradient(Model& model, std::span<const float> reference, double lambda) {
-  const std::span<const float> w = model.flat_parameters();
-  const std::span<float> grad = model.flat_gradients();
-  const float l = static_cast<float>(lambda);
+namespace {
+void add_sign_gradient_host(const float* w, float* grad, const Model& model, std::span<const float> reference, float l) {
   for (const ParameterView& p : model.parameters()) {
     if (!p.value.requires_grad()) continue;
     for (int64_t i = p.begin; i < p.end; ++i) grad[i] += l * static_cast<float>((w[i] > reference[i]) - (w[i] < reference[i]));
   }
+}
+}  // namespace
+
+void add_sign_gradient(Model& model, std::span<const float> reference, double lambda) {
+  const float l = static_cast<float>(lambda);
+  if (model.device() == Device::CPU)
+    return add_sign_gradient_host(model.flat_parameters().data(), model.flat_gradients().data(), model, reference, l);
+  // A device replica: on host copies of w and the gradient (2 D floats down, D up per step); the sign
+  // term is exact, so the two devices add the same values.
+  const std::vector<float> w = model.parameter_values();
+  std::vector<float> grad = model.gradient_tensor().to_vector();
+  add_sign_gradient_host(w.data(), grad.data(), model, reference, l);
+  model.gradient_tensor().copy_from(Tensor::from_vector({static_cast<int64_t>(grad.size())}, grad));
 }
 
 void restore_momentum(const LocalSchedule& schedule, const ClientState& state, Sgd& sgd, const std::string& key) {

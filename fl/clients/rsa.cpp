@@ -32,13 +32,16 @@ class RsaClient final : public ClientRule {
   }
 
   ClientResult train(ClientTask& task) const override {
-    const std::vector<float> global(task.model.flat_state().begin(), task.model.flat_state().end());  // x_0
-    copy_stored(task.state, kModelKey, task.model.flat_state(), "rsa");  // else x_i starts at x_0
+    // Host copies in and out: the model may be a device replica.
+    const std::vector<float> global = task.model.state_values();  // x_0
+    std::vector<float> own(global.size());
+    if (copy_stored(task.state, kModelKey, own, "rsa")) task.model.load_state_values(own);  // else x_i starts at x_0
     const GradientHook sign_term = [&](Model& m) { add_sign_gradient(m, global, lambda_); };
     ClientResult result = train_with_schedule(task, schedule_, {.gradient = &sign_term});
-    store(task.state, kModelKey, task.model.flat_state());
+    store_model(task.state, kModelKey, task.model);
     return result;
   }
+  bool trains_on_device() const override { return true; }
 
   // The client's own x_i (personalised evaluation); the global model until it has trained.
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
