@@ -128,10 +128,11 @@ TEST_F(FlDevice, SamFamilyStepsAgreeWithTheCpu) {
 
 // Personalised evaluation: fedavg-ft's stored models and its final head-tune post step, st's head
 // re-initialisation, local's stored model loaded into the device replica, Ditto's second model with its
-// proximal gradient on the device, FedRep's stored head and its head and body phases.
+// proximal gradient on the device, FedRep's stored head and its head and body phases, FedRoD's balanced
+// softmax on the device and its personal head stepped on host copies.
 TEST_F(FlDevice, PersonalisedEvaluationAndPostStepsAgreeWithTheCpu) {
   BASTION_REQUIRE_CUDA();
-  for (const std::string rule : {"fedavg-ft", "st", "local", "ditto", "fedrep"}) {
+  for (const std::string rule : {"fedavg-ft", "st", "local", "ditto", "fedrep", "fedrod"}) {
     TinyRun spec = device_run(rule).with({"eval.personalized=true", "data.local_test=like-train", "eval.personal_global=false"});
     if (rule == "fedavg-ft") spec = spec.with({"clients.fedavg-ft.variant=after-local-final-head"});
     expect_rounds_agree_on(spec, rule);
@@ -182,7 +183,7 @@ TEST_F(FlDevice, SpmcAgreesWithTheCpu) {
 
 TEST_F(FlDevice, RulesThatReadTheWeightsOnTheHostAreRefusedByName) {
   BASTION_REQUIRE_CUDA();
-  for (const std::string rule : {"fedsmoo", "fedala", "fedrod"})
+  for (const std::string rule : {"fedsmoo", "fedala"})
     testing::expect_error([&] { run_on(device_run(rule), "refused-" + rule, "cuda"); },
                           {"run.device = \"cuda\"", "'" + rule + "'", "CPU only"});
   testing::expect_error([&] { run_on(device_run().with({"attack.names=[\"bapfl\"]", "attack.malicious_count=1"}),

@@ -114,6 +114,7 @@ class FedRodClient final : public ClientRule {
     store(task.state, kPersonalHeadKey, head.weights);
     return result;
   }
+  bool trains_on_device() const override { return true; }
 
   // The global model with its head replaced by generic + personal (the sum identity above).
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
@@ -137,7 +138,7 @@ class FedRodClient final : public ClientRule {
   std::vector<float> initial_personal_head(const ClientTask& task) const {
     const auto stored = task.state.vectors.find(kPersonalHeadKey);
     if (stored != task.state.vectors.end()) return stored->second;
-    std::vector<float> head = gather_head(task.model, task.model.flat_state());
+    std::vector<float> head = gather_head(task.model, task.model.state_values());
     if (zero_init_) std::fill(head.begin(), head.end(), 0.0f);
     return head;
   }
@@ -154,10 +155,11 @@ class FedRodClient final : public ClientRule {
       int64_t batches = 0;
       while (result.steps < total_steps && pass.loader.next(x, y)) {
         const uint64_t step_dropout = dropout.fork(static_cast<uint64_t>(result.steps)).next_u64();
+        const Tensor x_there = x.to(pass.model.device());  // the loader's batch, on a device replica's device
         pass.model.reseed_dropout(step_dropout);
-        personal_step(pass, head, x, y);
+        personal_step(pass, head, x_there, y);
         pass.model.reseed_dropout(step_dropout);
-        loss_sum += generic_step(pass, x, y, log_prior);
+        loss_sum += generic_step(pass, x_there, y, log_prior);
         result.samples += x.size(0);
         ++result.steps;
         ++result.personal_steps;
@@ -187,9 +189,10 @@ class FedRodClient final : public ClientRule {
   }
 
   // One SGD step on p_i with the gradient of CE(o_g + o_p, y), read off the model with the summed head.
+  // The state and the gradient go through host copies: the model may be a device replica.
   void personal_step(LocalPass& pass, PersonalHead& head, const Tensor& x, const LabelTensor& y) const {
     Model& model = pass.model;
-    const std::span<float> state = model.flat_state();
+    std::vector<float> state = model.state_values();
     const int64_t P = model.num_parameters();
     const std::vector<float> generic = gather_head(model, state);
     const std::vector<float> buffers(state.begin() + P, state.end());
@@ -198,11 +201,12 @@ class FedRodClient final : public ClientRule {
     std::vector<float> combined = generic;
     for (size_t i = 0; i < combined.size(); ++i) combined[i] += head.weights[i];
     scatter_head(model, combined, state);
+    model.load_state_values(state);
     model.set_trainable(/*head=*/false, false);
     model.zero_grad();
     Tensor loss = cross_entropy(model.forward(x), y);
     loss.backward();
-    std::vector<float> grad = gather_head(model, model.flat_gradients());
+    std::vector<float> grad = gather_head(model, model.gradient_tensor().to_vector());
     clip_norm(grad, pass.grad_clip);
     const SgdOptions& o = pass.sgd.options();
     if (head.velocity.empty() && o.momentum > 0.0f) head.velocity.assign(grad.size(), 0.0f);
@@ -213,6 +217,7 @@ class FedRodClient final : public ClientRule {
     model.set_trainable(/*head=*/false, true);
     scatter_head(model, generic, state);
     std::copy(buffers.begin(), buffers.end(), state.begin() + P);
+    model.load_state_values(state);
     size_t k = 0;
     for (const auto& [name, value] : model.counters()) *value = counters[k++];
   }
