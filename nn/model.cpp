@@ -74,11 +74,7 @@ std::span<float> Model::flat_gradients() const {
 
 std::vector<float> Model::state_values() const { return state_.to_vector(); }
 
-std::vector<float> Model::parameter_values() const {
-  std::vector<float> values = state_values();
-  values.resize(static_cast<size_t>(num_parameters_));
-  return values;
-}
+std::vector<float> Model::parameter_values() const { return state_.slice_rows(0, num_parameters_).to_vector(); }
 
 void Model::load_state_values(std::span<const float> values) {
   BASTION_CHECK(static_cast<int64_t>(values.size()) == state_.numel(), "model ", name_, ": ", values.size(),
