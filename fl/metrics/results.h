@@ -64,6 +64,8 @@ RoundRecord as_printed(RoundRecord record);
 std::vector<RoundRecord> parse_rounds_csv(const std::string& text);
 // value with `digits` decimals, independent of the C/C++ locale ("" for NaN): for every results file.
 std::string fixed_text(double value, int digits);
+// One CSV row: the cells joined by commas, then a newline (every results file's rows).
+std::string join_row(const std::vector<std::string>& cells);
 
 std::string timing_csv(const std::vector<RoundTiming>& timings);
 
