@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-#   scripts/gpu_checks.sh [all | profile | ab OLD_BUNDLE | fl]
+#   scripts/gpu_checks.sh [all | profile | ab OLD_BUNDLE | fl | presets]
 # Runs on the lent GPU machine, over the bundle that scripts/gpu_bundle.sh made here: the CUDA test suite,
 # the GEMM and convolution ladders, the ResNet18 train step beside PyTorch eager, LeNet on Fashion-MNIST
 # with --device cuda, and compute-sanitizer over the agreement tests. One log per step under $OUT
@@ -28,6 +28,32 @@ step() {  # step NAME SECONDS COMMAND...: appends to $out/NAME.log, records the 
 # The CLI tests run the binary at the path it was built at here (BASTION_BINARY), /work/main/build.
 built_at=$(cat "$root/.gpu/built_at" 2>/dev/null || echo "$root/build/bastion")
 [ -e "$built_at" ] || { mkdir -p "$(dirname "$built_at")" && ln -s "$bin/bastion" "$built_at"; }
+# Random bytes in CIFAR-10's binary format under /tmp/cifar, for timing only: CIFAR-10 (163 MB) is larger
+# than what travels to this machine, and a round's time does not depend on the pixels.
+random_cifar() {
+  python3 - <<'PY'
+import os, numpy as np
+d = "/tmp/cifar/cifar-10-batches-bin"; os.makedirs(d, exist_ok=True); rng = np.random.default_rng(1)
+for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
+    rows = rng.integers(0, 256, size=(10000, 3073), dtype=np.uint8); rows[:, 0] %= 10
+    rows.tofile(os.path.join(d, name))
+PY
+}
+if [ "${1:-all}" = presets ]; then  # the GPU-scale presets' device cost (issue 36): 2 rounds of cells
+  step tests 120 $bin/bastion_tests --gtest_filter='Cuda*:FlDevice.*:*SavesCudaTensors*' --gtest_brief=1
+  random_cifar
+  preset_cost() {  # preset_cost NAME SECONDS ARGS...: `bastion reproduce` on the device; every run's timing.csv kept
+    local name=$1 limit=$2; shift 2
+    step presets "$limit" $bin/bastion reproduce "$@" --seeds 1 --device cuda --data-dir /tmp/cifar --overwrite \
+      --set rounds=2 --set eval.every=2 --out "/tmp/preset-$name"
+    for t in /tmp/preset-"$name"/runs/*/timing.csv; do
+      [ -f "$t" ] && cp "$t" "$out/timing-$name-$(basename "$(dirname "$t")").csv"
+    done
+  }
+  preset_cost fedcpa 200 fedcpa-table3 --row fedcpa --row no-defense
+  preset_cost fedcap 150 fedcap-table3-cifar10 --row sf
+  cat "$out/summary.log"; exit 0
+fi
 if [ "${1:-all}" = ab ]; then  # ab OLD_BUNDLE: ResNet18 step and 4096^3 GEMM rungs 3 and 4, interleaved
   mkdir -p /tmp/gpu-old && tar -xJf "$2" -C /tmp/gpu-old || exit 2
   step tests 120 $bin/bastion_tests --gtest_filter='Cuda*' --gtest_brief=1
@@ -52,14 +78,7 @@ if [ "${1:-all}" = fl ]; then  # federated runs on the device (issue 36): tests,
   fl_round lenet 120 --data-dir "$root/.gpu" --set rounds=8
   step flround 120 python3 "$root/bench/reference/pytorch_cuda_fl_round.py" --model lenet --data "$root/.gpu/fashion-mnist" --rounds 6
   step flround 120 python3 "$root/bench/reference/pytorch_cuda_fl_round.py" --model lenet --data "$root/.gpu/fashion-mnist" --rounds 6 --data-on host
-  # ResNet18 on random CIFAR-10-format files (timing only: CIFAR-10 is larger than what travels to this machine)
-  python3 - <<'PY'
-import os, numpy as np
-d = "/tmp/cifar/cifar-10-batches-bin"; os.makedirs(d, exist_ok=True); rng = np.random.default_rng(1)
-for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
-    rows = rng.integers(0, 256, size=(10000, 3073), dtype=np.uint8); rows[:, 0] %= 10
-    rows.tofile(os.path.join(d, name))
-PY
+  random_cifar  # ResNet18 on random CIFAR-10-format files
   fl_round resnet18 300 --data-dir /tmp/cifar --set data.dataset=cifar10 --set model.name=resnet18 \
     --set data.max_per_client=500 --set rounds=4
   step flround 240 python3 "$root/bench/reference/pytorch_cuda_fl_round.py" --model resnet18 --rounds 3
