@@ -1,7 +1,9 @@
 // `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--row NAME ...] [--out DIR] [--resume]
 // [--overwrite] [--threads N] [--data-dir DIR]`:
 // runs a paper table's grid (fl/core/preset.h, fl/core/reproduce.h) and writes table.md, table.csv and
-// table.svg. PRESET is a file, or a name looked up as configs/papers/<name>.toml. One progress line per
+// table.svg. PRESET is a file, or a name looked up as configs/papers/<name>.toml. With `--grid KEY=V1,V2`
+// (repeatable) and `--metric NAME` (repeatable, default acc), PRESET is an experiment config instead and
+// the table is the sweep fl/core/preset_sweep.h builds from it. One progress line per
 // run with its time and the ETA; the last line says where the table is. `mpirun -np K bastion reproduce ...`
 // (an MPI build) spreads the runs over K processes; see docs/scale-out.md.
 #include <cstdio>
@@ -12,7 +14,9 @@
 #include "cli/commands.h"
 #include "kernels/cuda/cuda.h"
 #include "fl/core/mpi_grid.h"
+#include "fl/core/config.h"
 #include "fl/core/preset.h"
+#include "fl/core/preset_sweep.h"
 #include "fl/core/reproduce.h"
 #include "tensor/error.h"
 
@@ -22,7 +26,7 @@ namespace {
 
 struct ReproduceArgs {
   std::string preset, out_dir, data_dir;
-  std::vector<std::string> overrides, rows;
+  std::vector<std::string> overrides, rows, grid, metrics;
   int64_t seeds = 0;
   int threads = 0;
   std::string device;
@@ -48,9 +52,26 @@ std::string machine_description() {
   return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
 }
 
+// The preset file, or with --grid the sweep over the experiment config args.preset.
+Preset preset_of(const ReproduceArgs& args) {
+  if (args.grid.empty()) {
+    BASTION_CHECK(args.metrics.empty(), "--metric chooses a --grid sweep's columns; a preset's columns are in its file");
+    return load_preset(resolve_preset(args.preset));
+  }
+  BASTION_CHECK(!args.quick, "--quick runs a preset's own small scale; a --grid sweep has none (use --set rounds=N)");
+  BASTION_CHECK(std::filesystem::is_regular_file(args.preset), "--grid sweeps an experiment config: no file '",
+                args.preset, "'");
+  std::vector<SweepAxis> axes;
+  for (const std::string& text : args.grid) axes.push_back(parse_sweep_axis(text));
+  const std::vector<std::string> metrics = args.metrics.empty() ? std::vector<std::string>{"acc"} : args.metrics;
+  return sweep_preset(args.preset, axes, metrics, [](const std::string& base, const std::vector<std::string>& overrides) {
+    load_config(base, overrides);
+  });
+}
+
 int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   use_data_dir(args.data_dir);
-  Preset preset = load_preset(resolve_preset(args.preset));
+  Preset preset = preset_of(args);
   if (!args.rows.empty()) preset = select_rows(preset, args.rows);
   ReproduceOptions options;
   options.out_dir = args.out_dir.empty() ? "results/reproduce/" + preset.name + (args.quick ? "-quick" : "") : args.out_dir;
@@ -90,7 +111,9 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
 Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
   auto args = std::make_shared<ReproduceArgs>();
   auto* sub = app.add_subcommand("reproduce", "Run a paper table's preset and write table.md beside the paper's numbers");
-  sub->add_option("preset", args->preset, "Preset file, or a name in configs/papers (bastion list presets)")->required();
+  sub->add_option("preset", args->preset,
+                  "Preset file, or a name in configs/papers (bastion list presets); with --grid, an experiment config")
+      ->required();
   sub->add_flag("--quick", args->quick, "The preset's small scale (smoke test)");
   sub->add_option("--seeds", args->seeds, "Seeds per cell (default: the preset's)")->check(CLI::Range(1, 100));
   sub->add_option("--set", args->overrides,
@@ -100,6 +123,13 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
   sub->add_option("--row", args->rows,
                   "Run only this row (repeatable; its name or folder slug, e.g. --row fedavg); the cells keep their "
                   "folders, so the whole preset can --resume from them later")
+      ->allow_extra_args(false);
+  sub->add_option("--grid", args->grid,
+                  "Sweep instead of a preset: KEY=V1,V2,... (repeatable); rows = every combination of the axes but the "
+                  "last, columns = the last axis's values (docs/presets.md)")
+      ->allow_extra_args(false);
+  sub->add_option("--metric", args->metrics,
+                  "With --grid: the summary.json figure each cell shows (repeatable; default acc; e.g. asr, p_acc)")
       ->allow_extra_args(false);
   sub->add_option("--out", args->out_dir, "Output folder (default results/reproduce/<preset>)");
   sub->add_option("--threads", args->threads,

@@ -85,7 +85,14 @@ TEST(FlParams, WrongTypeNamesKeyAndValue) {
                {"attack.scale.nesterov", "bool", "1"});
   expect_error([] { Params("s", specs(), {{"mode", int64_t{3}}}); }, {"s.mode", "text"});
   expect_error([] { Params("s", specs(), {{"lr", std::string("fast")}}); }, {"s.lr", "\"fast\""});
-  expect_error([] { Params("s", specs(), {{"names", std::string("a")}}); }, {"s.names", "list"});
+  expect_error([] { Params("s", specs(), {{"names", int64_t{2}}}); }, {"s.names", "list"});
+}
+
+// `--set attack.names=lie` (and --grid) give one text where a list is expected: it is the list of one,
+// still checked against the choices.
+TEST(FlParams, OneTextIsAListOfOne) {
+  EXPECT_EQ(Params("s", specs(), {{"names", std::string("b")}}).list("names"), std::vector<std::string>{"b"});
+  expect_error([] { Params("s", specs(), {{"names", std::string("zz")}}); }, {"s.names", "zz"});
 }
 
 TEST(FlParams, RangeErrorNamesKeyValueAndBounds) {

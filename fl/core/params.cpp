@@ -87,6 +87,9 @@ ParamValue coerce(const ParamSpec& spec, const ParamValue& value, const std::str
                     " ", got);
       return value;
     case ParamType::TextList:
+      // One text is a list of one, so `--set attack.names=lie` and `--grid attack.names=lie,ipm` need no
+      // TOML brackets on the command line.
+      if (const auto* one = std::get_if<std::string>(&value)) return std::vector<std::string>{*one};
       BASTION_CHECK(std::holds_alternative<std::vector<std::string>>(value), key, ": expected a list of text, got ",
                     value_kind_name(value), " ", got);
       return value;
