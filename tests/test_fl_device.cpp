@@ -57,11 +57,11 @@ void expect_rounds_agree(const std::string& cpu_csv, const std::string& cuda_csv
 class FlDevice : public testing::FlRunTest {
  protected:
   void run_on(const TinyRun& spec, const std::string& out, const std::string& device, bool resume = false,
-              int64_t stop_after = 0) {
+              int64_t stop_after = 0, int threads = 2) {
     const ExperimentConfig config = spec.config();
     RunOptions options;
     options.out_dir = (dir_ / out).string();
-    options.threads = 2;  // the device run trains its clients one after another whatever this says
+    options.threads = threads;  // a device run trains its clients one after another; the server rule uses them
     options.device = device;
     options.resume = resume;
     options.stop_after_round = stop_after;
@@ -115,6 +115,16 @@ TEST_F(FlDevice, RobustServerRuleUnderABackdoorAgreesWithTheCpu) {
                                             "attack.malicious_count=1", "attack.malicious_per_round=1",
                                             "attack.badnets.per_batch=4"}),
                          "multi-krum");
+}
+
+// On a device the clients train on one worker, but the server rule's host math takes every thread
+// (AggregationInput::pool): its result must not depend on how many.
+TEST_F(FlDevice, TheServerRuleUsesTheRunsThreadsWithTheSameResult) {
+  BASTION_REQUIRE_CUDA();
+  const TinyRun spec = device_run().with({"clients.per_round=4", "server.rule=median"});
+  run_on(spec, "one-thread", "cuda", false, 0, /*threads=*/1);
+  run_on(spec, "three-threads", "cuda", false, 0, /*threads=*/3);
+  EXPECT_EQ(file("one-thread", "rounds.csv"), file("three-threads", "rounds.csv"));
 }
 
 // MoFedSAM: SAM with the ascent scale and the server's linear term; FedFSA: per-tensor radii, its Top-C

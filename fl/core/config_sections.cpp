@@ -155,7 +155,7 @@ const Specs& eval_specs() {
 
 const Specs& run_specs() {
   static const Specs specs = {
-      integer_param("threads", 1, 1, 256, "worker threads for client training"),
+      integer_param("threads", 1, 1, 256, "worker threads for client training (run.device = cuda: clients train one after another, and the threads serve the server rule's math)"),
       text_param("device", "cpu", {"cpu", "cuda"},
                  "where clients train and models are evaluated: cpu, or cuda (one GPU; clients one after another, "
                  "server rules on the host; docs/cuda.md)"),

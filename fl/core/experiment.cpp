@@ -66,7 +66,6 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
   }
   set_num_threads(threads);
   const Device device = select_run_device(config, options.device);
-  const int workers = device == Device::CUDA ? 1 : threads;  // one GPU stream: clients one after another
   const SharedData shared = load_shared_data(config);
   const int64_t repeat = config.experiment.integer("repeat");
   std::vector<RunSummary> summaries;
@@ -75,7 +74,7 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
     const uint64_t seed = seed_of(config, r);
     const std::string dir = seed_dir(config, options.out_dir, r);
     if (repeat > 1 && server) prepare_out_dir(dir, options);
-    SeedRun run(config, shared, seed, workers, device, dir, options, *net);
+    SeedRun run(config, shared, seed, threads, device, dir, options, *net);
     if (options.resume && net->size() > 1) resume_seed_spread(run, config_toml, options);
     else if (options.resume) resume_seed(run, config_toml, options);
     run.run(options);

@@ -28,11 +28,17 @@ std::string percent(double value) {
   return text;
 }
 
+// One GPU stream: on the device, clients train one after another. The server rule's math on the host
+// (FedCPA's ranks, the coordinate-wise rules) still takes every thread (server_pool_).
+int client_workers(int threads, Device device) { return device == Device::CUDA ? 1 : threads; }
+
 }  // namespace
 
 SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, Device device,
                  std::string dir, const RunOptions& options, RunTransport& net)
-    : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(threads), net_(net) {
+    : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(client_workers(threads, device)),
+      server_pool_(threads), net_(net) {
+  threads = client_workers(threads, device);  // from here on: one model replica per client worker
   partition_ = make_partition(shared.train, partition_spec(c_.data), c_.data.integer("clients"),
                               root_.fork(kPartition).next_u64());
   malicious_ = choose_malicious(c_.data.integer("clients"), resolved_malicious_count(c_), c_.attack.text("selection"),

@@ -32,6 +32,7 @@ namespace bastion {
 
 class SeedRun {
  public:
+  // threads: the run's threads; on a device the clients train on one worker and the server rule uses them all.
   SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, Device device,
           std::string dir, const RunOptions& options, RunTransport& net);
 
@@ -63,7 +64,8 @@ class SeedRun {
   uint64_t seed_;
   Generator root_;
   std::string dir_;
-  ThreadPool pool_;
+  ThreadPool pool_;         // client training and evaluation: one worker per model replica
+  ThreadPool server_pool_;  // the server rule's math (AggregationInput::pool): every thread, also on a device
   // The ranks this run's clients are spread over (fl/core/mpi_run.h); one, in this process, without mpirun.
   // Rank 0 is the server: it alone prepares start states and messages, aggregates, evaluates the global
   // model, and writes the results and checkpoints.

@@ -60,7 +60,7 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
                                .last_round = c_.experiment.integer("rounds"),
                                .seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64(),
                                .global = global_shared(), .expected_malicious = expected_malicious_count(c_, n),
-                               .server_data = server_data, .pool = &pool_, .weight_columns = weight_columns_};
+                               .server_data = server_data, .pool = &server_pool_, .weight_columns = weight_columns_};
   loaded_version_[0] = -1;  // server data (if any) trains and evaluates on replica 0
   AggregationOutput output = server_rule_->aggregate(input);
   for (const auto& [key, value] : output.resolved) resolved_["server." + c_.server.text("rule") + "." + key] = value;
