@@ -407,6 +407,23 @@ paper = ["-", "-"]
   EXPECT_NE(table_svg(preset, report).find("■ paper"), std::string::npos);
 }
 
+// table.svg had one tick and no values (issue 41 item 5): each bar is labelled with its value, the paper's
+// too, the axis has quarter ticks, and the "± std" legend shows only when some cell has several seeds.
+TEST_F(Reproduce, TableSvgLabelsItsBarsAndAxes) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceReport report;
+  report.cells = {{{52.0, 0.0, 1, false}, {40.0, 0.0, 1, false}}, {{70.5, 0.0, 1, false}, {12.25, 0.0, 1, false}}};
+  const std::string one_seed = table_svg(preset, report);
+  EXPECT_NE(one_seed.find(">70.5</text>"), std::string::npos) << one_seed;
+  EXPECT_NE(one_seed.find(">12.2</text>"), std::string::npos) << one_seed;  // ours, one decimal
+  EXPECT_NE(one_seed.find(">60.0</text>"), std::string::npos) << one_seed;  // FedRep's paper number
+  EXPECT_NE(one_seed.find(">50</text>"), std::string::npos) << one_seed;    // a quarter tick of 0..100
+  EXPECT_NE(one_seed.find(">75</text>"), std::string::npos) << one_seed;
+  EXPECT_EQ(one_seed.find("± std"), std::string::npos) << one_seed;
+  report.cells[0][0] = {52.0, 1.5, 3, false};
+  EXPECT_NE(table_svg(preset, report).find("± std"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace bastion
 

@@ -468,8 +468,11 @@ std::string table_svg(const Preset& preset, const ReproduceReport& report) {
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + n(width) + "\" height=\"" + n(height) +
                     "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"10\" y=\"16\" font-size=\"13\">" + svg_escape(preset.title) + "</text>\n";
-  svg += std::string("<text x=\"10\" y=\"32\"><tspan fill=\"#1f77b4\">■ ours (± std)</tspan>") +
-         (has_paper_numbers(preset) ? "  <tspan fill=\"#999\">■ paper</tspan>" : "") + "</text>\n";
+  bool spread = false;  // a ± std whisker only where some cell has more than one seed
+  for (const auto& row : report.cells)
+    for (const CellResult& cell : row) spread = spread || cell.seeds > 1;
+  svg += std::string("<text x=\"10\" y=\"32\"><tspan fill=\"#1f77b4\">■ ours") + (spread ? " (± std)" : "") +
+         "</tspan>" + (has_paper_numbers(preset) ? "  <tspan fill=\"#999\">■ paper</tspan>" : "") + "</text>\n";
   for (size_t c = 0; c < preset.columns.size(); ++c) {
     const double x0 = label_width + panel_width * static_cast<double>(c), span = panel_width - 30;
     double top_value = preset.columns[c].scale;  // percentages: 0..100
@@ -480,17 +483,28 @@ std::string table_svg(const Preset& preset, const ReproduceReport& report) {
     }
     auto x_of = [&](double v) { return x0 + span * std::clamp(v / top_value, 0.0, 1.0); };
     svg += text(x0, top - 6, preset.columns[c].name, " font-weight=\"bold\"");
+    for (int k = 1; k <= 4; ++k) {  // quarter ticks with faint grid lines
+      const double v = top_value * k / 4.0;
+      svg += line(x_of(v), top, x_of(v), height - 24, "#e4e4e4");
+      svg += text(x_of(v), height - 10, fixed_text(v, 0), " text-anchor=\"middle\" fill=\"#555\"");
+    }
     svg += line(x0, top, x0, height - 24, "#333");
-    svg += text(x0 + span, height - 10, fixed_text(top_value, 0), " text-anchor=\"end\"");
+    svg += text(x0, height - 10, "0", " text-anchor=\"middle\" fill=\"#555\"");
     for (size_t r = 0; r < preset.rows.size(); ++r) {
       const double y = top + row_height * static_cast<double>(r) + 3;
       const CellResult& cell = report.cells[r][c];
       if (!std::isnan(cell.mean)) {
         svg += rect(x0, y, x_of(cell.mean) - x0, "#1f77b4");
-        svg += line(x_of(cell.mean - cell.std), y + bar / 2, x_of(cell.mean + cell.std), y + bar / 2, "#000");
+        const bool whisker = cell.seeds > 1 && !std::isnan(cell.std);
+        if (whisker) svg += line(x_of(cell.mean - cell.std), y + bar / 2, x_of(cell.mean + cell.std), y + bar / 2, "#000");
+        svg += text(x_of(whisker ? cell.mean + cell.std : cell.mean) + 3, y + bar - 1, fixed_text(cell.mean, 1),
+                    " font-size=\"9\"");
       }
       const double paper = preset.rows[r].paper[c];
-      if (!std::isnan(paper)) svg += rect(x0, y + bar + 1, x_of(paper) - x0, "#999");
+      if (!std::isnan(paper)) {
+        svg += rect(x0, y + bar + 1, x_of(paper) - x0, "#999");
+        svg += text(x_of(paper) + 3, y + 2 * bar, fixed_text(paper, 1), " font-size=\"9\" fill=\"#777\"");
+      }
     }
   }
   for (size_t r = 0; r < preset.rows.size(); ++r)
