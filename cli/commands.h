@@ -16,6 +16,7 @@ Command add_list_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_reproduce_command(CLI::App& app, int argc, char** argv);
+Command add_plot_command(CLI::App& app);
 
 // The short commit this binary was built from, with " (with uncommitted changes)" when the build's
 // tracked files differed from it; "" when built outside a git checkout. Generated at build time

@@ -100,6 +100,16 @@ std::string summary_json(const std::string& name, const std::string& report, con
 // Acc (and asr if any value is present) over rounds, one polyline per seed when several are given.
 std::string curves_svg(const std::string& title, const std::vector<std::vector<RoundRecord>>& runs);
 
+// `bastion plot`: one metric (overlay_metrics(): acc, asr, local_acc, p_acc, p_acc_w, p_asr, p_gacc,
+// p_racc, p_racc_w) of several runs over rounds, one colour per run; a run with several seeds is drawn as
+// the mean over its seeds (thick) over each seed (thin, faint). Throws naming the metric when unknown.
+struct LabelledRuns {
+  std::string label;
+  std::vector<std::vector<RoundRecord>> seeds;
+};
+std::string overlay_svg(const std::string& title, const std::string& metric, const std::vector<LabelledRuns>& runs);
+const std::vector<std::string>& overlay_metrics();
+
 // The last stdout line of `bastion run`: "acc=0.8123 asr=0.0412" (asr=nan when no backdoor), with
 // "± std" figures when there are several runs: "acc=0.8123±0.0100 asr=...".
 std::string summary_line(const std::vector<RunSummary>& runs);

@@ -2,6 +2,7 @@
 // for personalised runs the mean over clients of their own models, p_acc (green) and p_asr (orange).
 // One run: one thick line per metric. Several runs (seeds): a thin, faint line per run and a thick
 // line for the mean over the runs that measured the metric at that round.
+// overlay_svg (`bastion plot`) draws one metric of several runs, one colour each, on the same axes.
 // Self-contained SVG 1.1 (no scripts, fonts or CSS files), so a browser shows it as is. A NaN value
 // (a round where the metric was not measured) breaks the line: joining across it would draw values
 // that were never measured. Values are fractions; the y axis labels them in percent.
@@ -202,7 +203,84 @@ void append_legend(std::string& out, const std::vector<Curve>& curves, size_t ru
            std::to_string(run_count) + " runs; thick: mean over runs</text>\n";
 }
 
+// Ten colours that stay apart (matplotlib's tab10); an eleventh run reuses the first.
+constexpr const char* kRunColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+struct NamedMetric {
+  const char* name;
+  Metric metric;
+};
+
+const std::vector<NamedMetric>& named_metrics() {
+  static const std::vector<NamedMetric> metrics = {
+      {"acc", global_acc},
+      {"asr", global_asr},
+      {"local_acc", [](const RoundRecord& r) { return r.local_acc; }},
+      {"p_acc", personal_acc},
+      {"p_acc_w", [](const RoundRecord& r) { return r.personal.present ? r.personal.acc.weighted : kNoValue; }},
+      {"p_asr", personal_asr},
+      {"p_gacc", [](const RoundRecord& r) { return r.personal.present ? r.personal.global_acc.mean : kNoValue; }},
+      {"p_racc", [](const RoundRecord& r) { return r.personal.received ? r.personal.received_acc.mean : kNoValue; }},
+      {"p_racc_w", [](const RoundRecord& r) { return r.personal.received ? r.personal.received_acc.weighted : kNoValue; }},
+  };
+  return metrics;
+}
+
+// The legend: one line per run at the plot's top right, on a white box so curves do not cross the text.
+void append_run_legend(std::string& out, const std::vector<LabelledRuns>& runs) {
+  const double line_height = 16, x = kLeft + kPlotWidth - 210, y0 = kTop + 8;
+  out += "<rect x=\"" + num(x - 6) + "\" y=\"" + num(y0 - 6) + "\" width=\"214\" height=\"" +
+         num(line_height * static_cast<double>(runs.size()) + 8) + "\" fill=\"#ffffff\" fill-opacity=\"0.85\"/>\n";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string y = num(y0 + line_height * static_cast<double>(i) + 4);
+    const char* color = kRunColors[i % std::size(kRunColors)];
+    out += "<line x1=\"" + num(x) + "\" y1=\"" + y + "\" x2=\"" + num(x + 24) + "\" y2=\"" + y + "\" " +
+           stroke_attributes({color, false, 2, 1}) + "/>\n";
+    std::string label = runs[i].label;
+    if (runs[i].seeds.size() > 1) label += " (mean of " + std::to_string(runs[i].seeds.size()) + " seeds)";
+    out += "<text x=\"" + num(x + 30) + "\" y=\"" + y + "\" dy=\"0.35em\">" + xml_escape(label) + "</text>\n";
+  }
+}
+
 }  // namespace
+
+const std::vector<std::string>& overlay_metrics() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const NamedMetric& m : named_metrics()) n.push_back(m.name);
+    return n;
+  }();
+  return names;
+}
+
+std::string overlay_svg(const std::string& title, const std::string& metric_name, const std::vector<LabelledRuns>& runs) {
+  const auto& metrics = named_metrics();
+  const auto found = std::find_if(metrics.begin(), metrics.end(), [&](const NamedMetric& m) { return metric_name == m.name; });
+  std::string valid;
+  for (const NamedMetric& m : metrics) valid += std::string(valid.empty() ? "" : ", ") + m.name;
+  BASTION_CHECK(found != metrics.end(), "no metric '", metric_name, "' to plot; valid: ", valid);
+  std::vector<std::vector<RoundRecord>> all;
+  for (const LabelledRuns& run : runs) all.insert(all.end(), run.seeds.begin(), run.seeds.end());
+  const RoundAxis axis = round_axis(all);
+  const std::string escaped_title = xml_escape(title);
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(kWidth) + "\" height=\"" +
+         num(kHeight) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
+         "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\" fill=\"#222222\">\n";
+  out += "<title>" + escaped_title + "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  append_grid_and_axes(out, axis);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const char* color = kRunColors[i % std::size(kRunColors)];
+    if (runs[i].seeds.size() > 1)
+      for (const auto& records : runs[i].seeds) append_series(out, run_series(records, found->metric), {color, false, 1, 0.3}, axis);
+    append_series(out, mean_series(runs[i].seeds, found->metric), {color, false, 2, 1}, axis);
+  }
+  append_run_legend(out, runs);
+  out += "<text x=\"" + num(kLeft) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" + escaped_title + "</text>\n";
+  out += "<text x=\"" + num(kLeft) + "\" y=\"40\" fill=\"#666666\">" + metric_name + "</text>\n";
+  return out + "</svg>\n";
+}
 
 std::string curves_svg(const std::string& title, const std::vector<std::vector<RoundRecord>>& runs) {
   const std::vector<Curve> curves = measured_curves(runs);
