@@ -57,7 +57,9 @@ int run_run(const RunArgs& args) {
   std::fflush(stdout);
   const std::vector<RunSummary> summaries = run_experiment(config, options);
   if (!reports) return 0;
-  std::printf("results: %s/rounds.csv and %s/summary.json; plot: %s/curves.svg\n", options.out_dir.c_str(),
+  // With several seeds each has its own seed-<s>/ folder; the summary and the plot cover them all.
+  const std::string rounds = config.experiment.integer("repeat") > 1 ? "seed-*/rounds.csv (one per seed)" : "rounds.csv";
+  std::printf("results: %s/%s and %s/summary.json; plot: %s/curves.svg\n", options.out_dir.c_str(), rounds.c_str(),
               options.out_dir.c_str(), options.out_dir.c_str());
   std::printf("%s\n", summary_line(summaries).c_str());
   return 0;

@@ -1,8 +1,9 @@
 // `bastion plot`: one metric of several runs in one SVG (fl/metrics/svg.cpp overlay_svg), from run folders
 // (rounds.csv or seed-*/rounds.csv) and reproduce folders (runs/*); unknown metrics and folders without
-// results fail in one line.
+// results fail in one line. And `bastion run`'s closing lines name result files that exist.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ namespace bastion {
 namespace {
 
 using testing::expect_error;
+namespace fs = std::filesystem;
 
 size_t count_of(const std::string& text, const std::string& needle) {
   size_t n = 0;
@@ -73,6 +75,29 @@ TEST_F(CliPlot, DrawsRunAndReproduceFoldersAndNamesWhatIsMissing) {
   const testing::RunResult metric = testing::run_bastion("plot " + (dir_ / "fedavg").string() + " --metric bogus --out " + out);
   EXPECT_EQ(metric.exit_code, 1);
   EXPECT_NE(metric.output.find("no metric 'bogus'"), std::string::npos) << metric.output;
+}
+
+// With several seeds rounds.csv lives in seed-<s>/: the closing line said OUT/rounds.csv, a file that does
+// not exist (issue 41 item 7).
+TEST_F(CliPlot, RunNamesTheSeedFoldersWhenThereAreSeveral) {
+  testing::write_text(dir_ / "two.toml", R"(name = "two"
+seed = 1
+repeat = 2
+rounds = 1
+[data]
+dataset = "synthetic"
+clients = 4
+[model]
+name = "mlp"
+[clients]
+per_round = 2
+)");
+  const fs::path out = dir_ / "out";
+  const testing::RunResult run = testing::run_bastion("run " + (dir_ / "two.toml").string() + " --quiet --out " + out.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find(out.string() + "/seed-*/rounds.csv (one per seed)"), std::string::npos) << run.output;
+  EXPECT_TRUE(fs::exists(out / "seed-1" / "rounds.csv"));
+  EXPECT_FALSE(fs::exists(out / "rounds.csv"));
 }
 
 }  // namespace
