@@ -146,6 +146,28 @@ TEST_F(FlRun, ResumeMayChangeThreadsAndCheckpointFrequency) {
   EXPECT_NE(file("r", "config.toml").find("threads = 2"), std::string::npos);
 }
 
+// run.checkpoint_every = -1, the default: a checkpoint at most once per auto_checkpoint_seconds (a minute),
+// so a run of a few seconds writes none; with the clock at 0 every round writes one, and a run killed after
+// round 3 resumes to the same rounds.csv as the uninterrupted one (issue 41 item 7).
+TEST_F(FlRun, AutomaticCheckpointsFollowTheClock) {
+  const ExperimentConfig config = parse_config(tiny_config(), "tiny.toml", {"run.checkpoint_every=-1"});
+  EXPECT_EQ(parse_config("name = \"x\"\n[data]\ndataset = \"synthetic\"\n", "x.toml").run.integer("checkpoint_every"), -1);
+  RunOptions options;
+  options.out_dir = (dir_ / "whole").string();
+  options.threads = 1;
+  run_experiment(config, options);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "whole" / "checkpoint.safetensors"));
+  options.out_dir = (dir_ / "killed").string();
+  options.auto_checkpoint_seconds = 0;
+  options.stop_after_round = 3;
+  run_experiment(config, options);
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "killed" / "checkpoint.safetensors"));
+  options.stop_after_round = 0;
+  options.resume = true;
+  run_experiment(config, options);
+  EXPECT_EQ(file("whole", "rounds.csv"), file("killed", "rounds.csv"));
+}
+
 // Killed after the last checkpoint, before summary.json: the resume rebuilds it from the checkpoint,
 // to the last digit of seconds_per_round (the checkpoint's timings were float32 once, 7 digits).
 TEST_F(FlRun, SummaryRebuiltFromTheLastCheckpointIsIdentical) {

@@ -159,7 +159,9 @@ const Specs& run_specs() {
       text_param("device", "cpu", {"cpu", "cuda"},
                  "where clients train and models are evaluated: cpu, or cuda (one GPU; clients one after another, "
                  "server rules on the host; docs/cuda.md)"),
-      integer_param("checkpoint_every", 0, 0, 1e6, "write a checkpoint every this many rounds; 0 = none"),
+      integer_param("checkpoint_every", -1, -1, 1e6,
+                    "write a checkpoint every this many rounds; 0 = none; -1 = at most once a minute, and the last "
+                    "round of a run that wrote one"),
   };
   return specs;
 }

@@ -38,6 +38,7 @@ struct RunOptions {
   bool overwrite = false;                             // replace results already in out_dir
   std::function<void(const std::string&)> log;        // progress lines; null = silent
   int64_t stop_after_round = 0;                       // tests: return after this round (a "kill"), 0 = off
+  double auto_checkpoint_seconds = 60.0;              // run.checkpoint_every = -1: at most one checkpoint this often
   // `bastion run` under mpirun -np K: spread the clients over the K ranks (fl/core/mpi_run.h; rank 0 is
   // the server and alone writes files and logs). false: this process runs everything (the grid mode's
   // runs, tests).

@@ -233,7 +233,8 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 
 void SeedRun::run(const RunOptions& options) {
   const int64_t rounds = c_.experiment.integer("rounds");
-  const int64_t checkpoint_every = c_.run.integer("checkpoint_every");
+  last_checkpoint_ = std::chrono::steady_clock::now();
+  auto_checkpoint_seconds_ = options.auto_checkpoint_seconds;
   std::vector<float> uploads;
   std::vector<ClientResult> results;
   for (int64_t round = next_round_; round <= rounds; ++round) {
@@ -284,13 +285,35 @@ void SeedRun::run(const RunOptions& options) {
     timings_.push_back({round, train_seconds, aggregate_seconds, seconds_since(eval_start), seconds_since(round_start)});
     next_round_ = round + 1;
     if (is_server()) write_results();
-    if (checkpoint_every > 0 && (round % checkpoint_every == 0 || round == rounds)) {
+    if (checkpoint_due(round, rounds)) {
       if (spread()) collect_client_states();
       if (is_server()) save_checkpoint(dir_ + "/checkpoint.safetensors", checkpoint_state());
     }
     if (is_server()) log_progress(options, round, seconds_since(round_start));
     if (options.stop_after_round > 0 && round >= options.stop_after_round) return;
   }
+}
+
+// run.checkpoint_every: N > 0 every N rounds and the last; 0 never; -1 (the default) at most once a
+// minute by the server's clock, and the last round when one was written before (so a run of a minute or
+// more can be extended with --resume). Under mpirun the server's decision is broadcast: saving the
+// client states is collective.
+bool SeedRun::checkpoint_due(int64_t round, int64_t rounds) {
+  const int64_t every = c_.run.integer("checkpoint_every");
+  if (every > 0) return round % every == 0 || round == rounds;
+  if (every == 0) return false;
+  bool due = is_server() && (seconds_since(last_checkpoint_) >= auto_checkpoint_seconds_ ||
+                             (round == rounds && wrote_auto_checkpoint_));
+  if (spread()) {
+    Bytes flag{static_cast<char>(due)};
+    net_.broadcast(flag);
+    due = flag.at(0) != 0;
+  }
+  if (due) {
+    last_checkpoint_ = std::chrono::steady_clock::now();
+    wrote_auto_checkpoint_ = true;
+  }
+  return due;
 }
 
 void SeedRun::write_results() const {

@@ -5,6 +5,8 @@
 //   seed_run_state.cpp   what crosses between MPI ranks, checkpoints, and resuming from one
 #pragma once
 
+#include <chrono>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -111,6 +113,12 @@ class SeedRun {
   std::vector<uint8_t> sampled_since_eval_;  // per client: trained since the last evaluated round
   RoundRecord pending_;                      // counters accumulated since the last evaluated round
   int64_t next_round_ = 1;
+  // run.checkpoint_every = -1: a checkpoint when RunOptions::auto_checkpoint_seconds have passed since the
+  // last (or the start).
+  double auto_checkpoint_seconds_ = 60.0;
+  std::chrono::steady_clock::time_point last_checkpoint_;
+  bool wrote_auto_checkpoint_ = false;
+  bool checkpoint_due(int64_t round, int64_t rounds);
   double last_train_loss_ = kNoValue;
 
   bool spread() const { return net_.size() > 1; }
