@@ -81,7 +81,7 @@ void print_presets() {
 }  // namespace
 
 Command add_list_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("list", "List models, datasets, partitions and triggers");
+  auto* sub = app.add_subcommand("list", "List models, datasets, partitions, triggers, client rules, server rules, attacks, config keys and presets");
   auto what = std::make_shared<std::string>("all");
   sub->add_option("what", *what, "models | datasets | partitions | triggers | clients | defenses | attacks | config | presets | all")
       ->check(CLI::IsMember({"models", "datasets", "partitions", "triggers", "clients", "defenses", "attacks", "config",

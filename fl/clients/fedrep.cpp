@@ -112,8 +112,12 @@ std::vector<ParamSpec> phase_params(double rho, const char* rho_doc) {
       {"body_epochs", ParamType::Integer, int64_t{2}, "epochs on the body with the head frozen (pFedSAM: 2)", 0, 1e6},
       {"head_lr", ParamType::Real, 0.0, "learning rate of the head phase (0 = lr; decays with it)", 0, 100},
   });
-  for (ParamSpec& spec : specs)
+  for (ParamSpec& spec : specs) {
     if (spec.name == "rho") spec.default_value = rho, spec.doc = rho_doc;
+    // The shared schedule's keys that the two phases replace: listed, so a shared config loads, but unused.
+    if (spec.name == "epochs") spec.doc = "unused: head_epochs and body_epochs set the schedule";
+    if (spec.name == "keep_momentum") spec.doc = "unused: each phase starts a fresh optimiser";
+  }
   return specs;
 }
 }  // namespace
