@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-#   scripts/gpu_checks.sh [all | profile | ab OLD_BUNDLE | fl | presets]
+#   scripts/gpu_checks.sh [all | profile | ab OLD_BUNDLE | fl | presets | server-pool]
 # Runs on the lent GPU machine, over the bundle that scripts/gpu_bundle.sh made here: the CUDA test suite,
 # the GEMM and convolution ladders, the ResNet18 train step beside PyTorch eager, LeNet on Fashion-MNIST
 # with --device cuda, and compute-sanitizer over the agreement tests. One log per step under $OUT
@@ -52,6 +52,17 @@ if [ "${1:-all}" = presets ]; then  # the GPU-scale presets' device cost (issue 
   }
   preset_cost fedcpa 200 fedcpa-table3 --row fedcpa --row no-defense
   preset_cost fedcap 150 fedcap-table3-cifar10 --row sf
+  cat "$out/summary.log"; exit 0
+fi
+if [ "${1:-all}" = server-pool ]; then  # FedCPA's host-side server step with 1 and 8 threads, interleaved
+  random_cifar
+  for round in 1 2; do
+    for threads in 1 8; do
+      step pool 120 $bin/bastion reproduce fedcpa-table3 --row fedcpa --seeds 1 --device cuda --data-dir /tmp/cifar \
+        --overwrite --set rounds=2 --set eval.every=2 --threads "$threads" --out "/tmp/pool-$threads-$round"
+      cp /tmp/pool-"$threads-$round"/runs/*/timing.csv "$out/timing-threads$threads-$round.csv" 2>/dev/null
+    done
+  done
   cat "$out/summary.log"; exit 0
 fi
 if [ "${1:-all}" = ab ]; then  # ab OLD_BUNDLE: ResNet18 step and 4096^3 GEMM rungs 3 and 4, interleaved
