@@ -194,6 +194,25 @@ TEST(Fedcpa, UpdateDividesByTheNumberOfKeptClients) {
   for (int64_t i = 0; i < u.n; ++i) EXPECT_EQ(out.flagged[i], lambda[i] > 0.0 ? 0 : 1) << i;
 }
 
+// The pair similarities run on the pool, each into its own slot: the same scores bit for bit, with the
+// global term too.
+TEST(Fedcpa, NormalityOnAPoolIsTheSerialOne) {
+  Uploads u = Uploads::gaussian(7, 400, 41, 0.0f, 1.0f);
+  std::vector<float> scratch;
+  std::vector<CriticalSets> sets;
+  for (int64_t i = 0; i <= u.n; ++i) {  // the last one plays the global model
+    std::vector<float> p(400);
+    for (int64_t d = 0; d < 400; ++d) p[d] = critical_importance(u.row(i % u.n)[d], u.row((i + 1) % u.n)[d]);
+    sets.push_back(select_critical_sets(p, 40, scratch));
+  }
+  const std::span<const CriticalSets> clients(sets.data(), static_cast<size_t>(u.n));
+  ThreadPool pool(3);
+  EXPECT_EQ(critical_normality(clients, &sets.back(), {}, &pool), critical_normality(clients, &sets.back(), {}));
+  CriticalSimilarityOptions local_only;
+  local_only.use_global = false;
+  EXPECT_EQ(critical_normality(clients, &sets.back(), local_only, &pool), critical_normality(clients, nullptr, {}));
+}
+
 TEST(Fedcpa, RowPermutationAndThreadCountDoNotChangeTheResult) {
   Uploads u = Uploads::gaussian(9, 500, 31, 0.1f, 1.0f);
   for (float& g : u.global) g = 0.5f;

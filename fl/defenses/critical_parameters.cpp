@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "fl/core/thread_pool.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -111,21 +112,36 @@ double critical_similarity(const CriticalSets& a, const CriticalSets& b, const C
 }
 
 std::vector<double> critical_normality(std::span<const CriticalSets> clients, const CriticalSets* global,
-                                       const CriticalSimilarityOptions& options) {
+                                       const CriticalSimilarityOptions& options, ThreadPool* pool) {
   const size_t n = clients.size();
   std::vector<double> normality(n, 0.0);
+  // Every similarity the scores need, one task each: the client pairs i <= j, then client i against global.
+  std::vector<std::pair<size_t, size_t>> pairs;
+  if (options.use_local)
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = i; j < n; ++j) pairs.emplace_back(i, j);
+  const bool with_global = options.use_global && global != nullptr;
+  const size_t pair_count = pairs.size(), tasks = pair_count + (with_global ? n : 0);
+  std::vector<double> similarity(tasks);
+  auto task = [&](int64_t t, int /*worker*/) {
+    const size_t k = static_cast<size_t>(t);
+    similarity[k] = k < pair_count ? critical_similarity(clients[pairs[k].first], clients[pairs[k].second], options)
+                                   : critical_similarity(clients[k - pair_count], *global, options);
+  };
+  if (pool != nullptr) pool->run(static_cast<int64_t>(tasks), task);
+  else for (size_t t = 0; t < tasks; ++t) task(static_cast<int64_t>(t), 0);
   if (options.use_local) {
     std::vector<double> sim(n * n);
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = i; j < n; ++j) sim[i * n + j] = sim[j * n + i] = critical_similarity(clients[i], clients[j], options);
+    for (size_t k = 0; k < pair_count; ++k)
+      sim[pairs[k].first * n + pairs[k].second] = sim[pairs[k].second * n + pairs[k].first] = similarity[k];
     for (size_t i = 0; i < n; ++i) {
       std::vector<double> row(sim.begin() + static_cast<std::ptrdiff_t>(i * n), sim.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
       std::sort(row.begin(), row.end());  // a sum in value order: the same for any order of the peers
       normality[i] = std::accumulate(row.begin(), row.end(), 0.0) / static_cast<double>(n);
     }
   }
-  if (options.use_global && global != nullptr)
-    for (size_t i = 0; i < n; ++i) normality[i] += critical_similarity(clients[i], *global, options);
+  if (with_global)
+    for (size_t i = 0; i < n; ++i) normality[i] += similarity[pair_count + i];
   return normality;
 }
 

@@ -25,6 +25,8 @@
 
 namespace bastion {
 
+class ThreadPool;
+
 // Eq. 4 for one coordinate, in double, saturated at FLT_MAX so that it never becomes Inf or NaN for finite
 // inputs: |change * value|.
 inline float critical_importance(double change, double value) {
@@ -69,8 +71,10 @@ double critical_similarity(const CriticalSets& a, const CriticalSets& b, const C
 // Eq. 7 for every client: N_i = [use_global and global] sim(i, global) + [use_local] mean_j sim(i, j), the
 // mean over all n clients, i itself included (the sum runs over the sorted values, so N_i does not depend
 // on the row order). global == nullptr: no reference model this round (the global term is left out).
+// The n(n+1)/2 pair similarities (and the n global ones) run on `pool` when given, each into its own slot:
+// the result does not depend on the thread count.
 std::vector<double> critical_normality(std::span<const CriticalSets> clients, const CriticalSets* global,
-                                       const CriticalSimilarityOptions& options);
+                                       const CriticalSimilarityOptions& options, ThreadPool* pool = nullptr);
 
 // Eq. 8: min-max scaling, then the clipped inverse sigmoid (Nt = 1 gives 1, Nt = 0 gives 0). Every weight is
 // 1 when the normalities are all equal. Precondition: finite values, at least one.

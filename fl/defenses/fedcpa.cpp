@@ -14,8 +14,8 @@
 // Clients with lambda_i = 0 are flagged. State: g_prev over the P parameter columns, saved as [P, values]
 // (P < 2^24, exact in a float); load_state refuses a truncated or non-finite state.
 // Preconditions: n >= 1, K >= 1, P the same in every round. Cost: O(n D) for importances and the sum, two
-// nth_element passes per client (O(n K)), O(n^2 k log k) for similarities; clients run on in.pool, each
-// on its own vectors, so the result does not depend on the thread count.
+// nth_element passes per client (O(n K)), O(n^2 k log k) for similarities; the clients, then the pairs of
+// clients, run on in.pool, each on its own vectors and slots, so the result does not depend on the thread count.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -73,7 +73,8 @@ class FedCpa final : public ServerRule {
     if (in.pool) in.pool->run(tasks, task);
     else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
     const std::vector<double> normality = critical_normality(std::span<const CriticalSets>(sets.data(), static_cast<size_t>(n)),
-                                                             have_global ? &sets[static_cast<size_t>(n)] : nullptr, options_);
+                                                             have_global ? &sets[static_cast<size_t>(n)] : nullptr, options_,
+                                                             in.pool);
     AggregationOutput out = weighted_mean_of_kept(in, critical_weights(normality));
     remember_reference(in, offset);
     return out;
