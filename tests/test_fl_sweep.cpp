@@ -93,7 +93,7 @@ TEST_F(Sweep, RunsAndWritesATableWithoutPaperColumns) {
   const Preset preset = sweep_preset(base(), {parse_sweep_axis("server.rule=fedavg,median")}, {"acc"}, kLoadConfig);
   ReproduceOptions options;
   options.out_dir = (dir_ / "out").string();
-  options.overrides = {"rounds=1"};
+  options.overrides = {"rounds=1", "clients.sgd.lr=0.02"};
   const ReproduceReport report = reproduce(preset, options);
   EXPECT_EQ(report.runs, 2);
   EXPECT_EQ(report.failed, 0);
@@ -102,7 +102,8 @@ TEST_F(Sweep, RunsAndWritesATableWithoutPaperColumns) {
   const std::string md = read_text_file((dir_ / "out" / "table.md").string());
   EXPECT_NE(md.find("| method | acc |"), std::string::npos) << md;
   EXPECT_EQ(md.find("Δ"), std::string::npos) << md;
-  EXPECT_EQ(md.find("paper"), std::string::npos) << md;
+  EXPECT_NE(md.find("with **changed settings** (`clients.sgd.lr=0.02`)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("paper"), std::string::npos) << md;  // nor "not the paper's": a sweep has no paper setting
   EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "runs" / "median" / "summary.json"));
 }
 

@@ -204,10 +204,10 @@ std::string quoted_overrides(const std::vector<std::string>& overrides) {
 }
 
 // "full scale", "**quick** (smoke-test) scale" or "**reduced** (`rounds=20`) scale", then any other
-// override as "with **changed settings** (...)": a table run with overrides says so where the reader
+// override as "with **changed settings** (...)" (", not the paper's" when the preset has paper numbers): a table run with overrides says so where the reader
 // compares the numbers, and a changed setting is not mistaken for a smaller scale. [run] overrides are
 // listed apart and change nothing.
-std::string scale_description(const ReproduceOptions& options) {
+std::string scale_description(const ReproduceOptions& options, bool paper) {
   std::vector<std::string> reducing, changing, run_settings;
   for (const std::string& o : options.overrides) {
     if (is_run_setting(o)) run_settings.push_back(o);
@@ -219,7 +219,9 @@ std::string scale_description(const ReproduceOptions& options) {
     scale = (options.quick ? scale + ", further **reduced** (" : "**reduced** (") + quoted_overrides(reducing) + ")";
   if (!run_settings.empty()) scale += " (run settings, results unchanged: " + quoted_overrides(run_settings) + ")";
   scale += " scale";
-  if (!changing.empty()) scale += " with **changed settings** (" + quoted_overrides(changing) + "), not the paper's";
+  // A sweep (no paper numbers) has no paper setting to differ from: its base config's is the reference.
+  if (!changing.empty())
+    scale += " with **changed settings** (" + quoted_overrides(changing) + ")" + (paper ? ", not the paper's" : "");
   return scale;
 }
 
@@ -364,7 +366,7 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   // A preset without paper numbers (a user's sweep) gets no paper, Δ or † columns; a --quick table is a
   // smoke test, compared with nothing: no †.
   const bool with_paper = has_paper_numbers(preset);
-  md += std::string("Reproduced by `bastion reproduce` at ") + scale_description(options) + "; ours = mean ± std over " +
+  md += std::string("Reproduced by `bastion reproduce` at ") + scale_description(options, has_paper_numbers(preset)) + "; ours = mean ± std over " +
         std::to_string(seeds) + " seed(s)" + (with_paper ? "; Δ = ours − paper." : ".");
   if (options.quick) {
     md += " Quick settings:";

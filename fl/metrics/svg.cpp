@@ -203,6 +203,17 @@ void append_legend(std::string& out, const std::vector<Curve>& curves, size_t ru
            std::to_string(run_count) + " runs; thick: mean over runs</text>\n";
 }
 
+// The document's start, its <title> and a white background: a transparent SVG is unreadable in a
+// browser's dark mode.
+std::string svg_header(const std::string& escaped_title) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(kWidth) + "\" height=\"" +
+         num(kHeight) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
+         "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\" fill=\"#222222\">\n";
+  out += "<title>" + escaped_title + "</title>\n";
+  return out + "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+}
+
 // Ten colours that stay apart (matplotlib's tab10); an eleventh run reuses the first.
 constexpr const char* kRunColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -264,11 +275,7 @@ std::string overlay_svg(const std::string& title, const std::string& metric_name
   for (const LabelledRuns& run : runs) all.insert(all.end(), run.seeds.begin(), run.seeds.end());
   const RoundAxis axis = round_axis(all);
   const std::string escaped_title = xml_escape(title);
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(kWidth) + "\" height=\"" +
-         num(kHeight) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
-         "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\" fill=\"#222222\">\n";
-  out += "<title>" + escaped_title + "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  std::string out = svg_header(escaped_title);
   append_grid_and_axes(out, axis);
   for (size_t i = 0; i < runs.size(); ++i) {
     const char* color = kRunColors[i % std::size(kRunColors)];
@@ -286,13 +293,7 @@ std::string curves_svg(const std::string& title, const std::vector<std::vector<R
   const std::vector<Curve> curves = measured_curves(runs);
   const RoundAxis axis = round_axis(runs);
   const std::string escaped_title = xml_escape(title);
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(kWidth) + "\" height=\"" +
-         num(kHeight) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
-         "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\" fill=\"#222222\">\n";
-  out += "<title>" + escaped_title + "</title>\n";
-  // An opaque background: a transparent SVG is unreadable in a browser's dark mode.
-  out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  std::string out = svg_header(escaped_title);
   append_grid_and_axes(out, axis);
   const bool several = runs.size() > 1;
   for (const auto& records : runs)
