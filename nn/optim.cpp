@@ -261,12 +261,51 @@ void Sam::squared_norms_on_device(const float* grad) {
     if (!parameters[k].value.requires_grad()) tensor_squared_[k] = 0.0;  // unwritten device slots
 }
 
+// FedSMOO's step 2 on a CUDA model, in the CPU's order of roundings (perturb above): d = (g - mu) - s on
+// the trainable tensors, e_k = scale_k d_k (0 on frozen ones), mu += e - s over all P, w += e; then mu is
+// copied back into options_.dual, which the client uploads after its pass. w is saved by the caller.
+void Sam::perturb_with_dual_on_device(float* w, const float* grad) {
+  const int64_t P = model_.num_parameters();
+  const size_t bytes = static_cast<size_t>(P) * sizeof(float);
+  if (!dual_on_device_.defined()) {
+    dual_on_device_ = Tensor::empty({P}, Device::CUDA);
+    cuda_copy_to_device(dual_on_device_.data(), options_.dual.data(), bytes, cuda_stream());
+    correction_on_device_ = Tensor::empty({P}, Device::CUDA);
+    if (options_.dual_correction.empty()) cuda_fill(correction_on_device_.data(), 0.0f, P, cuda_stream());
+    else cuda_copy_to_device(correction_on_device_.data(), options_.dual_correction.data(), bytes, cuda_stream());
+    direction_on_device_ = Tensor::empty({P}, Device::CUDA);
+    perturbation_on_device_ = Tensor::empty({P}, Device::CUDA);
+    scratch_on_device_ = Tensor::empty({P}, Device::CUDA);
+  }
+  float *mu = dual_on_device_.data(), *d = direction_on_device_.data(), *e = perturbation_on_device_.data();
+  const float* correction = correction_on_device_.data();
+  cuda_copy_on_device(d, grad, bytes, cuda_stream());
+  vector_axpy_cuda(d, -1.0f, mu, P, cuda_stream());  // y + (-1) x is y - x, exactly as the CPU subtracts
+  vector_axpy_cuda(d, -1.0f, correction, P, cuda_stream());
+  squared_norms_on_device(d);
+  const std::vector<double>& scales = scales_from_squared_norms();
+  cuda_fill(e, 0.0f, P, cuda_stream());
+  for (size_t k = 0; k < model_.parameters().size(); ++k) {
+    const ParameterView& p = model_.parameters()[k];
+    if (!p.value.requires_grad()) continue;
+    cuda_copy_on_device(e + p.begin, d + p.begin, static_cast<size_t>(p.end - p.begin) * sizeof(float), cuda_stream());
+    vector_scale_cuda(e + p.begin, static_cast<float>(scales[k]), p.end - p.begin, cuda_stream());
+  }
+  float* e_minus_s = scratch_on_device_.data();
+  cuda_copy_on_device(e_minus_s, e, bytes, cuda_stream());
+  vector_axpy_cuda(e_minus_s, -1.0f, correction, P, cuda_stream());
+  vector_axpy_cuda(mu, 1.0f, e_minus_s, P, cuda_stream());
+  vector_axpy_cuda(w, 1.0f, e, P, cuda_stream());
+  cuda_copy_to_host(options_.dual.data(), mu, bytes, cuda_stream());
+}
+
 // Sam::step on a CUDA model: w saved by a device copy, w += scale_k g_k per trainable tensor (one fused
-// multiply-add where the CPU rounds e first: the two agree within a rounding), second pass, w restored,
-// g' = alpha g' + linear term, clipped, the base step.
+// multiply-add where the CPU rounds e first: the two agree within a rounding; with FedSMOO's duals the
+// CPU's order, perturb_with_dual_on_device), second pass, w restored, g' = alpha g' + linear term,
+// clipped, the base step.
 float Sam::step_on_device(const std::function<float()>& loss_and_backward) {
-  BASTION_CHECK(options_.dual.empty() && options_.perturbation != SamOptions::Perturbation::Adaptive,
-                "sam on a CUDA model: FedSMOO's duals and the adaptive perturbation run on the CPU only");
+  BASTION_CHECK(options_.perturbation != SamOptions::Perturbation::Adaptive,
+                "sam on a CUDA model: the adaptive perturbation runs on the CPU only");
   const int64_t P = model_.num_parameters();
   if (!options_.linear_term.empty() && !linear_on_device_.defined())
     linear_on_device_ = Tensor::from_vector({P}, options_.linear_term).to(Device::CUDA);
@@ -275,14 +314,18 @@ float Sam::step_on_device(const std::function<float()>& loss_and_backward) {
   clip_gradient_norm(model_, options_.clip_before);
   float* w = model_.state_tensor().data();
   float* g = model_.gradient_tensor().data();
-  squared_norms_on_device(g);
-  const std::vector<double>& scales = scales_from_squared_norms();
   cuda_copy_on_device(saved_on_device_.data(), w, static_cast<size_t>(P) * sizeof(float), cuda_stream());
   const std::vector<ParameterView>& parameters = model_.parameters();
-  for (size_t k = 0; k < parameters.size(); ++k) {
-    const ParameterView& p = parameters[k];
-    if (p.value.requires_grad())
-      vector_axpy_cuda(w + p.begin, static_cast<float>(scales[k]), g + p.begin, p.end - p.begin, cuda_stream());
+  if (!options_.dual.empty()) {
+    perturb_with_dual_on_device(w, g);
+  } else {
+    squared_norms_on_device(g);
+    const std::vector<double>& scales = scales_from_squared_norms();
+    for (size_t k = 0; k < parameters.size(); ++k) {
+      const ParameterView& p = parameters[k];
+      if (p.value.requires_grad())
+        vector_axpy_cuda(w + p.begin, static_cast<float>(scales[k]), g + p.begin, p.end - p.begin, cuda_stream());
+    }
   }
   loss_and_backward();
   cuda_copy_on_device(w, saved_on_device_.data(), static_cast<size_t>(P) * sizeof(float), cuda_stream());

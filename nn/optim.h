@@ -79,8 +79,9 @@ struct SamOptions {
   std::span<const float> dual_correction;    // P values (FedSMOO's s), or empty; needs dual
 };
 
-// SAM on a CUDA model runs the same step with the flat-vector kernels (kernels/cuda/vector.h), except
-// FedSMOO's duals and the adaptive perturbation, which are CPU-only and refused there.
+// SAM on a CUDA model runs the same step with the flat-vector kernels (kernels/cuda/vector.h), FedSMOO's
+// duals included (kept on the device for the pass and copied back into `dual` after every step), except
+// the adaptive perturbation, which is CPU-only and refused there.
 class Sam {
  public:
   Sam(Model& model, Sgd& base, float rho);   // plain SAM: every trainable tensor, radius rho
@@ -102,10 +103,13 @@ class Sam {
   std::vector<float> scaled_direction_;
   std::vector<double> tensor_squared_, tensor_scales_;
   Tensor saved_on_device_, linear_on_device_;  // CUDA models: the unperturbed weights, the linear term
+  // CUDA models with FedSMOO's duals: mu and s (uploaded at the first step), the direction d, e, e - s.
+  Tensor dual_on_device_, correction_on_device_, direction_on_device_, perturbation_on_device_, scratch_on_device_;
   const std::vector<double>& perturbation_scales(const float* w, const float* direction);
   const std::vector<double>& scales_from_squared_norms();  // tensor_squared_ -> tensor_scales_
   float step_on_device(const std::function<float()>& loss_and_backward);
   void squared_norms_on_device(const float* grad);
+  void perturb_with_dual_on_device(float* w, const float* grad);
   void perturb(float* w, const float* grad);
   void finish_direction(float* grad) const;
 };

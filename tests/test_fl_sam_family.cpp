@@ -13,6 +13,7 @@
 #include "fl/clients/sam_family.h"
 #include "nn/models.h"
 #include "nn/optim.h"
+#include "cuda_test_support.h"
 #include "personalized_test_support.h"
 #include "tensor/random.h"
 
@@ -157,6 +158,42 @@ TEST(SamStep, DualCorrectsTheAscentDirectionAndAccumulatesThePerturbation) {
   SamOptions one_radius;
   one_radius.tensor_rho = {1.0f};
   EXPECT_THROW(Sam(*model, sgd, one_radius), Error);  // one radius for six tensors
+}
+
+// FedSMOO's dual on a CUDA model (the emulator in CI): after one step with an SGD update, mu and the weights
+// agree with the CPU step. The device computes d, e, e - s in the CPU's order, so they differ only where
+// the per-tensor norm's reduction order rounds the scale differently: a few float roundings.
+TEST(SamStep, DualStepOnTheDeviceAgreesWithTheCpu) {
+  BASTION_REQUIRE_CUDA();
+  // Relative: e = rho d / ||d|| with ||d|| reduced in double on both sides but in another order, then
+  // rounded to float; mu + (e - s) adds one or two float roundings (6e-8 each) on top.
+  constexpr double kDualTolerance = 1e-6;
+  auto cpu = small_model(), gpu = small_model();
+  gpu->to(Device::CUDA);
+  const size_t P = static_cast<size_t>(cpu->num_parameters());
+  const std::vector<float> g = random_values(P, 11), s = random_values(P, 12), mu0 = random_values(P, 13);
+  std::vector<float> mu_cpu = mu0, mu_gpu = mu0;
+  Sgd sgd_cpu(*cpu, {0.1f, 0.0f, 0.0f, false}), sgd_gpu(*gpu, {0.1f, 0.0f, 0.0f, false});
+  SamOptions options;
+  options.rho = 0.1f;
+  options.dual_correction = s;
+  SamOptions on_cpu = options, on_gpu = options;
+  on_cpu.dual = mu_cpu;
+  on_gpu.dual = mu_gpu;
+  Sam sam_cpu(*cpu, sgd_cpu, on_cpu), sam_gpu(*gpu, sgd_gpu, on_gpu);
+  sam_cpu.step(constant_gradient(*cpu, g));
+  sam_gpu.step([&] {
+    gpu->zero_grad();
+    cuda_copy_to_device(gpu->gradient_tensor().data(), g.data(), P * sizeof(float), cuda_stream());
+    return 0.0f;
+  });
+  gpu->to(Device::CPU);
+  const std::span<const float> w_cpu = cpu->flat_parameters(), w_gpu = gpu->flat_parameters();
+  for (size_t i = 0; i < P; ++i) {
+    EXPECT_NEAR(mu_gpu[i], mu_cpu[i], kDualTolerance * (1.0 + std::abs(mu_cpu[i]))) << i;
+    EXPECT_NEAR(w_gpu[i], w_cpu[i], kDualTolerance * (1.0 + std::abs(w_cpu[i]))) << i;
+  }
+  EXPECT_NE(mu_gpu, mu0);  // the dual moved, and came back to the host
 }
 
 TEST(FedFsaTopC, PicksTheMostChangedWeightTensorsAndNeverABias) {
