@@ -108,7 +108,7 @@ TEST(FlConfig, WrongValueTypesNameTheKey) {
   expect_config_error("seed = \"one\"", {"seed", "int", "\"one\""});
   expect_config_error("[data]\nclients = 2.5", {"data.clients", "2.5"});
   expect_config_error("[data]\ndirichlet_cap = 1", {"data.dirichlet_cap", "bool"});
-  expect_config_error("[attack]\nnames = \"lie\"", {"attack.names", "list"});
+  expect_config_error("[attack]\nnames = 3", {"attack.names", "list"});  // one text is a list of one (FlParams)
   expect_config_error("[attack]\nnames = [1, 2]", {"attack.names", "text"});
   expect_config_error("[data]\nclients = 1979-05-27", {"data.clients", "date"});
 }
