@@ -315,12 +315,12 @@ TEST(FlResults, CurvesSvgBreaksLinesAtNaN) {
 
 TEST(FlResults, SummaryLineOneRun) {
   EXPECT_EQ(summary_line({run_summary(1, 0.81234, 0.04116)}), "acc=0.8123 asr=0.0412");
-  EXPECT_EQ(summary_line({run_summary(1, 0.81234, kNaN)}), "acc=0.8123 asr=nan");
+  EXPECT_EQ(summary_line({run_summary(1, 0.81234, kNaN)}), "acc=0.8123 asr=-");  // no backdoor: not measured
 }
 
 TEST(FlResults, SummaryLineSeveralRunsShowsMeanAndSampleStd) {
   // acc {0.8, 0.82}: mean 0.81, std sqrt(2 * 0.01² / 1) = 0.014142; asr {0.05, 0.052}: 0.051 ± 0.001414.
   EXPECT_EQ(summary_line({run_summary(1, 0.8, 0.05), run_summary(2, 0.82, 0.052)}),
             "acc=0.8100\u00b10.0141 asr=0.0510\u00b10.0014");
-  EXPECT_EQ(summary_line({run_summary(1, 0.8, kNaN), run_summary(2, 0.82, kNaN)}), "acc=0.8100\u00b10.0141 asr=nan");
+  EXPECT_EQ(summary_line({run_summary(1, 0.8, kNaN), run_summary(2, 0.82, kNaN)}), "acc=0.8100\u00b10.0141 asr=-");
 }

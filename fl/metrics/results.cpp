@@ -242,6 +242,8 @@ std::string fixed4(double value) { return std::isnan(value) ? "nan" : format_rea
 
 std::string figure(const char* name, const std::vector<RunSummary>& runs, double RunSummary::*field) {
   const MeanStd stats = field_over_runs(runs, field);
+  // "-" where no run measured the figure (asr without a backdoor): "nan" read like a failed computation.
+  if (stats.count == 0) return std::string(name) + "=-";
   std::string text = std::string(name) + "=" + fixed4(stats.mean);
   if (runs.size() > 1 && stats.count > 0) text += "\u00b1" + fixed4(stats.std);  // "±" in UTF-8
   return text;

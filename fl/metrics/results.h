@@ -110,7 +110,7 @@ struct LabelledRuns {
 std::string overlay_svg(const std::string& title, const std::string& metric, const std::vector<LabelledRuns>& runs);
 const std::vector<std::string>& overlay_metrics();
 
-// The last stdout line of `bastion run`: "acc=0.8123 asr=0.0412" (asr=nan when no backdoor), with
+// The last stdout line of `bastion run`: "acc=0.8123 asr=0.0412" (asr=- when no backdoor), with
 // "± std" figures when there are several runs: "acc=0.8123±0.0100 asr=...".
 std::string summary_line(const std::vector<RunSummary>& runs);
 
