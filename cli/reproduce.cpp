@@ -64,7 +64,10 @@ Preset preset_of(const ReproduceArgs& args) {
   std::vector<SweepAxis> axes;
   for (const std::string& text : args.grid) axes.push_back(parse_sweep_axis(text));
   const std::vector<std::string> metrics = args.metrics.empty() ? std::vector<std::string>{"acc"} : args.metrics;
-  return sweep_preset(args.preset, axes, metrics, [](const std::string& base, const std::vector<std::string>& overrides) {
+  // Each cell is checked as it will run: with this invocation's --set after the cell's own settings (a sweep
+  // over attack.names needs the --set attack.malicious_fraction that goes with it).
+  return sweep_preset(args.preset, axes, metrics, [&args](const std::string& base, std::vector<std::string> overrides) {
+    overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
     load_config(base, overrides);
   });
 }

@@ -107,5 +107,20 @@ TEST_F(Sweep, RunsAndWritesATableWithoutPaperColumns) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "runs" / "median" / "summary.json"));
 }
 
+// From the command line, each cell is checked with the invocation's --set after its own settings: a sweep
+// over attacks on a base without attackers needs the --set that adds them, and was refused before it.
+TEST_F(Sweep, TheCommandLineChecksCellsWithItsOverrides) {
+  const std::string config = base();
+  const std::string out = (dir_ / "cli").string();
+  const testing::RunResult refused =
+      testing::run_bastion("reproduce " + config + " --grid attack.names=sign-flip,ipm --set rounds=1 --out " + out);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.output.find("no client is malicious"), std::string::npos) << refused.output;
+  const testing::RunResult ok = testing::run_bastion("reproduce " + config + " --grid attack.names=sign-flip,ipm --set rounds=1 "
+                                                     "--set attack.malicious_count=2 --out " + out);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("2 run(s), 0 skipped, 0 failed"), std::string::npos) << ok.output;
+}
+
 }  // namespace
 }  // namespace bastion
