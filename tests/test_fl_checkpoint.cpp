@@ -41,6 +41,27 @@ CheckpointState through_bytes(const SafetensorsFile& file) {
                           "ck");
 }
 
+// A file edited after checkpoint_file, as the corruption tests below do, also fails its checksum first;
+// without one (a checkpoint written before checksums existed) the later checks are what stops it.
+SafetensorsFile without_checksum(SafetensorsFile file) {
+  file.metadata.erase("payload_crc32");
+  return file;
+}
+
+// Issue 42: a flipped bit in a weight passed every check (finite, the right shapes). The payload's CRC-32
+// catches it, or any changed metadata entry; a checkpoint without the entry (older files) still loads.
+TEST(FlCheckpoint, AChangedPayloadFailsItsChecksum) {
+  SafetensorsFile file = checkpoint_file(small_state());
+  ASSERT_EQ(file.metadata.at("payload_crc32").size(), 8u);
+  for (auto& [name, tensor] : file.f32)
+    if (name == "global") tensor.data()[1] = std::bit_cast<float>(std::bit_cast<uint32_t>(tensor.data()[1]) ^ 1u);
+  expect_error([&] { through_bytes(file); }, {"checkpoint ck", "do not match its checksum", "--overwrite"});
+  SafetensorsFile edited = checkpoint_file(small_state());
+  edited.metadata["config"] = "rounds = 5\n";
+  expect_error([&] { through_bytes(edited); }, {"checksum"});
+  EXPECT_EQ(through_bytes(without_checksum(file)).global[0], 0.5f);  // unchecked, as an older file is read
+}
+
 TEST(FlCheckpoint, InMemoryRoundTripKeepsEveryField) {
   const CheckpointState s = small_state();
   const CheckpointState back = through_bytes(checkpoint_file(s));
@@ -69,12 +90,12 @@ TEST(FlCheckpoint, TimingRoundsMustBeIntegers) {
     SafetensorsFile file = checkpoint_file(small_state());
     for (auto& [name, entry] : file.i64)
       if (name == "timing") entry.second[5] = std::bit_cast<int64_t>(bad);
-    expect_error([&] { through_bytes(file); }, {"checkpoint ck", "'timing' row 1", "expected an integer"});
+    expect_error([&] { through_bytes(without_checksum(file)); }, {"checkpoint ck", "'timing' row 1", "expected an integer"});
   }
   SafetensorsFile file = checkpoint_file(small_state());
   for (auto& [name, entry] : file.i64)
     if (name == "timing") entry = {Shape{4}, {1, 2, 3, 4}};
-  expect_error([&] { through_bytes(file); }, {"'timing' holds 4 values"});
+  expect_error([&] { through_bytes(without_checksum(file)); }, {"'timing' holds 4 values"});
 }
 
 TEST(FlCheckpoint, OldFloatTimingTablesStillLoadAndAreChecked) {
@@ -86,12 +107,12 @@ TEST(FlCheckpoint, OldFloatTimingTablesStillLoadAndAreChecked) {
     old.insert(old.end(), {float(t.round), float(t.train_seconds), float(t.aggregate_seconds), float(t.eval_seconds),
                            float(t.round_seconds)});
   file.f32.emplace_back("timing", Tensor::from_vector(Shape{int64_t(timings.size()), 5}, old));
-  const CheckpointState back = through_bytes(file);
+  const CheckpointState back = through_bytes(without_checksum(file));
   ASSERT_EQ(back.timings.size(), timings.size());
   EXPECT_EQ(back.timings.back().round, timings.back().round);
   EXPECT_FLOAT_EQ(float(back.timings.back().round_seconds), float(timings.back().round_seconds));
   file.f32.back().second.data()[5] = 2.5f;
-  expect_error([&] { through_bytes(file); }, {"'timing' row 1", "expected an integer"});
+  expect_error([&] { through_bytes(without_checksum(file)); }, {"'timing' row 1", "expected an integer"});
 }
 
 // Found by reading the code while writing the target: std::stoll / std::stoull threw std::invalid_argument
@@ -103,7 +124,7 @@ TEST(FlCheckpoint, MetadataNumbersMustBeWholeNumbers) {
   for (const auto& [key, value] : bad) {
     SafetensorsFile file = checkpoint_file(small_state());
     file.metadata[key] = value;
-    expect_error([&] { through_bytes(file); }, {"checkpoint ck", "'" + key + "'", "expected a number"});
+    expect_error([&] { through_bytes(without_checksum(file)); }, {"checkpoint ck", "'" + key + "'", "expected a number"});
   }
 }
 
@@ -111,18 +132,18 @@ TEST(FlCheckpoint, MetadataNumbersMustBeWholeNumbers) {
 TEST(FlCheckpoint, ClientCountIsBoundedByTheConfigLimit) {
   SafetensorsFile file = checkpoint_file(small_state());
   file.metadata["clients"] = "1000000000000";
-  expect_error([&] { through_bytes(file); }, {"'clients' is 1000000000000", "data.clients"});
+  expect_error([&] { through_bytes(without_checksum(file)); }, {"'clients' is 1000000000000", "data.clients"});
 }
 
 TEST(FlCheckpoint, ClientKeysMustNameAClientOfTheCheckpoint) {
   for (const std::string key : {"client.x.lambda", "client.2.lambda", "client.-1.lambda", "client.1"}) {
     SafetensorsFile file = checkpoint_file(small_state());
     file.metadata[key] = "0.5";
-    expect_error([&] { through_bytes(file); }, {"checkpoint ck", key});
+    expect_error([&] { through_bytes(without_checksum(file)); }, {"checkpoint ck", key});
   }
   SafetensorsFile file = checkpoint_file(small_state());
   file.f32.emplace_back("client.5.momentum", Tensor::from_vector(Shape{1}, std::vector<float>{1}));
-  expect_error([&] { through_bytes(file); }, {"'client.5.momentum' names a client outside [0, 2)"});
+  expect_error([&] { through_bytes(without_checksum(file)); }, {"'client.5.momentum' names a client outside [0, 2)"});
 }
 
 }  // namespace

@@ -99,6 +99,7 @@ TEST(FlClientDetection, CheckpointKeepsTheVerdicts) {
   state.client_flags.clear();  // an older checkpoint: no entry, no verdicts
   EXPECT_TRUE(parse_checkpoint(checkpoint_file(state), "ck").client_flags.empty());
   SafetensorsFile bad = file;
+  bad.metadata.erase("payload_crc32");  // an edited file would fail its checksum first
   for (auto& [name, entry] : bad.i64)
     if (name == "client_flags") entry.second[2] = 7;
   expect_error([&] { parse_checkpoint(bad, "ck"); }, {"client_flags", "7"});

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <zlib.h>
+
 #include "fl/core/config.h"
 #include "tensor/error.h"
 #include "tensor/safetensors.h"
@@ -16,6 +18,47 @@ namespace bastion {
 
 namespace {
 constexpr const char* kFormat = "bastion-fl-checkpoint-1";
+// CRC-32 (zlib) of everything else in the file but the wall-time table ("timing"), as 8 hex digits: what a
+// resumed run computes from is covered, and two checkpoints of the same rounds (an interrupted and an
+// uninterrupted run's) stay byte-identical outside their wall times (scripts/crash_test.sh compares them
+// so). A checkpoint written before the checksum existed has none and is read unchecked.
+constexpr const char* kChecksumKey = "payload_crc32";
+
+uLong crc_of(uLong crc, const void* data, size_t bytes) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (bytes > 0) {  // crc32 takes a uInt length: feed large tensors in pieces
+    const uInt piece = static_cast<uInt>(std::min<size_t>(bytes, 1u << 30));
+    crc = crc32(crc, p, piece);
+    p += piece;
+    bytes -= piece;
+  }
+  return crc;
+}
+
+// The payload in a fixed order: metadata (sorted, the checksum entry left out), then each F32 and I64
+// tensor's name and values in file order (the timing table left out). Each text is followed by its NUL, so "ab"+"c" != "a"+"bc".
+std::string payload_checksum(const SafetensorsFile& file) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  auto text = [&](const std::string& t) { crc = crc_of(crc, t.c_str(), t.size() + 1); };
+  for (const auto& [key, value] : file.metadata) {
+    if (key == kChecksumKey) continue;
+    text(key);
+    text(value);
+  }
+  for (const auto& [name, tensor] : file.f32) {
+    if (name == "timing") continue;  // an older file's F32 wall-time table
+    text(name);
+    crc = crc_of(crc, tensor.data(), static_cast<size_t>(tensor.numel()) * sizeof(float));
+  }
+  for (const auto& [name, entry] : file.i64) {
+    if (name == "timing") continue;
+    text(name);
+    crc = crc_of(crc, entry.second.data(), entry.second.size() * sizeof(int64_t));
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return hex;
+}
 
 Tensor vector_tensor(const std::vector<float>& values) {
   return Tensor::from_vector(Shape{static_cast<int64_t>(values.size())}, values);
@@ -143,6 +186,7 @@ SafetensorsFile checkpoint_file(const CheckpointState& state) {
     const std::vector<int64_t> flags(state.client_flags.begin(), state.client_flags.end());
     file.i64.emplace_back("client_flags", std::make_pair(Shape{static_cast<int64_t>(flags.size())}, flags));
   }
+  file.metadata[kChecksumKey] = payload_checksum(file);
   return file;
 }
 
@@ -181,6 +225,12 @@ CheckpointState load_checkpoint(const std::string& path) { return parse_checkpoi
 CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string& path) {
   BASTION_CHECK(metadata(file, "format", path) == kFormat, "checkpoint ", path, ": format '",
                 metadata(file, "format", path), "', expected ", kFormat);
+  // A flipped bit in a weight passes every other check (a finite value, the right shapes): the checksum
+  // catches it before anything is resumed from the file.
+  if (const auto stored = file.metadata.find(kChecksumKey); stored != file.metadata.end())
+    BASTION_CHECK(stored->second == payload_checksum(file), "checkpoint ", path, ": its contents do not match its "
+                  "checksum (", stored->second, "): the file is damaged, resume from an earlier copy or start again "
+                  "with --overwrite");
   CheckpointState state;
   state.round = metadata_number<int64_t>(file, "round", path);
   state.seed = metadata_number<uint64_t>(file, "seed", path);
