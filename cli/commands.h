@@ -18,6 +18,10 @@ Command add_run_command(CLI::App& app);
 Command add_reproduce_command(CLI::App& app, int argc, char** argv);
 Command add_plot_command(CLI::App& app);
 
+// The folder of the paper presets: ./configs/papers in a checkout, else <prefix>/share/bastion/configs/papers
+// of an installed binary (cli/presets_folder.cpp).
+std::string presets_folder();
+
 // The short commit this binary was built from, with " (with uncommitted changes)" when the build's
 // tracked files differed from it; "" when built outside a git checkout. Generated at build time
 // (scripts/build_commit.cmake): a checkout's HEAD can move on after the build.

@@ -60,8 +60,9 @@ void print_config_keys() {
 
 // The paper-table presets in configs/papers with their grid size and measured cost.
 void print_presets() {
-  std::printf("presets (configs/papers; bastion reproduce NAME [--quick]):\n");
-  const std::vector<std::string> paths = find_presets("configs/papers");
+  const std::string folder = presets_folder();
+  std::printf("presets (%s; bastion reproduce NAME [--quick]):\n", folder.c_str());
+  const std::vector<std::string> paths = find_presets(folder);
   if (paths.empty()) std::printf("  (none found: run from the repository root)\n");
   for (const std::string& path : paths) {
     try {

@@ -1,7 +1,7 @@
 // `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--row NAME ...] [--out DIR] [--resume]
 // [--overwrite] [--threads N] [--data-dir DIR]`:
 // runs a paper table's grid (fl/core/preset.h, fl/core/reproduce.h) and writes table.md, table.csv and
-// table.svg. PRESET is a file, or a name looked up as configs/papers/<name>.toml. With `--grid KEY=V1,V2`
+// table.svg. PRESET is a file, or a name looked up as <presets_folder()>/<name>.toml (configs/papers). With `--grid KEY=V1,V2`
 // (repeatable) and `--metric NAME` (repeatable, default acc), PRESET is an experiment config instead and
 // the table is the sweep fl/core/preset_sweep.h builds from it. One progress line per
 // run with its time and the ETA; the last line says where the table is. `mpirun -np K bastion reproduce ...`
@@ -35,9 +35,9 @@ struct ReproduceArgs {
 
 std::string resolve_preset(const std::string& name) {
   if (std::filesystem::is_regular_file(name)) return name;
-  const std::string candidate = "configs/papers/" + name + ".toml";
+  const std::string candidate = presets_folder() + "/" + name + ".toml";
   BASTION_CHECK(std::filesystem::is_regular_file(candidate), "no preset '", name, "': not a file, and no ", candidate,
-                " (bastion list presets shows them; run from the repository root)");
+                " (bastion list presets shows them; run from the repository root, or install the package)");
   return candidate;
 }
 
