@@ -151,6 +151,28 @@ TEST_F(MpiRun, AKilledJobResumesWithAnotherRankCount) {
   EXPECT_EQ(rounds("killed"), rounds("whole"));
 }
 
+// One rank dies (SIGKILL to a rank, not to mpirun) once a checkpoint exists: mpirun stops the others and
+// says which rank died, the job exits non-zero, and the run resumes from its last checkpoint to the rounds
+// of an uninterrupted run (issue 42).
+TEST_F(MpiRun, ARankThatDiesStopsTheJobAndTheRunResumes) {
+  if (!mpi_available()) GTEST_SKIP() << "built without MPI (BASTION_MPI) or no mpiexec found";
+  const auto whole = run(kCrash, "whole", 0);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  // mpirun's children are the ranks; the last one started is not rank 0 (the server).
+  const std::string killed = "BASTION_TEST_SLOW_WRITES=100 " + run_command(kCrash, "killed", 3, "--overwrite --quiet") +
+                             " >" + path("killed.log") + " 2>&1 & pid=$!; for i in $(seq 600); do [ -f " +
+                             path("killed/checkpoint.safetensors") + " ] && break; sleep 0.1; done; "
+                             "rank=$(pgrep -P $pid | sort -n | tail -1); kill -KILL $rank; wait $pid; echo \"exit $?\"";
+  const auto kill = run_shell(killed);
+  ASSERT_NE(kill.output.find("exit "), std::string::npos) << kill.output;
+  EXPECT_EQ(kill.output.find("exit 0"), std::string::npos) << kill.output << read_text_file(path("killed.log"));
+  EXPECT_NE(read_text_file(path("killed.log")).find("signal 9"), std::string::npos) << read_text_file(path("killed.log"));
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "killed" / "checkpoint.safetensors"));
+  const auto rest = run_shell(run_command(kCrash, "killed", 2, "--resume") + " 2>&1");
+  ASSERT_EQ(rest.exit_code, 0) << rest.output;
+  EXPECT_EQ(rounds("killed"), rounds("whole"));
+}
+
 TEST_F(MpiRun, ABuildWithoutMpiRefusesALaunchersSeveralProcesses) {
   if (mpi_built()) GTEST_SKIP() << "this build has MPI; the refusal is the no-MPI stub's";
   const auto result = run_shell("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 " + run_command(kCrash, "out", 0, "") + " 2>&1");
