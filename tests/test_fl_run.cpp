@@ -14,6 +14,7 @@
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
 #include "fl/core/run_setup.h"
+#include "fl/defenses/server_rule.h"
 #include "fl_test_support.h"
 #include "test_support.h"
 
@@ -166,6 +167,48 @@ TEST_F(FlRun, AutomaticCheckpointsFollowTheClock) {
   options.resume = true;
   run_experiment(config, options);
   EXPECT_EQ(file("whole", "rounds.csv"), file("killed", "rounds.csv"));
+}
+
+// The results files are rewritten at most every results_write_seconds (issue 42: every round was O(rounds^2)
+// bytes over a run). A server rule that peeks at rounds.csv when it aggregates sees it follow the rounds
+// with the clock at 0, and not yet written with the clock at "never" (no checkpoint either); both runs
+// end with the same file.
+class PeekingRule final : public ServerRule {
+ public:
+  PeekingRule(std::unique_ptr<ServerRule> inner, std::string file, std::vector<bool>& seen)
+      : inner_(std::move(inner)), file_(std::move(file)), seen_(seen) {}
+  AggregationOutput aggregate(const AggregationInput& in) override {
+    seen_.push_back(std::filesystem::exists(file_));
+    return inner_->aggregate(in);
+  }
+
+ private:
+  std::unique_ptr<ServerRule> inner_;
+  std::string file_;
+  std::vector<bool>& seen_;
+};
+
+TEST_F(FlRun, ResultsFilesAreRewrittenAtMostAsOftenAsTheClockSays) {
+  const ExperimentConfig config = parse_config(tiny_config(), "tiny.toml", {"run.checkpoint_every=0", "eval.every=1"});
+  auto run_with = [&](const std::string& out, double seconds, std::vector<bool>& seen) {
+    RunOptions options;
+    options.out_dir = (dir_ / out).string();
+    options.threads = 1;
+    options.results_write_seconds = seconds;
+    const std::string file = (dir_ / out / "rounds.csv").string();
+    options.wrap_server_rule = [&seen, file](std::unique_ptr<ServerRule> rule) -> std::unique_ptr<ServerRule> {
+      return std::make_unique<PeekingRule>(std::move(rule), file, seen);
+    };
+    run_experiment(config, options);
+  };
+  std::vector<bool> every_round, never;
+  run_with("every", 0.0, every_round);
+  run_with("never", 1e9, never);
+  ASSERT_EQ(every_round.size(), 6u);
+  EXPECT_FALSE(every_round[0]);  // round 1 aggregates before anything was written
+  EXPECT_TRUE(every_round[1]);   // round 2 sees round 1's row
+  EXPECT_EQ(never, std::vector<bool>(6, false));  // written once, after the last round
+  EXPECT_EQ(file("every", "rounds.csv"), file("never", "rounds.csv"));
 }
 
 // Killed after the last checkpoint, before summary.json: the resume rebuilds it from the checkpoint,

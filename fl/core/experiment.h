@@ -5,7 +5,8 @@
 //     single-threaded, seeds from (seed, t, client)) -> uploads = trained state - global state
 //     -> attacks (collusion, then upload attacks) -> validate uploads (NaN/Inf rejected and counted)
 //     -> server rule -> global += update -> evaluate every eval.every rounds and at the last round
-//     -> rounds.csv / timing.csv rewritten atomically -> checkpoint every run.checkpoint_every rounds
+//     -> rounds.csv / timing.csv rewritten atomically (at most every 2 s, and at checkpoints and the end)
+//     -> checkpoint per run.checkpoint_every
 // Output folder (per seed; with repeat > 1 one subfolder seed-<s> per seed):
 //   rounds.csv, timing.csv, checkpoint.safetensors (when enabled)
 // and at the top: config.toml (resolved), summary.json, curves.svg.
@@ -39,6 +40,8 @@ struct RunOptions {
   std::function<void(const std::string&)> log;        // progress lines; null = silent
   int64_t stop_after_round = 0;                       // tests: return after this round (a "kill"), 0 = off
   double auto_checkpoint_seconds = 60.0;              // run.checkpoint_every = -1: at most one checkpoint this often
+  double results_write_seconds = 2.0;                 // rounds.csv & co. rewritten at most this often (and at
+                                                      // checkpoints and the last round)
   // `bastion run` under mpirun -np K: spread the clients over the K ranks (fl/core/mpi_run.h; rank 0 is
   // the server and alone writes files and logs). false: this process runs everything (the grid mode's
   // runs, tests).

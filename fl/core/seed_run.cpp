@@ -233,8 +233,9 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 
 void SeedRun::run(const RunOptions& options) {
   const int64_t rounds = c_.experiment.integer("rounds");
-  last_checkpoint_ = std::chrono::steady_clock::now();
+  last_checkpoint_ = last_results_write_ = std::chrono::steady_clock::now();
   auto_checkpoint_seconds_ = options.auto_checkpoint_seconds;
+  results_write_seconds_ = options.results_write_seconds;
   std::vector<float> uploads;
   std::vector<ClientResult> results;
   for (int64_t round = next_round_; round <= rounds; ++round) {
@@ -284,8 +285,17 @@ void SeedRun::run(const RunOptions& options) {
     }
     timings_.push_back({round, train_seconds, aggregate_seconds, seconds_since(eval_start), seconds_since(round_start)});
     next_round_ = round + 1;
-    if (is_server()) write_results();
-    if (checkpoint_due(round, rounds)) {
+    const bool checkpoint = checkpoint_due(round, rounds);  // collective under mpirun: every rank asks
+    // The results files are rewritten whole (atomically), so rewriting them every round of a fast run costs
+    // O(rounds^2) bytes: at most every results_write_seconds_, and always at a checkpoint, the last round and
+    // a test's stop; a resume rewrites them from the checkpoint anyway.
+    const bool stopping = options.stop_after_round > 0 && round >= options.stop_after_round;
+    if (is_server() && (checkpoint || round == rounds || stopping ||
+                        seconds_since(last_results_write_) >= results_write_seconds_)) {
+      write_results();
+      last_results_write_ = std::chrono::steady_clock::now();
+    }
+    if (checkpoint) {
       if (spread()) collect_client_states();
       if (is_server()) save_checkpoint(dir_ + "/checkpoint.safetensors", checkpoint_state());
     }

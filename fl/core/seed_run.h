@@ -118,6 +118,10 @@ class SeedRun {
   double auto_checkpoint_seconds_ = 60.0;
   std::chrono::steady_clock::time_point last_checkpoint_;
   bool wrote_auto_checkpoint_ = false;
+  // rounds.csv, timing.csv, clients.csv: rewritten at most every RunOptions::results_write_seconds (and
+  // at checkpoints and the end).
+  double results_write_seconds_ = 2.0;
+  std::chrono::steady_clock::time_point last_results_write_;
   bool checkpoint_due(int64_t round, int64_t rounds);
   double last_train_loss_ = kNoValue;
 
