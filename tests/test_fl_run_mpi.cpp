@@ -75,6 +75,15 @@ class MpiRun : public testing::TempDirTest {
     return run_shell(run_command(config, out, ranks, extra + " --overwrite") + " 2>&1");
   }
   std::string rounds(const std::string& out) const { return read_text_file(path(out + "/rounds.csv")); }
+  // A 3-rank job of kCrash into "killed" (its output in killed.log), hit by `kill` (a shell command; $pid is
+  // mpirun's) once its first checkpoint exists; prints "killed exit <mpirun's status>". Slow writes (fl
+  // file_io's test hook) give the kill a window; the wait for the checkpoint is at most 60 s.
+  testing::RunResult kill_once_checkpointed(const std::string& kill) const {
+    return run_shell("BASTION_TEST_SLOW_WRITES=100 " + run_command(kCrash, "killed", 3, "--overwrite --quiet") + " >" +
+                     path("killed.log") + " 2>&1 & pid=$!; for i in $(seq 600); do [ -f " +
+                     path("killed/checkpoint.safetensors") + " ] && break; sleep 0.1; done; " + kill +
+                     "; wait $pid; echo \"killed exit $?\"");
+  }
   // One process, then 2 and 3 ranks: the same rounds.csv in every seed folder `seeds` ("" = the top).
   void expect_ranks_match_one_process(const std::string& config, const std::string& extra,
                                       const std::vector<std::string>& seeds = {""}) {
@@ -138,12 +147,7 @@ TEST_F(MpiRun, AKilledJobResumesWithAnotherRankCount) {
   if (!mpi_available()) GTEST_SKIP() << "built without MPI (BASTION_MPI) or no mpiexec found";
   const auto whole = run(kCrash, "whole", 0);
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
-  // Slow writes (fl file_io's test hook) give the kill a window; the loop waits at most 60 s.
-  const std::string killed = "BASTION_TEST_SLOW_WRITES=100 " + run_command(kCrash, "killed", 3, "--overwrite --quiet") +
-                             " >" + path("killed.log") + " 2>&1 & pid=$!; for i in $(seq 600); do [ -f " +
-                             path("killed/checkpoint.safetensors") + " ] && break; sleep 0.1; done; kill -TERM $pid; "
-                             "wait $pid; echo killed";
-  const auto kill = run_shell(killed);
+  const auto kill = kill_once_checkpointed("kill -TERM $pid");
   ASSERT_NE(kill.output.find("killed"), std::string::npos) << kill.output;
   ASSERT_TRUE(std::filesystem::exists(dir_ / "killed" / "checkpoint.safetensors")) << read_text_file(path("killed.log"));
   const auto rest = run_shell(run_command(kCrash, "killed", 2, "--resume") + " 2>&1");
@@ -159,11 +163,7 @@ TEST_F(MpiRun, ARankThatDiesStopsTheJobAndTheRunResumes) {
   const auto whole = run(kCrash, "whole", 0);
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
   // mpirun's children are the ranks; the last one started is not rank 0 (the server).
-  const std::string killed = "BASTION_TEST_SLOW_WRITES=100 " + run_command(kCrash, "killed", 3, "--overwrite --quiet") +
-                             " >" + path("killed.log") + " 2>&1 & pid=$!; for i in $(seq 600); do [ -f " +
-                             path("killed/checkpoint.safetensors") + " ] && break; sleep 0.1; done; "
-                             "rank=$(pgrep -P $pid | sort -n | tail -1); kill -KILL $rank; wait $pid; echo \"exit $?\"";
-  const auto kill = run_shell(killed);
+  const auto kill = kill_once_checkpointed("kill -KILL $(pgrep -P $pid | sort -n | tail -1)");
   ASSERT_NE(kill.output.find("exit "), std::string::npos) << kill.output;
   EXPECT_EQ(kill.output.find("exit 0"), std::string::npos) << kill.output << read_text_file(path("killed.log"));
   EXPECT_NE(read_text_file(path("killed.log")).find("signal 9"), std::string::npos) << read_text_file(path("killed.log"));
