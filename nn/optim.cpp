@@ -262,8 +262,8 @@ void Sam::squared_norms_on_device(const float* grad) {
 }
 
 // FedSMOO's step 2 on a CUDA model, in the CPU's order of roundings (perturb above): d = (g - mu) - s on
-// the trainable tensors, e_k = scale_k d_k (0 on frozen ones), mu += e - s over all P, w += e; then mu is
-// copied back into options_.dual, which the client uploads after its pass. w is saved by the caller.
+// the trainable tensors, e_k = scale_k d_k (0 on frozen ones), mu += e - s over all P, w += e; mu stays on
+// the device until finish_pass() copies it into options_.dual. w is saved by the caller.
 void Sam::perturb_with_dual_on_device(float* w, const float* grad) {
   const int64_t P = model_.num_parameters();
   const size_t bytes = static_cast<size_t>(P) * sizeof(float);
@@ -296,7 +296,12 @@ void Sam::perturb_with_dual_on_device(float* w, const float* grad) {
   vector_axpy_cuda(e_minus_s, -1.0f, correction, P, cuda_stream());
   vector_axpy_cuda(mu, 1.0f, e_minus_s, P, cuda_stream());
   vector_axpy_cuda(w, 1.0f, e, P, cuda_stream());
-  cuda_copy_to_host(options_.dual.data(), mu, bytes, cuda_stream());
+}
+
+void Sam::finish_pass() {
+  if (!dual_on_device_.defined()) return;  // a CPU model updates options_.dual in place
+  cuda_copy_to_host(options_.dual.data(), dual_on_device_.data(),
+                    static_cast<size_t>(dual_on_device_.numel()) * sizeof(float), cuda_stream());
 }
 
 // Sam::step on a CUDA model: w saved by a device copy, w += scale_k g_k per trainable tensor (one fused

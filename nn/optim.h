@@ -80,8 +80,8 @@ struct SamOptions {
 };
 
 // SAM on a CUDA model runs the same step with the flat-vector kernels (kernels/cuda/vector.h), FedSMOO's
-// duals included (kept on the device for the pass and copied back into `dual` after every step), except
-// the adaptive perturbation, which is CPU-only and refused there.
+// duals included (kept on the device for the pass; finish_pass() copies them back into `dual`), except the
+// adaptive perturbation, which is CPU-only and refused there.
 class Sam {
  public:
   Sam(Model& model, Sgd& base, float rho);   // plain SAM: every trainable tensor, radius rho
@@ -90,6 +90,9 @@ class Sam {
   // terms to the gradient, such as Ditto's proximal gradient; it must not clip). Returns the loss at the
   // unperturbed weights.
   float step(const std::function<float()>& loss_and_backward);
+  // After the pass: on a CUDA model, FedSMOO's dual (updated on the device by every step) is copied back
+  // into SamOptions::dual; nothing to do otherwise. One copy a pass instead of a copy and a wait a step.
+  void finish_pass();
   // The perturbation e of the last step (P values, 0 on frozen tensors); CPU models only.
   std::span<const float> last_perturbation() const { return perturbation_; }
 

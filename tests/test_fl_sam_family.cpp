@@ -187,6 +187,7 @@ TEST(SamStep, DualStepOnTheDeviceAgreesWithTheCpu) {
     cuda_copy_to_device(gpu->gradient_tensor().data(), g.data(), P * sizeof(float), cuda_stream());
     return 0.0f;
   });
+  sam_gpu.finish_pass();  // the dual comes back to the host once a pass
   gpu->to(Device::CPU);
   const std::span<const float> w_cpu = cpu->flat_parameters(), w_gpu = gpu->flat_parameters();
   for (size_t i = 0; i < P; ++i) {

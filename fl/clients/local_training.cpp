@@ -216,6 +216,7 @@ ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule
   pass.hook = hooks.gradient;
   pass.batch_hook = hooks.batch;
   ClientResult result = run_scheduled_epochs(pass, schedule, task.state);
+  if (sam) sam->finish_pass();  // FedSMOO's dual back from the device before the rule uploads it
   save_momentum(schedule, task.state, sgd, "momentum");
   return result;
 }
