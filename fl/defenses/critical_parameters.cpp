@@ -128,8 +128,7 @@ std::vector<double> critical_normality(std::span<const CriticalSets> clients, co
     similarity[k] = k < pair_count ? critical_similarity(clients[pairs[k].first], clients[pairs[k].second], options)
                                    : critical_similarity(clients[k - pair_count], *global, options);
   };
-  if (pool != nullptr) pool->run(static_cast<int64_t>(tasks), task);
-  else for (size_t t = 0; t < tasks; ++t) task(static_cast<int64_t>(t), 0);
+  run_tasks(pool, static_cast<int64_t>(tasks), task);
   if (options.use_local) {
     std::vector<double> sim(n * n);
     for (size_t k = 0; k < pair_count; ++k)

@@ -70,8 +70,7 @@ class FedCpa final : public ServerRule {
       sets[static_cast<size_t>(t)] = select_critical_sets(p, k, scratch[static_cast<size_t>(worker)]);
     };
     const int64_t tasks = have_global ? n + 1 : n;
-    if (in.pool) in.pool->run(tasks, task);
-    else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+    run_tasks(in.pool, tasks, task);
     const std::vector<double> normality = critical_normality(std::span<const CriticalSets>(sets.data(), static_cast<size_t>(n)),
                                                              have_global ? &sets[static_cast<size_t>(n)] : nullptr, options_,
                                                              in.pool);
