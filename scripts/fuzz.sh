@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the data readers, the experiment config, presets, safetensors and checkpoints with libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
-# Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON, builds the nine targets in
+# Fuzzes the data readers, the experiment config, presets, safetensors, checkpoints and model names with libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
+# Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON, builds the ten targets in
 # tests/fuzz/, and runs them ${FUZZ_JOBS:-nproc} at a time (one worker each) on a scratch copy of their
 # committed corpus (tests/fuzz/corpus/<target>/ is never written to). Prints each target's executions from
 # libFuzzer's final stats. Exits non-zero when any target crashed, leaked, hit a sanitizer report, an
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 build_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
 jobs="${FUZZ_JOBS:-$(nproc)}"
-targets=(idx cifar wisdm image_folder matlab config preset safetensors checkpoint)
+targets=(idx cifar wisdm image_folder matlab config preset safetensors checkpoint model_name)
 
 # clang with its libFuzzer/sanitizer runtimes and LLVM's OpenMP, on top of the normal build deps.
 scripts/setup.sh clang libclang-rt-14-dev libomp-14-dev
@@ -37,7 +37,7 @@ fuzz_one() {
 }
 
 # $jobs targets at a time (one core each): the same seconds per target as one after another, in
-# 1/$jobs of the wall time (CI's 2 cores: 9 targets x 60 s in about 5 min instead of 9).
+# 1/$jobs of the wall time (CI's 2 cores: 10 targets x 60 s in about 5 min instead of 10).
 echo "== ${#targets[@]} fuzz targets, ${seconds}s each, $jobs at a time"
 for target in "${targets[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
