@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/registry.h"
 #include "kernels/cpu/gemm.h"
 #include "nn/models.h"

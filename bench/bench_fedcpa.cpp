@@ -21,7 +21,7 @@
 
 #include "fl/core/client_models.h"
 #include "fl/core/server_side.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/registry.h"
 #include "kernels/cpu/gemm.h"
 #include "nn/models.h"

@@ -23,7 +23,7 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/evaluate.h"
 #include "kernels/cpu/gemm.h"
 #include "nn/models.h"

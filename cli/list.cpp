@@ -5,7 +5,7 @@
 #include "data/dataset.h"
 #include "data/triggers.h"
 #include "fl/core/config.h"
-#include "fl/core/preset.h"
+#include "fl/reproduce/preset.h"
 #include "fl/registry.h"
 #include "nn/models.h"
 #include "tensor/error.h"

@@ -1,9 +1,9 @@
 // `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--row NAME ...] [--out DIR] [--resume]
 // [--overwrite] [--threads N] [--data-dir DIR]`:
-// runs a paper table's grid (fl/core/preset.h, fl/core/reproduce.h) and writes table.md, table.csv and
+// runs a paper table's grid (fl/reproduce/preset.h, fl/reproduce/reproduce.h) and writes table.md, table.csv and
 // table.svg. PRESET is a file, or a name looked up as <presets_folder()>/<name>.toml (configs/papers). With `--grid KEY=V1,V2`
 // (repeatable) and `--metric NAME` (repeatable, default acc), PRESET is an experiment config instead and
-// the table is the sweep fl/core/preset_sweep.h builds from it. One progress line per
+// the table is the sweep fl/reproduce/preset_sweep.h builds from it. One progress line per
 // run with its time and the ETA; the last line says where the table is. `mpirun -np K bastion reproduce ...`
 // (an MPI build) spreads the runs over K processes; see docs/scale-out.md.
 #include <cstdio>
@@ -15,9 +15,9 @@
 #include "kernels/cuda/cuda.h"
 #include "fl/core/mpi_grid.h"
 #include "fl/core/config.h"
-#include "fl/core/preset.h"
-#include "fl/core/preset_sweep.h"
-#include "fl/core/reproduce.h"
+#include "fl/reproduce/preset.h"
+#include "fl/reproduce/preset_sweep.h"
+#include "fl/reproduce/reproduce.h"
 #include "tensor/error.h"
 
 namespace bastion::cli {

@@ -11,7 +11,7 @@
 
 #include "fl/attacks/attack.h"
 #include "fl/clients/client_rule.h"
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 #include "fl/defenses/server_rule.h"
 
 namespace bastion {

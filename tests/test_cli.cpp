@@ -179,7 +179,7 @@ TEST(Cli, ErrorsShowSourceLocationsOnlyWhenAsked) {
 }
 
 TEST(Cli, SourceLocationsAreStrippedButOtherBracketsStay) {
-  EXPECT_EQ(without_source_locations("[attack.badnets] is given [/work/fl/core/config.cpp:270] [fl/core/preset.cpp:132]"),
+  EXPECT_EQ(without_source_locations("[attack.badnets] is given [/work/fl/core/config.cpp:270] [fl/reproduce/preset.cpp:132]"),
             "[attack.badnets] is given");
   EXPECT_EQ(without_source_locations("x [a.cu:3] y [b.h:12]"), "x y");
   EXPECT_EQ(without_source_locations("keep [x:1] and [file.cpp:] and [c.cpp:1a]"), "keep [x:1] and [file.cpp:] and [c.cpp:1a]");

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fl/core/config.h"
-#include "fl/core/preset.h"
+#include "fl/reproduce/preset.h"
 
 namespace bastion {
 namespace {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "fl/core/sampling.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/registry.h"
 #include "test_support.h"
 

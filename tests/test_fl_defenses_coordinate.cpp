@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "defense_test_support.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/defenses/coordinate_wise.h"
 #include "tensor/random.h"
 #include "test_support.h"

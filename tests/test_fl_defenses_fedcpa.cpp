@@ -10,7 +10,7 @@
 
 #include "fl/core/client_models.h"
 #include "fl/core/server_side.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/defenses/critical_parameters.h"
 #include "fl/defenses/server_rule.h"
 #include "nn/models.h"

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "defense_test_support.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/registry.h"
 
 namespace bastion {

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/defenses/server_rule.h"
 #include "tests/defense_test_support.h"
 #include "tests/test_support.h"

@@ -1,4 +1,4 @@
-// Params (fl/core/params.h): defaults, type coercion (int -> real widening, integral real -> int),
+// Params (fl/base/params.h): defaults, type coercion (int -> real widening, integral real -> int),
 // range / choices / unknown-key errors that name the dotted key, and the TOML spelling of values
 // (reals must read back as the same double and still look like reals).
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 #include "test_support.h"
 
 namespace bastion {

@@ -11,7 +11,7 @@
 #include "fl/clients/post_step.h"
 #include "fl/core/client_models.h"
 #include "fl/core/personal_eval.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl_test_support.h"
 #include "nn/models.h"
 #include "personalized_test_support.h"

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "data/idx.h"
-#include "fl/core/preset.h"
-#include "fl/core/reproduce.h"
+#include "fl/reproduce/preset.h"
+#include "fl/reproduce/reproduce.h"
 #include "reproduce_test_support.h"
 #include "test_support.h"
 

@@ -1,4 +1,4 @@
-// bastion reproduce --grid: a sweep over an experiment config without a preset file (fl/core/preset_sweep.h).
+// bastion reproduce --grid: a sweep over an experiment config without a preset file (fl/reproduce/preset_sweep.h).
 // Axis parsing, the table's shape (rows = every combination of all axes but the last, columns = the
 // last axis x the metrics), no paper columns, and one tiny run end to end on the synthetic set.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 
 #include "data/idx.h"
 #include "fl/core/config.h"
-#include "fl/core/preset_sweep.h"
-#include "fl/core/reproduce.h"
+#include "fl/reproduce/preset_sweep.h"
+#include "fl/reproduce/reproduce.h"
 #include "reproduce_test_support.h"
 #include "tensor/error.h"
 #include "test_support.h"

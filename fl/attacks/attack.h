@@ -28,7 +28,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "data/triggers.h"
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "tensor/random.h"

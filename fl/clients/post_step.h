@@ -19,7 +19,7 @@
 
 #include "data/dataset.h"
 #include "data/transforms.h"
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 #include "nn/model.h"
 
 namespace bastion {

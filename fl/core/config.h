@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 
 namespace bastion {
 

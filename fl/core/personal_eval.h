@@ -35,7 +35,7 @@
 #include "fl/clients/post_step.h"
 #include "fl/core/device_replicas.h"
 #include "fl/core/mpi_run.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/metrics/metrics.h"
 #include "nn/model.h"
 

@@ -139,7 +139,7 @@ namespace {
 constexpr const char* kRunFiles[] = {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg",
                                      "checkpoint.safetensors", "client_notes.csv", "clients.csv", "model.safetensors",
                                      "personal-models.safetensors"};
-// `reproduce`'s record of the invocations that ran a cell (fl/core/reproduce.cpp keeps it itself).
+// `reproduce`'s record of the invocations that ran a cell (fl/reproduce/reproduce.cpp keeps it itself).
 constexpr const char* kProvenanceFile = "provenance.tsv";
 constexpr const char* kLockFile = ".bastion-lock";
 

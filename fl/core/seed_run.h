@@ -26,7 +26,7 @@
 #include "fl/core/personal_eval.h"
 #include "fl/core/run_setup.h"
 #include "fl/core/server_side.h"
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/evaluate.h"
 #include "fl/registry.h"
 

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/server_rule.h"
 #include "kernels/cpu/vector.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "tensor/error.h"
 
 namespace bastion {

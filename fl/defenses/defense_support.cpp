@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "kernels/cpu/vector.h"
 #include "tensor/error.h"
 

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 #include "fl/defenses/server_rule.h"
 
 namespace bastion {

@@ -21,7 +21,7 @@
 #include <cmath>
 #include <limits>
 
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 #include "fl/defenses/critical_parameters.h"
 #include "fl/defenses/defense_support.h"
 #include "fl/defenses/server_rule.h"

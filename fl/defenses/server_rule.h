@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 #include "tensor/error.h"
 
 namespace bastion {

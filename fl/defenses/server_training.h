@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 #include "fl/defenses/server_rule.h"
 
 namespace bastion {

@@ -1,4 +1,4 @@
-// libFuzzer target: the paper-table preset format (fl/core/preset.h parse_preset) with every cell's
+// libFuzzer target: the paper-table preset format (fl/reproduce/preset.h parse_preset) with every cell's
 // experiment validated against a built-in base config (pFedSAM's MNIST setting, which admits the
 // personalised rules the presets use), so overrides in `set`, `quick`, rows and columns reach the config
 // validator. Input: the preset text. bastion::Error is a correct answer; anything else is a bug.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fl/core/config.h"
-#include "fl/core/preset.h"
+#include "fl/reproduce/preset.h"
 #include "tensor/error.h"
 #include "tests/fuzz/fuzz_check.h"
 

@@ -1,4 +1,4 @@
-#include "fl/core/thread_pool.h"
+#include "fl/base/thread_pool.h"
 
 #include "kernels/cpu/gemm.h"
 #include "tensor/error.h"

@@ -1,5 +1,5 @@
 // One-line sweeps without a preset file: `bastion reproduce BASE.toml --grid KEY=V1,V2 [--grid KEY=...]
-// [--metric NAME ...]` builds a preset in memory (fl/core/preset.h) and runs it like any other.
+// [--metric NAME ...]` builds a preset in memory (fl/reproduce/preset.h) and runs it like any other.
 //   one axis:    rows = its values, columns = the metrics
 //   two or more: rows = every combination of all axes but the last (in the order given, the first axis
 //                varying slowest), columns = the last axis's values (x the metrics, when more than one)
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fl/core/preset.h"
+#include "fl/reproduce/preset.h"
 
 namespace bastion {
 

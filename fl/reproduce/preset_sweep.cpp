@@ -1,4 +1,4 @@
-#include "fl/core/preset_sweep.h"
+#include "fl/reproduce/preset_sweep.h"
 
 #include <toml++/toml.h>
 

@@ -1,4 +1,4 @@
-#include "fl/core/preset.h"
+#include "fl/reproduce/preset.h"
 
 #include <toml++/toml.h>
 

@@ -1,4 +1,4 @@
-// `bastion reproduce`'s writers (fl/core/reproduce.h): table.md (ours, paper, Δ, †, the scale sentence,
+// `bastion reproduce`'s writers (fl/reproduce/reproduce.h): table.md (ours, paper, Δ, †, the scale sentence,
 // provenance), table.csv and table.svg, from a preset and a finished report.
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "fl/core/reproduce.h"
-#include "fl/core/reproduce_text.h"
+#include "fl/reproduce/reproduce.h"
+#include "fl/reproduce/reproduce_text.h"
 #include "fl/metrics/results.h"
 
 namespace bastion {

@@ -1,7 +1,7 @@
 // Params: validation of one section's or one unit's parameters against its ParamSpec table, and the
 // TOML / `bastion list` spelling of values. Every error names the dotted key (`scope.name`) and the
 // offending value, because the user has to find the line in their config file from the message alone.
-#include "fl/core/params.h"
+#include "fl/base/params.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-// `bastion reproduce PRESET`: runs a paper-table preset's grid (fl/core/preset.h) and writes, in the
+// `bastion reproduce PRESET`: runs a paper-table preset's grid (fl/reproduce/preset.h) and writes, in the
 // output folder:
 //   runs/<cell>/    one ordinary experiment folder per run of the grid (config.toml, seed-<s>/rounds.csv,
 //                   summary.json, curves.svg, checkpoints), plus provenance.tsv: date, commit and machine of
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "fl/core/preset.h"
+#include "fl/reproduce/preset.h"
 
 namespace bastion {
 

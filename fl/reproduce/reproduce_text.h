@@ -1,5 +1,5 @@
-// Text helpers shared by `bastion reproduce`'s runner (fl/core/reproduce.cpp: progress lines, provenance)
-// and its table writers (fl/core/reproduce_tables.cpp). Internal to those two files.
+// Text helpers shared by `bastion reproduce`'s runner (fl/reproduce/reproduce.cpp: progress lines, provenance)
+// and its table writers (fl/reproduce/reproduce_tables.cpp). Internal to those two files.
 #pragma once
 
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "fl/core/reproduce.h"
+#include "fl/reproduce/reproduce.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
 #include "fl/core/mpi_grid.h"
-#include "fl/core/reproduce_text.h"
+#include "fl/reproduce/reproduce_text.h"
 #include "fl/core/run_setup.h"
 #include "fl/metrics/results.h"
 #include "tensor/error.h"
