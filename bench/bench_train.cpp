@@ -11,7 +11,10 @@
 // Counters (per repetition; bench/summarize.py takes medians):
 //   samples_per_s          batch / wall time of a step
 //   forward_ms, backward_ms, step_ms   wall time of the three phases of a step (manual timers; zero_grad
-//                          is counted in step_ms), to see where a step goes
+//                          is in forward_ms), to see where a step goes
+//   gflop_per_step         linear and conv2d flops of one step, forward and backward (autograd/flops.h:
+//                          2 per multiply-add; element-wise ops not counted), counted over the timed steps
+//   gflop_per_s            gflop_per_step / wall time of a step: divide by bench_peak's FP32 peak for "% of peak"
 //   fresh_allocs_per_step  storage-pool fresh allocations during the timed steps / steps, after
 //                          kWarmupSteps untimed steps: 0 means the hot loop never calls malloc for tensors
 //   final_loss             the last loss, to show the run stayed finite (denormals or NaNs change timings)
@@ -22,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "autograd/flops.h"
 #include "autograd/ops.h"
 #include "fl/base/thread_pool.h"
 #include "fl/evaluate.h"
@@ -71,6 +75,7 @@ void bm_train_step(benchmark::State& state, TrainCase c, int threads) {
   for (int i = 0; i < kWarmupSteps; ++i) step();
 
   const StoragePoolStats before = storage_pool_stats();
+  const int64_t flops_before = thread_flops();
   double forward_ms = 0.0, backward_ms = 0.0, step_ms = 0.0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
@@ -93,6 +98,9 @@ void bm_train_step(benchmark::State& state, TrainCase c, int threads) {
   state.counters["forward_ms"] = forward_ms / steps;
   state.counters["backward_ms"] = backward_ms / steps;
   state.counters["step_ms"] = step_ms / steps;
+  const double gflop_per_step = static_cast<double>(thread_flops() - flops_before) / steps / 1e9;
+  state.counters["gflop_per_step"] = gflop_per_step;
+  state.counters["gflop_per_s"] = benchmark::Counter(gflop_per_step, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["fresh_allocs_per_step"] =
       static_cast<double>(after.fresh_allocations - before.fresh_allocations) / steps;
   state.counters["final_loss"] = loss_value;

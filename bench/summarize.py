@@ -17,6 +17,8 @@ Rules: every number printed is a median of measured values, never an estimate.
   - kernels: Google Benchmark's median over repetitions.
   - train: per round, the median over repetitions (Bastion) or passes (PyTorch); the table shows the
     median over rounds, and the ratio is the median over rounds of the per-round ratio (A/B interleaved).
+    GFLOP/step is what autograd/flops.h counted (linear and conv2d, forward and backward); "% of peak"
+    divides the median GFLOP/s by the best bench_peak figure at the same thread count.
 """
 import glob
 import json
@@ -189,7 +191,7 @@ def kernel_tables(results_dir, config, peaks):
     return "\n".join(out) + "\n"
 
 
-def train_tables(results_dir, config):
+def train_tables(results_dir, config, peaks):
     bastion_files = sorted(glob.glob(os.path.join(results_dir, "train_%s_*.json" % config)))
     torch_files = sorted(glob.glob(os.path.join(results_dir, "pytorch_%s_*.json" % config)))
     if not bastion_files:
@@ -198,8 +200,8 @@ def train_tables(results_dir, config):
     rounds_t = [{r["case"]: r["median"] for r in load(p)["results"]} for p in torch_files]
     cases = sorted((n[len("train_step/"):] for n in rounds_b[0]),
                    key=lambda c: (index_or_end(MODEL_ORDER, c.rsplit("/", 1)[0]), c))
-    out = ["| model | input | threads | Bastion samples/s | PyTorch samples/s | Bastion / PyTorch | Bastion per round | PyTorch per round |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| model | input | threads | Bastion samples/s | PyTorch samples/s | Bastion / PyTorch | GFLOP/step | Bastion GFLOP/s | % of peak | Bastion per round | PyTorch per round |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     detail = ["| model | input | threads | forward ms | backward ms | zero_grad+SGD ms | fresh allocs/step | final loss |",
               "|---|---|---|---|---|---|---|---|"]
     for case in cases:
@@ -207,9 +209,15 @@ def train_tables(results_dir, config):
         b = [r["train_step/" + case]["samples_per_s"] for r in rounds_b if "train_step/" + case in r]
         t = [r[case] for r in rounds_t if case in r]
         ratios = [x / y for x, y in zip(b, t)]
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        # Older result files have no flop counters (before autograd/flops.h): those columns print "—".
+        flops = [r["train_step/" + case].get("gflop_per_step") for r in rounds_b if "train_step/" + case in r]
+        rates = [r["train_step/" + case].get("gflop_per_s") for r in rounds_b if "train_step/" + case in r]
+        flop = statistics.median(flops) if None not in flops else None
+        rate = statistics.median(rates) if None not in rates else None
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             model, shape, threads.split(":")[1], fmt(statistics.median(b), 0), fmt(t and statistics.median(t), 0),
-            fmt(ratios and statistics.median(ratios), 2), ", ".join("%.0f" % x for x in b),
+            fmt(ratios and statistics.median(ratios), 2), fmt(flop, 3), fmt(rate, 1),
+            fmt(pct(rate, peaks.get(int(threads.split(":")[1]))), 0), ", ".join("%.0f" % x for x in b),
             ", ".join("%.0f" % x for x in t)))
         es = [r["train_step/" + case] for r in rounds_b if "train_step/" + case in r]
         med = lambda k: statistics.median(e[k] for e in es)
@@ -242,7 +250,7 @@ def main():
             print("## Kernels, config `%s`\n" % config)
             print(k)
     for config in configs:
-        t = train_tables(results_dir, config)
+        t = train_tables(results_dir, config, peaks)
         if t:
             print("## Training step, batch 64, config `%s`\n" % config)
             print(t)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "autograd/flops.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "nn/layers.h"
@@ -332,4 +333,20 @@ TEST(Training, StepsAfterTheFirstTakeNoFreshBuffers) {
   const int64_t fresh_before = storage_pool_stats().fresh_allocations;
   for (int i = 0; i < 5; ++i) step();
   EXPECT_EQ(storage_pool_stats().fresh_allocations, fresh_before);
+}
+
+// The flop counter (autograd/flops.h) against LeNet-5 on 1x28x28 counted by hand: conv1 1->6 k5 (24x24
+// out), conv2 6->16 k5 (8x8 out), fc 256-120-84-10. The backward computes both products of every layer
+// but conv1, whose input (the batch) needs no gradient: only its weight gradient.
+TEST(FlopCount, LenetStepCountsEveryProductOnce) {
+  constexpr int64_t N = 2;
+  const int64_t conv1 = 2 * N * 6 * 25 * 24 * 24, conv2 = 2 * N * 16 * 150 * 8 * 8;
+  const int64_t fcs = 2 * N * (256 * 120 + 120 * 84 + 84 * 10);
+  auto model = make_model("lenet", {1, 28, 28}, 10, 3);
+  model->zero_grad();
+  const int64_t start = thread_flops();
+  Tensor loss = cross_entropy(model->forward(random_input({N, 1, 28, 28}, 4)), LabelTensor::from_vector({1, 7}));
+  EXPECT_EQ(thread_flops() - start, conv1 + conv2 + fcs);
+  loss.backward();
+  EXPECT_EQ(thread_flops() - start, (conv1 + conv2 + fcs) + (conv1 + 2 * conv2 + 2 * fcs));
 }

@@ -1,4 +1,5 @@
 // Recorded conv2d. Math, layouts and the im2col+GEMM plan: kernels/cpu/conv.h, kernels/cuda/conv.h.
+#include "autograd/flops.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_direct.h"
@@ -8,6 +9,13 @@
 namespace bastion {
 
 namespace {
+
+// One pass (forward, input gradient or weight gradient) multiplies every output by C R S weights.
+int64_t conv2d_pass_flops(const Conv2dGeometry& g) { return 2 * g.N * g.K * g.crs() * g.out_plane(); }
+
+void count_conv2d_backward_flops(const Conv2dGeometry& g, const Node& node) {
+  count_flops(conv2d_pass_flops(g) * ((node.needs_grad[0] ? 1 : 0) + (node.needs_grad[1] ? 1 : 0)));
+}
 
 // The small stride-1 layers of FL's CNNs: register-blocked direct loops (kernels/cpu/conv_direct.h).
 // The thread count is read when each pass runs; the kernels use at most that many threads.
@@ -26,6 +34,7 @@ Tensor conv2d_direct_cpu(const Tensor& x, const Tensor& weight, const Tensor& bi
     Tensor workspace = Tensor::empty({conv2d_direct_workspace_floats(g, threads)});
     conv2d_direct_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(),
                                weight.data(), g, workspace.data(), threads);
+    count_conv2d_backward_flops(g, node);
     return std::vector<Tensor>{dx, dw, db};
   });
 }
@@ -47,6 +56,7 @@ Tensor conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, con
     Tensor scratch = holds_cols ? workspace : Tensor::empty({conv2d_workspace_floats(g)});
     conv2d_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(), weight.data(), g,
                         scratch.data(), holds_cols && dw.defined());
+    count_conv2d_backward_flops(g, node);
     return std::vector<Tensor>{dx, dw, db};
   });
 }
@@ -65,6 +75,7 @@ Tensor conv2d_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, co
     Tensor workspace = Tensor::empty({conv2d_cuda_workspace_floats(g)}, Device::CUDA);
     conv2d_backward_cuda(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(), weight.data(),
                          g, workspace.data(), cuda_stream());
+    count_conv2d_backward_flops(g, node);
     return std::vector<Tensor>{dx, dw, db};
   });
 }
@@ -84,6 +95,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   }
   const Conv2dGeometry g = conv2d_geometry(x.size(0), x.size(1), x.size(2), x.size(3), weight.size(0),
                                            weight.size(2), weight.size(3), stride, padding);
+  count_flops(conv2d_pass_flops(g));
   switch (x.device()) {
     case Device::CPU: return conv2d_cpu(x, weight, bias, g);
     case Device::CUDA: return conv2d_cuda(x, weight, bias, g);

@@ -4,6 +4,7 @@
 // temporary of the weight's size and three passes over it; add_inplace_cpu alone was 4.6 % of a cnn-fedfsa
 // step, with its 1024x1024 fc2, in perf before this change)
 // Kernels: kernels/{cpu,cuda}/gemm and elementwise.
+#include "autograd/flops.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
@@ -43,6 +44,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     BASTION_CHECK(bias.size(0) == out_features, "linear: bias ", bias.shape(), " for weight ", weight.shape());
   }
   const Device device = x.device();
+  count_flops(linear_flops(N, in, out_features));
   Tensor y = Tensor::empty({N, out_features}, device);
   gemm(device, false, true, N, out_features, in, x.data(), in, weight.data(), in, y.data(), out_features);
   if (bias.defined()) {
@@ -73,6 +75,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         case Device::CUDA: sum_rows_cuda(db.data(), g.data(), N, out_features, cuda_stream()); break;
       }
     }
+    count_flops(linear_flops(N, in, out_features) * ((node.needs_grad[0] ? 1 : 0) + (node.needs_grad[1] ? 1 : 0)));
     return std::vector<Tensor>{dx, dw, db};
   });
 }
