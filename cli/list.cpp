@@ -50,7 +50,14 @@ void print_attacks() {
   }
 }
 
-void print_config_keys() {
+void print_config_keys(bool markdown) {
+  if (markdown) {  // docs/config.md's "Sections" tables (their doc column may say more; keys, types and
+                   // defaults must match: tests/test_docs_from_code.cpp)
+    for (const auto& [section, specs] : config_sections())
+      std::printf("### %s\n\n%s\n", section.empty() ? "Top level" : ("[" + section + "]").c_str(),
+                  describe_params_markdown(specs).c_str());
+    return;
+  }
   std::printf("config keys (docs/config.md; unit tables [clients.<rule>], [server.<rule>], [attack.<name>] above):\n");
   for (const auto& [section, specs] : config_sections()) {
     std::printf("  [%s]\n", section.empty() ? "top level" : section.c_str());
@@ -79,6 +86,28 @@ void print_presets() {
   }
 }
 
+// One row per unit, the first columns of fl/README.md's "Units" table: | kind | name | description | paper |.
+template <typename Entry>
+void print_units_markdown(const char* kind, const std::vector<Entry>& table) {
+  for (const Entry& entry : table)
+    std::printf("| %s | `%s` | %s | %s |\n", kind, entry.info.name.c_str(), entry.info.description.c_str(),
+                entry.info.paper.c_str());
+}
+
+int print_markdown(const std::string& what) {
+  const bool all = what == "all";
+  BASTION_CHECK(all || what == "config" || what == "clients" || what == "defenses" || what == "attacks",
+                "list --markdown prints config, clients, defenses or attacks, not ", what);
+  if (all || what == "clients" || what == "defenses" || what == "attacks")
+    std::printf("| kind | name | description | paper |\n|---|---|---|---|\n");
+  if (all || what == "clients") print_units_markdown("client rule", client_rule_registry());
+  if (all || what == "defenses") print_units_markdown("server rule", server_rule_registry());
+  if (all || what == "attacks") print_units_markdown("attack", attack_registry());
+  if (all) std::printf("\n");
+  if (all || what == "config") print_config_keys(true);
+  return 0;
+}
+
 }  // namespace
 
 Command add_list_command(CLI::App& app) {
@@ -87,8 +116,13 @@ Command add_list_command(CLI::App& app) {
   sub->add_option("what", *what, "models | datasets | partitions | triggers | clients | defenses | attacks | config | presets | all")
       ->check(CLI::IsMember({"models", "datasets", "partitions", "triggers", "clients", "defenses", "attacks", "config",
                              "presets", "all"}));
-  return [what]() {
+  auto markdown = std::make_shared<bool>(false);
+  sub->add_flag("--markdown", *markdown,
+                "config, clients, defenses, attacks: Markdown tables, the form of docs/config.md and fl/README.md "
+                "(tests/test_docs_from_code.cpp checks those files against the code)");
+  return [what, markdown]() {
     const bool all = *what == "all";
+    if (*markdown) return print_markdown(*what);
     if (all || *what == "models") {
       std::printf("models:\n");
       for (const ModelInfo& m : model_catalog()) std::printf("  %-12s %s\n", m.name.c_str(), m.description.c_str());
@@ -109,7 +143,7 @@ Command add_list_command(CLI::App& app) {
     if (all || *what == "clients") print_units("client rules", client_rule_registry());
     if (all || *what == "defenses") print_server_rules();
     if (all || *what == "attacks") print_attacks();
-    if (all || *what == "config") print_config_keys();
+    if (all || *what == "config") print_config_keys(false);
     if (all || *what == "presets") print_presets();
     return 0;
   };

@@ -271,15 +271,19 @@ std::string constraint_text(const ParamSpec& spec) {
 }
 }  // namespace
 
+std::string param_default_text(const ParamSpec& spec) {
+  // A Real default written as an int literal still shows as a real ("0.0").
+  const auto* int_default = std::get_if<int64_t>(&spec.default_value);
+  const ParamValue shown = spec.type == ParamType::Real && int_default ? ParamValue(static_cast<double>(*int_default))
+                                                                       : spec.default_value;
+  return param_value_to_toml(shown);
+}
+
 std::string describe_params(const std::vector<ParamSpec>& specs, const std::string& indent) {
   std::vector<std::array<std::string, 4>> rows;
   std::array<size_t, 4> width{};
   for (const ParamSpec& spec : specs) {
-    // A Real default written as an int literal still shows as a real ("0.0").
-    const auto* int_default = std::get_if<int64_t>(&spec.default_value);
-    const ParamValue shown = spec.type == ParamType::Real && int_default ? ParamValue(static_cast<double>(*int_default))
-                                                                         : spec.default_value;
-    std::array<std::string, 4> row = {spec.name, param_type_name(spec.type), param_value_to_toml(shown),
+    std::array<std::string, 4> row = {spec.name, param_type_name(spec.type), param_default_text(spec),
                                       constraint_text(spec)};
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
     rows.push_back(std::move(row));
@@ -289,6 +293,18 @@ std::string describe_params(const std::vector<ParamSpec>& specs, const std::stri
     out << indent;
     for (size_t c = 0; c < rows[r].size(); ++c) out << rows[r][c] << std::string(width[c] - rows[r][c].size() + 2, ' ');
     out << specs[r].doc << "\n";
+  }
+  return out.str();
+}
+
+std::string describe_params_markdown(const std::vector<ParamSpec>& specs) {
+  std::ostringstream out;
+  out << "| key | type | default | range / choices | doc |\n| --- | --- | --- | --- | --- |\n";
+  for (const ParamSpec& spec : specs) {
+    std::string constraint = constraint_text(spec);
+    if (constraint.rfind("one of: ", 0) == 0) constraint = constraint.substr(8);
+    out << "| `" << spec.name << "` | " << param_type_name(spec.type) << " | `" << param_default_text(spec) << "` | "
+        << constraint << " | " << spec.doc << " |\n";
   }
   return out.str();
 }

@@ -59,5 +59,10 @@ const char* param_type_name(ParamType type);
 std::string param_value_to_toml(const ParamValue& value);
 // One line per parameter: "  name  type  default  [range|choices]  doc", for `bastion list`.
 std::string describe_params(const std::vector<ParamSpec>& specs, const std::string& indent = "    ");
+// The same table as Markdown, the form of docs/config.md's section tables: | key | type | default |
+// range / choices | doc |, keys and defaults in backticks (`bastion list config --markdown`).
+std::string describe_params_markdown(const std::vector<ParamSpec>& specs);
+// The default as describe_params shows it (a Real default written as an int literal shows as a real).
+std::string param_default_text(const ParamSpec& spec);
 
 }  // namespace bastion
