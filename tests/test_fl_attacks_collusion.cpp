@@ -25,7 +25,7 @@ namespace {
 std::vector<float> collude(const Attack& attack, const std::vector<float>& benign, int64_t n, int64_t participants,
                            int64_t malicious) {
   const int64_t D = static_cast<int64_t>(benign.size()) / n;
-  CollusionContext context{benign.data(), n, D, participants, malicious, {}, Generator(1)};
+  CollusionContext context{benign.data(), n, D, participants, malicious, {}, Generator(1), {}};
   std::vector<float> out(static_cast<size_t>(D), -99.0f);
   attack.collude(out, context);
   return out;
@@ -258,7 +258,7 @@ TEST(FlAttack, MinMaxWithOneBenignRowSendsThatRow) {
 
 TEST(FlAttack, CollusionRejectsAMismatchedOutput) {
   const std::vector<float> rows = {1.0f, 2.0f, 3.0f, 4.0f};
-  CollusionContext context{rows.data(), 2, 2, 4, 2, {}, Generator(1)};
+  CollusionContext context{rows.data(), 2, 2, 4, 2, {}, Generator(1), {}};
   std::vector<float> out(3);
   for (const std::string name : {"lie", "min-max", "min-sum", "ipm"})
     expect_error([&] { build_attack(name)->collude(out, context); }, {"attack " + name, "D = 2"});

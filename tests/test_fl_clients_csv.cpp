@@ -40,7 +40,9 @@ TEST_F(FlClientsCsv, RowsAgreeWithTheRoundsSummaries) {
       malicious += row.malicious;
       flagged_malicious += row.flagged && row.malicious;
       malicious_sampled += row.sampled && row.malicious;
-      if (row.malicious) EXPECT_TRUE(std::isnan(row.p_acc)) << "attackers are not judged";
+      if (row.malicious) {
+        EXPECT_TRUE(std::isnan(row.p_acc)) << "attackers are not judged";
+      }
       if (!std::isnan(row.p_acc)) {
         ++judged;
         acc_sum += row.p_acc;
@@ -53,8 +55,9 @@ TEST_F(FlClientsCsv, RowsAgreeWithTheRoundsSummaries) {
     EXPECT_EQ(judged, rounds[r].personal.clients);
     EXPECT_NEAR(acc_sum / judged, rounds[r].personal.acc.mean, 1e-5);  // 6-digit cells
     // client_fnr is the share of malicious clients whose latest verdict is "not flagged"
-    if (!std::isnan(rounds[r].client_detection.fnr))
+    if (!std::isnan(rounds[r].client_detection.fnr)) {
       EXPECT_NEAR(1.0 - flagged_malicious / 2.0, rounds[r].client_detection.fnr, 1e-5);
+    }
   }
 }
 

@@ -164,7 +164,9 @@ TEST_F(FlDevice, SelectingADeviceWrapsAroundTheDeviceCount) {
   const int wrapped = cuda_select_device(1000003);
   EXPECT_GE(wrapped, 0);
   EXPECT_LT(wrapped, 1000003);
-  if (cuda_emulated()) EXPECT_EQ(wrapped, 0);
+  if (cuda_emulated()) {
+    EXPECT_EQ(wrapped, 0);
+  }
   EXPECT_EQ(cuda_select_device(0), 0);  // the tests after this one run on device 0
   testing::expect_error([] { cuda_select_device(-1); }, {"cuda_select_device", "-1"});
 }

@@ -218,7 +218,7 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
       std::copy_n(uploads.data() + view_rows[r] * width, parameters, view.data() + r * parameters);
     std::vector<float> malicious_update(static_cast<size_t>(parameters));
     CollusionContext context{view.data(), static_cast<int64_t>(view_rows.size()), parameters, m,
-                             static_cast<int64_t>(attacker_rows.size()), global_part, streams.fork(0)};
+                             static_cast<int64_t>(attacker_rows.size()), global_part, streams.fork(0), {}};
     attacks_.collusion->collude(malicious_update, context);
     for (const auto& [key, value] : context.resolved) resolved_["attack." + attacks_.collusion_name + "." + key] = value;
     for (int64_t row : attacker_rows) std::copy(malicious_update.begin(), malicious_update.end(), uploads.data() + row * width);
