@@ -318,6 +318,16 @@ TEST(FlResults, SummaryLineOneRun) {
   EXPECT_EQ(summary_line({run_summary(1, 0.81234, kNaN)}), "acc=0.8123 asr=-");  // no backdoor: not measured
 }
 
+// The personalised figures follow the same rule: p_asr without a backdoor prints "-", not "nan".
+TEST(FlResults, SummaryLinePersonalFiguresWithoutABackdoor) {
+  RunSummary run = run_summary(1, 0.5, kNaN);
+  run.personal = {{"p_acc", 0.61234}, {"p_asr", kNaN}};
+  EXPECT_EQ(summary_line({run}), "acc=0.5000 asr=- p_acc=0.6123 p_asr=-");
+  RunSummary other = run_summary(2, 0.5, kNaN);
+  other.personal = {{"p_acc", 0.63234}, {"p_asr", kNaN}};
+  EXPECT_EQ(summary_line({run, other}), "acc=0.5000\u00b10.0000 asr=- p_acc=0.6223\u00b10.0141 p_asr=-");
+}
+
 TEST(FlResults, SummaryLineSeveralRunsShowsMeanAndSampleStd) {
   // acc {0.8, 0.82}: mean 0.81, std sqrt(2 * 0.01² / 1) = 0.014142; asr {0.05, 0.052}: 0.051 ± 0.001414.
   EXPECT_EQ(summary_line({run_summary(1, 0.8, 0.05), run_summary(2, 0.82, 0.052)}),

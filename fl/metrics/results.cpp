@@ -240,13 +240,16 @@ MeanStd field_over_runs(const std::vector<RunSummary>& runs, double RunSummary::
 // back, so "nan" is clearer there than an empty string).
 std::string fixed4(double value) { return std::isnan(value) ? "nan" : format_real(value, std::chars_format::fixed, 4); }
 
-std::string figure(const char* name, const std::vector<RunSummary>& runs, double RunSummary::*field) {
-  const MeanStd stats = field_over_runs(runs, field);
-  // "-" where no run measured the figure (asr without a backdoor): "nan" read like a failed computation.
+// "-" where no run measured the figure (asr without a backdoor): "nan" read like a failed computation.
+std::string figure_text(const char* name, const MeanStd& stats, size_t runs) {
   if (stats.count == 0) return std::string(name) + "=-";
   std::string text = std::string(name) + "=" + fixed4(stats.mean);
-  if (runs.size() > 1 && stats.count > 0) text += "\u00b1" + fixed4(stats.std);  // "±" in UTF-8
+  if (runs > 1) text += "\u00b1" + fixed4(stats.std);  // "±" in UTF-8
   return text;
+}
+
+std::string figure(const char* name, const std::vector<RunSummary>& runs, double RunSummary::*field) {
+  return figure_text(name, field_over_runs(runs, field), runs.size());
 }
 
 // FedCAP's TAcc (FedCAP §VI-A: "the model with higher average test accuracy between customized models
@@ -421,9 +424,7 @@ std::string summary_line(const std::vector<RunSummary>& runs) {
   for (const char* name : {"p_acc", "p_asr"}) {
     std::vector<double> values;
     for (const RunSummary& run : runs) values.push_back(run.personal_value(name));
-    const MeanStd stats = mean_std(values);
-    line += std::string(" ") + name + "=" + fixed4(stats.mean);
-    if (runs.size() > 1 && stats.count > 0) line += "\u00b1" + fixed4(stats.std);
+    line += " " + figure_text(name, mean_std(values), runs.size());
   }
   return line;
 }
