@@ -157,6 +157,10 @@ int run_train(const TrainArgs& args) {
                 stats.samples / std::max(train_seconds, 1e-9), elapsed);
     std::fflush(stdout);
   }
+  if (args.epochs == 0) {  // evaluation only: the model as initialised or loaded with --init
+    test = evaluate(*model, split.test);
+    std::printf("no training (--epochs 0)  test_loss %.4f  test_acc %.4f\n", test.loss, test.accuracy);
+  }
   model->to(Device::CPU);  // the checkpoint and the checksum read the weights on the host
   if (!args.save_path.empty()) {
     save_model(*model, split.train, args.save_path);
@@ -175,7 +179,9 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--dataset", args->dataset, "Dataset name (bastion list datasets)")->capture_default_str();
   sub->add_option("--model", args->model, "Model name (bastion list models)")->capture_default_str();
   sub->add_option("--data-dir", args->data_dir, "Folder with the dataset files (else $BASTION_DATA, ./data, /usr/share/datasets)");
-  sub->add_option("--epochs", args->epochs, "Epochs")->check(CLI::Range(1, 100000))->capture_default_str();
+  sub->add_option("--epochs", args->epochs, "Epochs (0: evaluate the model, e.g. one loaded with --init, without training)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   sub->add_option("--batch", args->batch, "Batch size")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   sub->add_option("--lr", args->lr, "Learning rate")->check(CLI::Range(0.0, 100.0))->capture_default_str();
   sub->add_option("--momentum", args->momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();

@@ -91,7 +91,7 @@ TEST(Cli, ErrorsAreOneClearLineAndExitCodeOne) {
   EXPECT_NE(no_data.output.find("/nonexistent-bastion-dir"), std::string::npos) << no_data.output;
 
   // The parser's own errors too: exit 1 and the prefix (they exited 104-109 without it, issue 42 item 10).
-  const RunResult bad_option = run_bastion("train --epochs 0");
+  const RunResult bad_option = run_bastion("train --epochs 100001");  // above the range
   EXPECT_EQ(bad_option.exit_code, 1);
   EXPECT_NE(bad_option.output.find("bastion: error:"), std::string::npos) << bad_option.output;
   EXPECT_NE(bad_option.output.find("epochs"), std::string::npos) << bad_option.output;

@@ -115,5 +115,25 @@ TEST_F(FlModelFiles, TrainInitRefusesAFileOfAnotherArchitecture) {
   EXPECT_EQ(fine.exit_code, 0) << fine.output;
 }
 
+// train --epochs 0 evaluates without training: a model saved by train --save, loaded back, gives the
+// saving run's test accuracy and the same weights; without --init it evaluates the initialised model.
+TEST_F(FlModelFiles, TrainWithZeroEpochsEvaluatesTheLoadedModel) {
+  const auto last_line = [](const std::string& output, const std::string& prefix) {
+    const size_t at = output.rfind(prefix);
+    return at == std::string::npos ? std::string() : output.substr(at, output.find('\n', at) - at);
+  };
+  const testing::RunResult trained =
+      testing::run_bastion("train --dataset synthetic --model mlp --epochs 1 --save " + (dir_ / "m.safetensors").string());
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const testing::RunResult loaded =
+      testing::run_bastion("train --dataset synthetic --model mlp --epochs 0 --init " + (dir_ / "m.safetensors").string());
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  EXPECT_NE(loaded.output.find("no training (--epochs 0)"), std::string::npos) << loaded.output;
+  EXPECT_EQ(loaded.output.find("epoch 1/"), std::string::npos) << loaded.output;
+  EXPECT_EQ(last_line(loaded.output, "test_acc="), last_line(trained.output, "test_acc="));
+  EXPECT_EQ(last_line(loaded.output, "weights_fnv1a="), last_line(trained.output, "weights_fnv1a="));
+  EXPECT_FALSE(last_line(loaded.output, "test_acc=").empty());
+}
+
 }  // namespace
 }  // namespace bastion
