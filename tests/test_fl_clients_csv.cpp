@@ -3,8 +3,10 @@
 // after a kill and resume, and written only when asked for (eval.clients_csv).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -100,6 +102,42 @@ TEST(ClientsCsv, RoundTripsAndRefusesMalformedRows) {
   testing::expect_error(
       [] { parse_clients_csv("round,client,sampled,malicious,flagged,p_acc,p_asr,samples\n1,2,1,0,0,x,,4\n"); },
       {"'x' is not a number"});
+}
+
+// partition.csv (issue 41 item 1, the data each client used): one row per client, its class counts sum to
+// its size, no own test split under local_test = like-train, the attackers are summary.json's, and a
+// resumed run writes the same file.
+TEST_F(FlClientsCsv, PartitionCsvNamesEachClientsDataAndItsAttackers) {
+  const TinyRun spec = attacked_personal_run().with({"run.checkpoint_every=1"});
+  const std::vector<RunSummary> summaries = run(spec, "whole", 1);
+  std::istringstream csv(file("whole", "partition.csv"));
+  std::string line;
+  std::getline(csv, line);
+  ASSERT_EQ(line.rfind("client,size,test_size,malicious,class_0,", 0), 0u) << line;
+  std::vector<int64_t> malicious;
+  int64_t clients = 0, total = 0;
+  while (std::getline(csv, line)) {
+    std::vector<int64_t> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(std::stoll(cell));
+    ASSERT_GE(cells.size(), 5u) << line;
+    EXPECT_EQ(cells[0], clients++);
+    int64_t classes = 0;
+    for (size_t k = 4; k < cells.size(); ++k) classes += cells[k];
+    EXPECT_EQ(classes, cells[1]) << line;
+    EXPECT_EQ(cells[2], 0) << "like-train deals the global test set: no own split (clients.csv has those sizes)";
+    if (cells[3] == 1) malicious.push_back(cells[0]);
+    total += cells[1] + cells[2];
+  }
+  EXPECT_EQ(clients, 12);
+  std::vector<int64_t> attackers = summaries[0].malicious_clients;
+  std::sort(attackers.begin(), attackers.end());
+  EXPECT_EQ(malicious, attackers);
+  EXPECT_EQ(malicious.size(), 2u);
+  EXPECT_GT(total, 0);
+  run(spec, "resumed", 1, {}, false, /*stop_after=*/2);
+  run(spec, "resumed", 2, {}, /*resume=*/true);
+  EXPECT_EQ(file("whole", "partition.csv"), file("resumed", "partition.csv"));
 }
 
 }  // namespace

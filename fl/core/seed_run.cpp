@@ -233,6 +233,7 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 
 void SeedRun::run(const RunOptions& options) {
   const int64_t rounds = c_.experiment.integer("rounds");
+  if (is_server()) write_partition();  // the same every time: a resumed run rewrites it unchanged
   last_checkpoint_ = last_results_write_ = std::chrono::steady_clock::now();
   auto_checkpoint_seconds_ = options.auto_checkpoint_seconds;
   results_write_seconds_ = options.results_write_seconds;
@@ -324,6 +325,13 @@ bool SeedRun::checkpoint_due(int64_t round, int64_t rounds) {
     wrote_auto_checkpoint_ = true;
   }
   return due;
+}
+
+void SeedRun::write_partition() const {
+  std::vector<int64_t> test_sizes;
+  for (const std::vector<int64_t>& test : partition_.test) test_sizes.push_back(static_cast<int64_t>(test.size()));
+  write_file_atomic(dir_ + "/partition.csv",
+                    partition_csv(class_histogram(shared_.train, partition_.train), test_sizes, malicious_));
 }
 
 void SeedRun::write_results() const {

@@ -159,6 +159,7 @@ class SeedRun {
   PersonalRecord evaluate_personalized(int64_t round);
   void evaluate_round(int64_t round);
   void write_results() const;
+  void write_partition() const;  // partition.csv: the data each client was dealt
   void log_progress(const RunOptions& options, int64_t round, double elapsed) const;
   CheckpointState checkpoint_state() const;
   void restore(const CheckpointState& state);

@@ -1,6 +1,8 @@
-// The per-client results files: client_notes.csv and clients.csv (fl/metrics/results.h has their
+// The per-client results files: client_notes.csv, clients.csv and partition.csv (fl/metrics/results.h has their
 // formats), written by the run loop and read back on --resume.
+#include <algorithm>
 #include <charconv>
+#include <numeric>
 #include <sstream>
 
 #include "fl/metrics/results.h"
@@ -91,6 +93,27 @@ std::vector<ClientRow> parse_clients_csv(const std::string& text) {
                     csv_integer(file, cells[7], line)});
   }
   return rows;
+}
+
+std::string partition_csv(const std::vector<std::vector<int64_t>>& class_counts, const std::vector<int64_t>& test_sizes,
+                          const std::vector<int64_t>& malicious_clients) {
+  BASTION_CHECK(class_counts.size() == test_sizes.size(), "partition_csv: ", class_counts.size(), " clients with ",
+                test_sizes.size(), " test sizes");
+  const size_t classes = class_counts.empty() ? 0 : class_counts[0].size();
+  std::ostringstream csv;
+  csv << "client,size,test_size,malicious";
+  for (size_t c = 0; c < classes; ++c) csv << ",class_" << c;
+  csv << "\n";
+  for (size_t i = 0; i < class_counts.size(); ++i) {
+    const std::vector<int64_t>& counts = class_counts[i];
+    const bool malicious = std::find(malicious_clients.begin(), malicious_clients.end(), static_cast<int64_t>(i)) !=
+                           malicious_clients.end();
+    csv << i << "," << std::accumulate(counts.begin(), counts.end(), int64_t{0}) << "," << test_sizes[i] << ","
+        << (malicious ? 1 : 0);
+    for (int64_t count : counts) csv << "," << count;
+    csv << "\n";
+  }
+  return csv.str();
 }
 
 }  // namespace bastion

@@ -92,6 +92,16 @@ struct ClientRow {
 std::string clients_csv(const std::vector<ClientRow>& rows);
 std::vector<ClientRow> parse_clients_csv(const std::string& text);  // resume and tests; throws on a malformed file
 
+// partition.csv: the data each client was dealt, written once at the start of a run (issue 41: what a run
+// really used): client,size,test_size,malicious,class_0,...,class_<C-1>. size: its training samples (after
+// data.max_per_client), test_size: its own local test split (data.client_test_fraction; 0 under
+// local_test = like-train, whose dealt test sets clients.csv's `samples` counts), malicious: 1 for the
+// run's attackers, class_k: its
+// training samples of class k (they sum to size). The columns before `malicious` are `bastion data stats
+// --out`'s.
+std::string partition_csv(const std::vector<std::vector<int64_t>>& class_counts, const std::vector<int64_t>& test_sizes,
+                          const std::vector<int64_t>& malicious_clients);
+
 // {"name", "report", "runs": [per seed], "mean": {...}, "std": {...}} — mean/std over runs of acc,
 // asr, bfr, v, local_acc, final_acc, best_acc, seconds_per_round, client_dacc, client_fpr, client_fnr
 // (NaNs skipped; null when none).
