@@ -25,7 +25,7 @@ namespace bastion::cli {
 namespace {
 
 struct ReproduceArgs {
-  std::string preset, out_dir, data_dir;
+  std::string preset, out_dir, data_dir, tensorboard_dir;
   std::vector<std::string> overrides, rows, grid, metrics;
   int64_t seeds = 0;
   int threads = 0;
@@ -83,6 +83,7 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   options.seeds = args.seeds;
   options.resume = args.resume;
   options.overwrite = args.overwrite;
+  options.tensorboard_dir = args.tensorboard_dir;
   options.threads = args.threads;
   options.device = args.device;
   options.command = command_line;
@@ -144,6 +145,9 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_flag("--resume", args->resume, "Skip finished runs and continue the others from their checkpoints");
   sub->add_flag("--overwrite", args->overwrite, "Replace results already in the output folder");
+  sub->add_option("--tensorboard", args->tensorboard_dir,
+                  "Also write each run's rounds.csv columns as TensorBoard scalars to DIR/<run folder>: tensorboard "
+                  "--logdir DIR");
   add_data_dir_option(sub, args->data_dir);
   std::string command_line = "bastion";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];

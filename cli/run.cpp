@@ -15,7 +15,7 @@ namespace bastion::cli {
 namespace {
 
 struct RunArgs {
-  std::string config_path, out_dir, data_dir;
+  std::string config_path, out_dir, data_dir, tensorboard_dir;
   std::vector<std::string> overrides;
   int threads = 0;
   std::string device;
@@ -40,6 +40,7 @@ int run_run(const RunArgs& args) {
   options.save_model = args.save_model;
   options.resume = args.resume;
   options.overwrite = args.overwrite;
+  options.tensorboard_dir = args.tensorboard_dir;
   options.spread_over_ranks = true;
   // Under mpirun -np K (fl/core/mpi_run.h) rank 0 alone reports; the other ranks train and stay quiet.
   const bool reports = launcher_rank() == 0;
@@ -85,6 +86,9 @@ Command add_run_command(CLI::App& app) {
                 "Write the final global model to model.safetensors in each seed's folder (PyTorch names; loads with "
                 "model.init or train --init), and the clients' personal models to personal-models.safetensors when the "
                 "rule keeps them");
+  sub->add_option("--tensorboard", args->tensorboard_dir,
+                  "Also write every rounds.csv column as TensorBoard scalars to this folder (DIR/seed-<s> per seed "
+                  "with repeat > 1): tensorboard --logdir DIR");
   add_data_dir_option(sub, args->data_dir);
   return [args]() { return run_run(*args); };
 }

@@ -2,12 +2,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "fl/clients/local_training.h"
 #include "fl/core/sampling.h"
 #include "fl/core/seed_run.h"
 #include "fl/core/spread_round.h"
+#include "fl/metrics/tensorboard.h"
 #include "nn/model_file.h"
 #include "nn/models.h"
 #include "tensor/error.h"
@@ -234,6 +236,9 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 void SeedRun::run(const RunOptions& options) {
   const int64_t rounds = c_.experiment.integer("rounds");
   if (is_server()) write_partition();  // the same every time: a resumed run rewrites it unchanged
+  if (!options.tensorboard_dir.empty())
+    tensorboard_dir_ = c_.experiment.integer("repeat") == 1 ? options.tensorboard_dir
+                                                            : options.tensorboard_dir + "/seed-" + std::to_string(seed_);
   last_checkpoint_ = last_results_write_ = std::chrono::steady_clock::now();
   auto_checkpoint_seconds_ = options.auto_checkpoint_seconds;
   results_write_seconds_ = options.results_write_seconds;
@@ -335,7 +340,12 @@ void SeedRun::write_partition() const {
 }
 
 void SeedRun::write_results() const {
-  write_file_atomic(dir_ + "/rounds.csv", rounds_csv(records_));
+  const std::string rounds = rounds_csv(records_);
+  write_file_atomic(dir_ + "/rounds.csv", rounds);
+  if (!tensorboard_dir_.empty()) {
+    std::filesystem::create_directories(tensorboard_dir_);
+    write_file_atomic(tensorboard_dir_ + "/" + kTensorboardEventFile, tensorboard_events(rounds, timings_));
+  }
   write_file_atomic(dir_ + "/timing.csv", timing_csv(timings_));
   if (!notes_.empty()) write_file_atomic(dir_ + "/client_notes.csv", client_notes_csv(notes_));
   if (!client_rows_.empty() && client_rows_.back().round == next_round_ - 1)  // rows are added at evaluations only

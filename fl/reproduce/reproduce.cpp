@@ -135,6 +135,8 @@ GridOutcome run_grid_cell(const std::string& base, const PresetRun& run, const s
     run_options.device = options.device;
     run_options.resume = options.resume;
     run_options.overwrite = options.overwrite;
+    if (!options.tensorboard_dir.empty())
+      run_options.tensorboard_dir = options.tensorboard_dir + "/" + std::filesystem::path(dir).filename().string();
     run_with_provenance(config, run_options, dir, options);
     outcome.seconds = seconds_since(run_start);
   } catch (const Error& e) {

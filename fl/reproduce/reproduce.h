@@ -37,6 +37,7 @@ struct ReproduceOptions {
   std::string command;                           // the command line, for table.md
   std::string commit, machine;                   // for table.md ("unknown" when empty)
   std::function<void(const std::string&)> log;   // progress lines; null = silent
+  std::string tensorboard_dir;                   // each run's event files in DIR/<run folder>; empty = none
 };
 
 struct CellResult {
