@@ -17,6 +17,7 @@ Command add_data_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_reproduce_command(CLI::App& app, int argc, char** argv);
 Command add_plot_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
 
 // The folder of the paper presets: ./configs/papers in a checkout, else <prefix>/share/bastion/configs/papers
 // of an installed binary (cli/presets_folder.cpp).

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose", verbose, "Errors name the source file and line where they were raised (also BASTION_DEBUG=1)");
   std::map<CLI::App*, bastion::cli::Command> commands;
   for (auto add : {bastion::cli::add_train_command, bastion::cli::add_list_command,
-                   bastion::cli::add_data_command, bastion::cli::add_run_command, bastion::cli::add_plot_command}) {
+                   bastion::cli::add_data_command, bastion::cli::add_run_command, bastion::cli::add_plot_command,
+                   bastion::cli::add_report_command}) {
     bastion::cli::Command command = add(app);
     commands[app.get_subcommands({}).back()] = command;
   }

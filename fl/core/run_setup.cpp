@@ -138,7 +138,8 @@ namespace {
 // The files `bastion run` writes in a results folder (and in its seed-<s> folders): --overwrite deletes them.
 constexpr const char* kRunFiles[] = {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg",
                                      "checkpoint.safetensors", "client_notes.csv", "clients.csv", "model.safetensors",
-                                     "personal-models.safetensors", "partition.csv"};
+                                     "personal-models.safetensors", "partition.csv",
+                                     "report.html"};  // bastion report's default page: a resume keeps it
 // `reproduce`'s record of the invocations that ran a cell (fl/reproduce/reproduce.cpp keeps it itself).
 constexpr const char* kProvenanceFile = "provenance.tsv";
 constexpr const char* kLockFile = ".bastion-lock";

@@ -1,0 +1,355 @@
+// `bastion report RUN_DIR [--out FILE.html]`: one self-contained HTML page for a run folder (inline SVG
+// and CSS, no script, opens offline): the settings that differ from the defaults, the values the rules
+// derived and the attackers (summary.json), the summary figures, the curves of every metric, the spread
+// of p_acc and p_asr over the clients at the last evaluated round (clients.csv), detection over rounds,
+// time per round, the data each client held (partition.csv) and the provenance. Each section reads its
+// own file: a missing or damaged file is named in its section and the other sections still render.
+// With several seeds (seed-<s>/ folders) the curves show every seed; the per-client sections read the
+// first seed's folder. A reproduce folder's table and a defense grid are not covered yet (issue 40).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "data/idx.h"
+#include "fl/core/config.h"
+#include "fl/metrics/results.h"
+#include "fl/registry.h"
+#include "tensor/error.h"
+#include "tensor/file_io.h"
+
+namespace bastion::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportArgs {
+  std::string run_dir, out;
+};
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string number_text(double value, int digits = 4) {
+  if (std::isnan(value)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::string out = "<table><tr>";
+  for (const std::string& h : header) out += "<th>" + html_escape(h) + "</th>";
+  out += "</tr>";
+  for (const auto& row : rows) {
+    out += "<tr>";
+    for (const std::string& cell : row) out += "<td>" + html_escape(cell) + "</td>";
+    out += "</tr>";
+  }
+  return out + "</table>";
+}
+
+// The seed folders of a run: the run folder itself, or its seed-<s>/ folders in seed order.
+std::vector<fs::path> seed_folders(const fs::path& dir) {
+  if (fs::is_regular_file(dir / "rounds.csv")) return {dir};
+  std::vector<fs::path> seeds;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory() && entry.path().filename().string().rfind("seed-", 0) == 0) seeds.push_back(entry.path());
+  std::sort(seeds.begin(), seeds.end());
+  return seeds;
+}
+
+// key -> value of a resolved config.toml text ("section.key" for keys under [section]).
+std::map<std::string, std::string> toml_values(const std::string& text) {
+  std::map<std::string, std::string> values;
+  std::istringstream lines(text);
+  std::string section;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    const size_t eq = line.find(" = ");
+    if (eq != std::string::npos) values[(section.empty() ? "" : section + ".") + line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return values;
+}
+
+// "section.key" -> the default's TOML text, from the same ParamSpec tables the config loader checks
+// against: the config sections, and every unit's table under clients.<rule>, server.<rule>, attack.<name>.
+std::map<std::string, std::string> default_values() {
+  std::map<std::string, std::string> defaults;
+  for (const auto& [section, specs] : config_sections())
+    for (const ParamSpec& spec : specs) defaults[(section.empty() ? "" : section + ".") + spec.name] = param_default_text(spec);
+  const auto add_units = [&](const std::string& prefix, const auto& registry) {
+    for (const auto& entry : registry)
+      for (const ParamSpec& spec : *entry.info.params)
+        defaults[prefix + "." + entry.info.name + "." + spec.name] = param_default_text(spec);
+  };
+  add_units("clients", client_rule_registry());
+  add_units("server", server_rule_registry());
+  add_units("attack", attack_registry());
+  return defaults;
+}
+
+// Every resolved key whose value is not its default (config.toml holds them all: docs/config.md).
+std::string settings_section(const fs::path& dir) {
+  const ExperimentConfig run = load_config((dir / "config.toml").string());
+  const std::map<std::string, std::string> defaults = default_values();
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [key, value] : toml_values(config_to_toml(run))) {
+    const auto found = defaults.find(key);
+    if (found == defaults.end() || found->second != value) rows.push_back({key, value, found == defaults.end() ? "" : found->second});
+  }
+  return "<p>" + html_escape(run.experiment.text("description")) + "</p>" +
+         table({"setting", "this run", "default"}, rows);
+}
+
+nlohmann::json read_summary(const fs::path& dir) {
+  try {
+    return nlohmann::json::parse(read_text_file((dir / "summary.json").string()));
+  } catch (const nlohmann::json::exception& e) {
+    BASTION_FAIL((dir / "summary.json").string(), ": ", e.what());
+  }
+}
+
+std::string json_text(const nlohmann::json& value) {
+  if (value.is_null()) return "-";
+  if (value.is_number_float()) return number_text(value.get<double>());
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+std::string summary_section(const fs::path& dir) {
+  const nlohmann::json summary = read_summary(dir);
+  std::vector<std::vector<std::string>> figures, resolved;
+  for (const auto& run : summary.at("runs")) {
+    std::vector<std::string> row = {json_text(run.at("seed"))};
+    for (const char* key : {"acc", "asr", "final_acc", "best_acc", "local_acc", "seconds_per_round"})
+      row.push_back(json_text(run.value(key, nlohmann::json())));
+    figures.push_back(row);
+    resolved.push_back({json_text(run.at("seed")), json_text(run.value("malicious_clients", nlohmann::json())),
+                        json_text(run.value("resolved", nlohmann::json()))});
+  }
+  return "<p>Reported figure: <code>" + html_escape(json_text(summary.value("report", nlohmann::json()))) +
+         "</code> (eval.report).</p>" +
+         table({"seed", "acc", "asr", "final_acc", "best_acc", "local_acc", "s/round"}, figures) +
+         "<h3>What the run derived</h3>" + table({"seed", "malicious clients", "resolved values"}, resolved);
+}
+
+std::string without_xml_declaration(const std::string& svg) {
+  return svg.rfind("<?xml", 0) == 0 ? svg.substr(svg.find('\n') + 1) : svg;
+}
+
+std::string curves_section(const std::vector<fs::path>& seeds, const std::string& title) {
+  std::vector<std::vector<RoundRecord>> records;
+  for (const fs::path& seed : seeds) records.push_back(parse_rounds_csv(read_text_file((seed / "rounds.csv").string())));
+  std::string out = without_xml_declaration(curves_svg(title, records));
+  std::vector<LabelledRuns> one = {{title, records}};
+  for (const std::string& metric : overlay_metrics()) {
+    if (metric == "acc" || metric == "asr") continue;  // in the plot above
+    try {
+      out += without_xml_declaration(overlay_svg(title + ": " + metric, metric, one));
+    } catch (const Error&) {  // a metric this run did not measure
+    }
+  }
+  return out;
+}
+
+// A 10-bin histogram over [0, 1] of one column of clients.csv's rows at its last round.
+std::string histogram_svg(const std::string& title, const std::vector<double>& values) {
+  std::vector<int> bins(10, 0);
+  for (double v : values) bins[static_cast<size_t>(std::clamp(static_cast<int>(v * 10.0), 0, 9))]++;
+  const int most = std::max(1, *std::max_element(bins.begin(), bins.end()));
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"360\" height=\"200\" font-size=\"11\"><text x=\"10\" "
+         "y=\"14\">"
+      << html_escape(title) << " (" << values.size() << " clients)</text>";
+  for (int b = 0; b < 10; ++b) {
+    const double height = 140.0 * bins[static_cast<size_t>(b)] / most;
+    svg << "<rect x=\"" << 20 + 32 * b << "\" y=\"" << 170 - height << "\" width=\"28\" height=\"" << height
+        << "\" fill=\"#4c78a8\"/><text x=\"" << 22 + 32 * b << "\" y=\"185\">" << b / 10.0 << "</text>";
+    if (bins[static_cast<size_t>(b)] > 0)
+      svg << "<text x=\"" << 28 + 32 * b << "\" y=\"" << 166 - height << "\">" << bins[static_cast<size_t>(b)] << "</text>";
+  }
+  return svg.str() + "</svg>";
+}
+
+std::string clients_section(const fs::path& dir) {
+  const std::vector<ClientRow> rows = parse_clients_csv(read_text_file((dir / "clients.csv").string()));
+  BASTION_CHECK(!rows.empty(), (dir / "clients.csv").string(), ": no rows");
+  const int64_t last = rows.back().round;
+  std::vector<double> acc, asr;
+  for (const ClientRow& row : rows) {
+    if (row.round != last) continue;
+    if (!std::isnan(row.p_acc)) acc.push_back(row.p_acc);
+    if (!std::isnan(row.p_asr)) asr.push_back(row.p_asr);
+  }
+  std::string out = "<p>Round " + std::to_string(last) + ", each judged client's own model.</p>";
+  if (acc.empty() && asr.empty()) return out + "<p>No personalised figures in this run.</p>";
+  if (!acc.empty()) out += histogram_svg("p_acc", acc);
+  if (!asr.empty()) out += histogram_svg("p_asr", asr);
+  return out;
+}
+
+std::string detection_section(const fs::path& dir) {
+  const std::vector<RoundRecord> records = parse_rounds_csv(read_text_file((dir / "rounds.csv").string()));
+  std::vector<std::vector<std::string>> rows;
+  const size_t step = std::max<size_t>(1, records.size() / 50);  // at most about 50 rows
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i % step != 0 && i + 1 != records.size()) continue;
+    const RoundRecord& r = records[i];
+    rows.push_back({std::to_string(r.round), std::to_string(r.sampled), std::to_string(r.malicious),
+                    std::to_string(r.rejected), std::to_string(r.true_positive), std::to_string(r.false_positive),
+                    std::to_string(r.false_negative), number_text(r.client_detection.dacc, 3),
+                    number_text(r.client_detection.fpr, 3), number_text(r.client_detection.fnr, 3)});
+  }
+  return table({"round", "sampled", "malicious", "rejected", "TP", "FP", "FN", "client DAcc", "client FPR", "client FNR"},
+               rows);
+}
+
+std::string timing_section(const fs::path& dir) {
+  std::istringstream lines(read_text_file((dir / "timing.csv").string()));
+  std::string line;
+  std::getline(lines, line);
+  BASTION_CHECK(line.rfind("round,", 0) == 0, (dir / "timing.csv").string(), ": no header");
+  std::vector<std::vector<double>> columns(4);
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::string cell;
+    std::getline(cells, cell, ',');
+    for (auto& column : columns) {
+      BASTION_CHECK(std::getline(cells, cell, ','), (dir / "timing.csv").string(), ": short row '", line, "'");
+      column.push_back(std::stod(cell));
+    }
+  }
+  std::vector<std::string> median = {"median"}, total = {"total"};
+  for (std::vector<double> column : columns) {
+    std::sort(column.begin(), column.end());
+    median.push_back(column.empty() ? "-" : number_text(column[column.size() / 2], 3));
+    double sum = 0;
+    for (double v : column) sum += v;
+    total.push_back(number_text(sum, 1));
+  }
+  return table({"seconds", "train", "aggregate", "eval", "round"}, {median, total});
+}
+
+std::string partition_section(const fs::path& dir) {
+  std::istringstream lines(read_text_file((dir / "partition.csv").string()));
+  std::string line;
+  std::getline(lines, line);
+  std::vector<int64_t> sizes;
+  std::vector<std::string> attackers;
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::string client, size, test, malicious;
+    std::getline(cells, client, ',');
+    std::getline(cells, size, ',');
+    std::getline(cells, test, ',');
+    std::getline(cells, malicious, ',');
+    sizes.push_back(std::stoll(size));
+    if (malicious == "1") attackers.push_back(client);
+  }
+  BASTION_CHECK(!sizes.empty(), (dir / "partition.csv").string(), ": no clients");
+  std::sort(sizes.begin(), sizes.end());
+  std::string joined;
+  for (const std::string& a : attackers) joined += (joined.empty() ? "" : ", ") + a;
+  return table({"clients", "min size", "median size", "max size", "attackers"},
+               {{std::to_string(sizes.size()), std::to_string(sizes.front()), std::to_string(sizes[sizes.size() / 2]),
+                 std::to_string(sizes.back()), joined.empty() ? "none" : joined}}) +
+         "<p>Per-client class counts: partition.csv.</p>";
+}
+
+std::string provenance_section(const fs::path& dir) {
+  if (!fs::exists(dir / "provenance.tsv")) return "<p>No provenance.tsv (written by <code>bastion reproduce</code>).</p>";
+  std::istringstream lines(read_text_file((dir / "provenance.tsv").string()));
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, '\t');) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  if (rows.empty()) return "<p>provenance.tsv is empty.</p>";
+  const std::vector<std::string> header = rows.front();
+  rows.erase(rows.begin());
+  return table(header, rows);
+}
+
+// One section: its body, or the error that stopped it (naming the file), so the other sections still render.
+std::string section(const std::string& id, const std::string& heading, const std::function<std::string()>& body) {
+  std::string content;
+  try {
+    content = body();
+  } catch (const std::exception& e) {
+    content = "<p class=\"missing\">Not shown: " + html_escape(without_source_locations(e.what())) + "</p>";
+  }
+  return "<section id=\"" + id + "\"><h2>" + html_escape(heading) + "</h2>" + content + "</section>\n";
+}
+
+std::string run_report(const fs::path& dir) {
+  const std::vector<fs::path> seeds = seed_folders(dir);
+  const fs::path first = seeds.empty() ? dir : seeds.front();
+  const std::string name = fs::weakly_canonical(dir).filename().string();
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html_escape(name) +
+                     "</title><style>body{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;"
+                     "color:#222}table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:"
+                     "2px 8px;text-align:left;font-size:13px}th{background:#f2f2f2}.missing{color:#b00020}svg{"
+                     "display:block;margin:0.5em 0}</style></head><body>\n<h1>Run " + html_escape(name) + "</h1>\n";
+  html += "<p>Folder: <code>" + html_escape(dir.string()) + "</code>; " + std::to_string(seeds.size()) +
+          " seed(s). Made by <code>bastion report</code>.</p>\n";
+  html += section("settings", "Settings that differ from the defaults", [&] { return settings_section(dir); });
+  html += section("summary", "Summary (summary.json)", [&] { return summary_section(dir); });
+  html += section("curves", "Curves (rounds.csv)", [&] {
+    BASTION_CHECK(!seeds.empty(), (dir / "rounds.csv").string(), ": not found (nor seed-<s>/rounds.csv)");
+    return curves_section(seeds, name);
+  });
+  html += section("clients", "Spread over the clients (clients.csv)", [&] { return clients_section(first); });
+  html += section("detection", "Detection over rounds (rounds.csv)", [&] { return detection_section(first); });
+  html += section("timing", "Time per round (timing.csv)", [&] { return timing_section(first); });
+  html += section("data", "Data per client (partition.csv)", [&] { return partition_section(first); });
+  html += section("provenance", "Provenance (provenance.tsv)", [&] { return provenance_section(dir); });
+  return html + "</body></html>\n";
+}
+
+int report(const ReportArgs& args) {
+  const fs::path dir(args.run_dir);
+  BASTION_CHECK(fs::is_directory(dir), "report: '", args.run_dir, "' is not a folder (give a run folder)");
+  BASTION_CHECK(fs::exists(dir / "config.toml") || fs::exists(dir / "rounds.csv"), "report: '", args.run_dir,
+                "' holds no config.toml or rounds.csv: not a run folder (a reproduce folder's table is not covered yet)");
+  const std::string out = args.out.empty() ? (dir / "report.html").string() : args.out;
+  write_file_atomic(out, run_report(dir));
+  std::printf("report: %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_report_command(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  auto* sub = app.add_subcommand("report", "One self-contained HTML page for a run folder (settings, derived values, "
+                                           "curves, clients, detection, timing, data, provenance)");
+  sub->add_option("run", args->run_dir, "Run folder (bastion run's --out)")->required();
+  sub->add_option("--out", args->out, "HTML file to write (default RUN/report.html)");
+  return [args]() { return report(*args); };
+}
+
+}  // namespace bastion::cli

@@ -1,0 +1,92 @@
+// `bastion report RUN_DIR` (issue 40, run folders): one self-contained HTML page whose elements nest
+// (checked by a small tag parser, not by matching the layout), with every section and the values the run
+// derived; a missing or damaged file is named in its section and the others still render; a resume of
+// the run accepts the page in its folder.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fl_test_support.h"
+#include "data/idx.h"
+#include "tensor/file_io.h"
+
+namespace bastion {
+namespace {
+
+namespace fs = std::filesystem;
+using CliReport = testing::FlRunTest;
+
+// The tags of an HTML/SVG text nest: every opened element is closed in order, void elements and
+// self-closing tags aside. Returns the ids of the <section> elements, or fails the test.
+std::vector<std::string> nested_sections(const std::string& html) {
+  static const std::set<std::string> kVoid = {"meta", "br", "hr", "img", "link", "input", "!DOCTYPE"};
+  std::vector<std::string> open, sections;
+  for (size_t at = html.find('<'); at != std::string::npos; at = html.find('<', at + 1)) {
+    const size_t end = html.find('>', at);
+    if (end == std::string::npos) {
+      ADD_FAILURE() << "a tag is not closed at " << at;
+      return sections;
+    }
+    const std::string tag = html.substr(at + 1, end - at - 1);
+    if (tag.empty() || tag[0] == '?' || tag.rfind("!--", 0) == 0) continue;
+    const std::string name = tag.substr(tag[0] == '/' ? 1 : 0, tag.find_first_of(" \t\n/", 1) - (tag[0] == '/' ? 1 : 0));
+    if (tag[0] == '/') {
+      if (open.empty() || open.back() != name) {
+        ADD_FAILURE() << "</" << name << "> closes <" << (open.empty() ? "nothing" : open.back()) << "> at " << at;
+        return sections;
+      }
+      open.pop_back();
+    } else if (tag.back() != '/' && !kVoid.count(name)) {
+      open.push_back(name);
+      if (name == "section") {
+        const size_t id = tag.find("id=\"");
+        sections.push_back(id == std::string::npos ? "" : tag.substr(id + 4, tag.find('"', id + 4) - id - 4));
+      }
+    }
+    at = end;
+  }
+  EXPECT_TRUE(open.empty()) << "unclosed <" << (open.empty() ? "" : open.back()) << ">";
+  return sections;
+}
+
+const testing::TinyRun kAttackedPersonalRun{{"rounds=3", "clients.rule=fedavg-ft", "eval.personalized=true",
+                                             "data.local_test=like-train", "attack.names=[\"lie\"]",
+                                             "attack.malicious_count=2", "server.rule=multi-krum", "clients.per_round=6"}};
+
+TEST_F(CliReport, ARunsPageNestsAndHoldsEverySectionAndWhatTheRunDerived) {
+  run(kAttackedPersonalRun, "a", 1);
+  const testing::RunResult result = testing::run_bastion("report " + (dir_ / "a").string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string html = read_text_file((dir_ / "a" / "report.html").string());
+  EXPECT_EQ(nested_sections(html), (std::vector<std::string>{"settings", "summary", "curves", "clients", "detection",
+                                                              "timing", "data", "provenance"}));
+  EXPECT_EQ(html.find("class=\"missing\""), std::string::npos) << "every file of a whole run is there";
+  for (const char* expected : {"server.rule", "multi-krum", "server.multi-krum.f", "attack.lie.z", "p_acc (", "<svg"})
+    EXPECT_NE(html.find(expected), std::string::npos) << expected;
+  // The page stays in the folder; a resume of the run accepts it.
+  run(kAttackedPersonalRun.with({"rounds=4"}), "a", 1, {}, /*resume=*/true);
+}
+
+TEST_F(CliReport, AMissingOrDamagedFileIsNamedAndTheOtherSectionsRender) {
+  run(kAttackedPersonalRun, "b", 1);
+  fs::remove(dir_ / "b" / "clients.csv");
+  std::ofstream(dir_ / "b" / "timing.csv") << "not a timing file\n";
+  const testing::RunResult result =
+      testing::run_bastion("report " + (dir_ / "b").string() + " --out " + (dir_ / "b.html").string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string html = read_text_file((dir_ / "b.html").string());
+  EXPECT_EQ(nested_sections(html).size(), 8u);
+  EXPECT_NE(html.find((dir_ / "b" / "clients.csv").string()), std::string::npos) << "the missing file, by path";
+  EXPECT_NE(html.find("timing.csv: no header"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos) << "the curves still render";
+  const testing::RunResult not_a_run = testing::run_bastion("report " + dir_.string());
+  EXPECT_EQ(not_a_run.exit_code, 1);
+  EXPECT_NE(not_a_run.output.find("not a run folder"), std::string::npos) << not_a_run.output;
+}
+
+}  // namespace
+}  // namespace bastion
