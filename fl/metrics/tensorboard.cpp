@@ -209,6 +209,7 @@ std::string tensorboard_events(const std::string& rounds_csv_text, const std::ve
   size_t next_timing = 0;
   double elapsed = 0.0;
   while (std::getline(lines, line)) {
+    if (line.empty()) continue;
     const std::vector<std::string> cells = split_line(line);
     ScalarEvent event;
     const auto [end, error] = std::from_chars(cells[0].data(), cells[0].data() + cells[0].size(), event.step);
