@@ -34,20 +34,6 @@ struct ReportArgs {
   std::string run_dir, out;
 };
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string number_text(double value, int digits = 4) {
   if (std::isnan(value)) return "-";
   char text[32];
@@ -57,11 +43,11 @@ std::string number_text(double value, int digits = 4) {
 
 std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
   std::string out = "<table><tr>";
-  for (const std::string& h : header) out += "<th>" + html_escape(h) + "</th>";
+  for (const std::string& h : header) out += "<th>" + xml_escape(h) + "</th>";
   out += "</tr>";
   for (const auto& row : rows) {
     out += "<tr>";
-    for (const std::string& cell : row) out += "<td>" + html_escape(cell) + "</td>";
+    for (const std::string& cell : row) out += "<td>" + xml_escape(cell) + "</td>";
     out += "</tr>";
   }
   return out + "</table>";
@@ -120,7 +106,7 @@ std::string settings_section(const fs::path& dir) {
     const auto found = defaults.find(key);
     if (found == defaults.end() || found->second != value) rows.push_back({key, value, found == defaults.end() ? "" : found->second});
   }
-  return "<p>" + html_escape(run.experiment.text("description")) + "</p>" +
+  return "<p>" + xml_escape(run.experiment.text("description")) + "</p>" +
          table({"setting", "this run", "default"}, rows);
 }
 
@@ -149,7 +135,7 @@ std::string summary_section(const fs::path& dir) {
     resolved.push_back({json_text(run.at("seed")), json_text(run.value("malicious_clients", nlohmann::json())),
                         json_text(run.value("resolved", nlohmann::json()))});
   }
-  return "<p>Reported figure: <code>" + html_escape(json_text(summary.value("report", nlohmann::json()))) +
+  return "<p>Reported figure: <code>" + xml_escape(json_text(summary.value("report", nlohmann::json()))) +
          "</code> (eval.report).</p>" +
          table({"seed", "acc", "asr", "final_acc", "best_acc", "local_acc", "s/round"}, figures) +
          "<h3>What the run derived</h3>" + table({"seed", "malicious clients", "resolved values"}, resolved);
@@ -182,7 +168,7 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& v
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"360\" height=\"200\" font-size=\"11\"><text x=\"10\" "
          "y=\"14\">"
-      << html_escape(title) << " (" << values.size() << " clients)</text>";
+      << xml_escape(title) << " (" << values.size() << " clients)</text>";
   for (int b = 0; b < 10; ++b) {
     const double height = 140.0 * bins[static_cast<size_t>(b)] / most;
     svg << "<rect x=\"" << 20 + 32 * b << "\" y=\"" << 170 - height << "\" width=\"28\" height=\"" << height
@@ -300,21 +286,21 @@ std::string section(const std::string& id, const std::string& heading, const std
   try {
     content = body();
   } catch (const std::exception& e) {
-    content = "<p class=\"missing\">Not shown: " + html_escape(without_source_locations(e.what())) + "</p>";
+    content = "<p class=\"missing\">Not shown: " + xml_escape(without_source_locations(e.what())) + "</p>";
   }
-  return "<section id=\"" + id + "\"><h2>" + html_escape(heading) + "</h2>" + content + "</section>\n";
+  return "<section id=\"" + id + "\"><h2>" + xml_escape(heading) + "</h2>" + content + "</section>\n";
 }
 
 std::string run_report(const fs::path& dir) {
   const std::vector<fs::path> seeds = seed_folders(dir);
   const fs::path first = seeds.empty() ? dir : seeds.front();
   const std::string name = fs::weakly_canonical(dir).filename().string();
-  std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html_escape(name) +
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + xml_escape(name) +
                      "</title><style>body{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;"
                      "color:#222}table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:"
                      "2px 8px;text-align:left;font-size:13px}th{background:#f2f2f2}.missing{color:#b00020}svg{"
-                     "display:block;margin:0.5em 0}</style></head><body>\n<h1>Run " + html_escape(name) + "</h1>\n";
-  html += "<p>Folder: <code>" + html_escape(dir.string()) + "</code>; " + std::to_string(seeds.size()) +
+                     "display:block;margin:0.5em 0}</style></head><body>\n<h1>Run " + xml_escape(name) + "</h1>\n";
+  html += "<p>Folder: <code>" + xml_escape(dir.string()) + "</code>; " + std::to_string(seeds.size()) +
           " seed(s). Made by <code>bastion report</code>.</p>\n";
   html += section("settings", "Settings that differ from the defaults", [&] { return settings_section(dir); });
   html += section("summary", "Summary (summary.json)", [&] { return summary_section(dir); });

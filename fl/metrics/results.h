@@ -107,6 +107,9 @@ std::string partition_csv(const std::vector<std::vector<int64_t>>& class_counts,
 // (NaNs skipped; null when none).
 std::string summary_json(const std::string& name, const std::string& report, const std::vector<RunSummary>& runs);
 
+// Text for SVG or HTML: & < > " ' as entities (the plots' titles and labels, bastion report's cells).
+std::string xml_escape(const std::string& text);
+
 // Acc (and asr if any value is present) over rounds, one polyline per seed when several are given.
 std::string curves_svg(const std::string& title, const std::vector<std::vector<RoundRecord>>& runs);
 

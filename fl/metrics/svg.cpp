@@ -16,6 +16,21 @@
 
 namespace bastion {
 
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 constexpr double kWidth = 720, kHeight = 420;
@@ -31,20 +46,6 @@ constexpr const char* kAxisColor = "#333333";
 using Point = std::pair<double, double>;  // (round, value); value may be NaN
 using Series = std::vector<Point>;
 
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // One decimal is a tenth of a pixel: finer digits only make the file larger.
 std::string num(double value) {
