@@ -132,8 +132,12 @@ std::string summary_section(const fs::path& dir) {
     for (const char* key : {"acc", "asr", "final_acc", "best_acc", "local_acc", "seconds_per_round"})
       row.push_back(json_text(run.value(key, nlohmann::json())));
     figures.push_back(row);
+    std::string derived;
+    const nlohmann::json values = run.value("resolved", nlohmann::json::object());  // items() needs it alive
+    for (const auto& [key, value] : values.items())
+      derived += (derived.empty() ? "" : "; ") + key + " = " + json_text(value);
     resolved.push_back({json_text(run.at("seed")), json_text(run.value("malicious_clients", nlohmann::json())),
-                        json_text(run.value("resolved", nlohmann::json()))});
+                        derived.empty() ? "none" : derived});
   }
   return "<p>Reported figure: <code>" + xml_escape(json_text(summary.value("report", nlohmann::json()))) +
          "</code> (eval.report).</p>" +
@@ -145,17 +149,40 @@ std::string without_xml_declaration(const std::string& svg) {
   return svg.rfind("<?xml", 0) == 0 ? svg.substr(svg.find('\n') + 1) : svg;
 }
 
+// Whether a rounds.csv text has the column `name` with at least one number in it.
+bool column_has_values(const std::string& rounds_text, const std::string& name) {
+  std::istringstream lines(rounds_text);
+  std::string line, cell;
+  std::getline(lines, line);
+  std::istringstream header(line);
+  size_t column = 0;
+  bool found = false;
+  for (; std::getline(header, cell, ','); ++column)
+    if (cell == name) {
+      found = true;
+      break;
+    }
+  if (!found) return false;
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    for (size_t c = 0; c <= column && std::getline(cells, cell, ','); ++c)
+      if (c == column && !cell.empty() && cell != "nan") return true;
+  }
+  return false;
+}
+
 std::string curves_section(const std::vector<fs::path>& seeds, const std::string& title) {
   std::vector<std::vector<RoundRecord>> records;
-  for (const fs::path& seed : seeds) records.push_back(parse_rounds_csv(read_text_file((seed / "rounds.csv").string())));
+  std::vector<std::string> texts;
+  for (const fs::path& seed : seeds) {
+    texts.push_back(read_text_file((seed / "rounds.csv").string()));
+    records.push_back(parse_rounds_csv(texts.back()));
+  }
   std::string out = without_xml_declaration(curves_svg(title, records));
   std::vector<LabelledRuns> one = {{title, records}};
   for (const std::string& metric : overlay_metrics()) {
-    if (metric == "acc" || metric == "asr") continue;  // in the plot above
-    try {
-      out += without_xml_declaration(overlay_svg(title + ": " + metric, metric, one));
-    } catch (const Error&) {  // a metric this run did not measure
-    }
+    if (metric == "acc" || metric == "asr" || !column_has_values(texts.front(), metric)) continue;  // above / not measured
+    out += without_xml_declaration(overlay_svg(title + ": " + metric, metric, one));
   }
   return out;
 }

@@ -67,6 +67,9 @@ TEST_F(CliReport, ARunsPageNestsAndHoldsEverySectionAndWhatTheRunDerived) {
   EXPECT_EQ(html.find("class=\"missing\""), std::string::npos) << "every file of a whole run is there";
   for (const char* expected : {"server.rule", "multi-krum", "server.multi-krum.f", "attack.lie.z", "p_acc (", "<svg"})
     EXPECT_NE(html.find(expected), std::string::npos) << expected;
+  EXPECT_NE(html.find(": p_acc"), std::string::npos) << "a measured metric gets its plot";
+  EXPECT_EQ(html.find(": p_asr"), std::string::npos) << "no backdoor: no empty p_asr plot";
+  EXPECT_EQ(html.find(": local_acc"), std::string::npos) << "not measured: no empty plot";
   // The page stays in the folder; a resume of the run accepts it.
   run(kAttackedPersonalRun.with({"rounds=4"}), "a", 1, {}, /*resume=*/true);
 }
