@@ -1,12 +1,15 @@
-// `bastion report RUN_DIR [--out FILE.html]`: one self-contained HTML page for a run folder (inline SVG
+// `bastion report DIR [--out FILE.html]`: one self-contained HTML page for a run folder (inline SVG
 // and CSS, no script, opens offline): the settings that differ from the defaults, the values the rules
 // derived and the attackers (summary.json), the summary figures, the curves of every metric, the spread
 // of p_acc and p_asr over the clients at the last evaluated round (clients.csv), detection over rounds,
 // time per round, the data each client held (partition.csv) and the provenance. Each section reads its
 // own file: a missing or damaged file is named in its section and the other sections still render.
 // With several seeds (seed-<s>/ folders) the curves show every seed; the per-client sections read the
-// first seed's folder. A reproduce folder's table and a defense grid are not covered yet (issue 40).
+// first seed's folder. For a reproduce output folder (table.csv and runs/): the table, its chart, every row
+// linked to its run's section with that run's figures and curves. The defense grid's heatmap is not
+// covered yet (issue 40).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -318,15 +321,20 @@ std::string section(const std::string& id, const std::string& heading, const std
   return "<section id=\"" + id + "\"><h2>" + xml_escape(heading) + "</h2>" + content + "</section>\n";
 }
 
+// The document's head with the page's CSS, and the opened body.
+std::string page_head(const std::string& title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + xml_escape(title) +
+         "</title><style>body{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;"
+         "color:#222}table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:"
+         "2px 8px;text-align:left;font-size:13px}th{background:#f2f2f2}.missing{color:#b00020}svg{"
+         "display:block;margin:0.5em 0}</style></head><body>\n";
+}
+
 std::string run_report(const fs::path& dir) {
   const std::vector<fs::path> seeds = seed_folders(dir);
   const fs::path first = seeds.empty() ? dir : seeds.front();
   const std::string name = fs::weakly_canonical(dir).filename().string();
-  std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + xml_escape(name) +
-                     "</title><style>body{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;"
-                     "color:#222}table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:"
-                     "2px 8px;text-align:left;font-size:13px}th{background:#f2f2f2}.missing{color:#b00020}svg{"
-                     "display:block;margin:0.5em 0}</style></head><body>\n<h1>Run " + xml_escape(name) + "</h1>\n";
+  std::string html = page_head(name) + "<h1>Run " + xml_escape(name) + "</h1>\n";
   html += "<p>Folder: <code>" + xml_escape(dir.string()) + "</code>; " + std::to_string(seeds.size()) +
           " seed(s). Made by <code>bastion report</code>.</p>\n";
   html += section("settings", "Settings that differ from the defaults", [&] { return settings_section(dir); });
@@ -343,13 +351,93 @@ std::string run_report(const fs::path& dir) {
   return html + "</body></html>\n";
 }
 
+// A preset row's or column's folder name as reproduce writes it: lower case, every run of other
+// characters one '-' ("NC (c = 0.5)" -> "nc-c-0-5").
+std::string slug(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) cells.emplace_back();
+    else cells.back() += c;
+  }
+  return cells;
+}
+
+// table.csv as a table whose rows link to their run's section (the row's folder, or row--column's).
+std::string table_section(const fs::path& dir) {
+  std::istringstream lines(read_text_file((dir / "table.csv").string()));
+  std::string line;
+  std::getline(lines, line);
+  BASTION_CHECK(line.rfind("row,column,metric", 0) == 0, (dir / "table.csv").string(), ": not a reproduce table");
+  std::string out = "<table><tr><th>row</th><th>column</th><th>metric</th><th>ours (mean ± std)</th><th>seeds</th>"
+                    "<th>paper</th><th>Δ</th></tr>";
+  while (std::getline(lines, line)) {
+    const std::vector<std::string> c = csv_cells(line);
+    BASTION_CHECK(c.size() >= 8, (dir / "table.csv").string(), ": short row '", line, "'");
+    std::string run = slug(c[0]);
+    if (!fs::is_directory(dir / "runs" / run)) run += "--" + slug(c[1]);
+    const std::string row = fs::is_directory(dir / "runs" / run)
+                                ? "<a href=\"#run-" + xml_escape(run) + "\">" + xml_escape(c[0]) + "</a>" : xml_escape(c[0]);
+    out += "<tr><td>" + row + "</td><td>" + xml_escape(c[1]) + "</td><td>" + xml_escape(c[2]) + "</td><td>" +
+           xml_escape(c[3]) + " ± " + xml_escape(c[4]) + "</td><td>" + xml_escape(c[5]) + "</td><td>" +
+           xml_escape(c[6]) + "</td><td>" + xml_escape(c[7]) + "</td></tr>";
+  }
+  return out + "</table>";
+}
+
+// A reproduce output folder: its table.md's title, table.svg, the table with links, then one section
+// per run (its summary and curves).
+std::string table_report(const fs::path& dir) {
+  const std::string name = fs::weakly_canonical(dir).filename().string();
+  std::string title = name;
+  try {
+    std::istringstream md(read_text_file((dir / "table.md").string()));
+    std::getline(md, title);
+    if (title.rfind("# ", 0) == 0) title = title.substr(2);
+  } catch (const Error&) {  // the title falls back to the folder name
+  }
+  std::string html = page_head(title) + "<h1>" + xml_escape(title) + "</h1>\n<p>Folder: <code>" +
+                     xml_escape(dir.string()) + "</code>; the settings and scale are in table.md. Made by <code>bastion "
+                     "report</code>.</p>\n";
+  html += section("table", "The table (table.csv)", [&] {
+    std::string svg;
+    if (fs::exists(dir / "table.svg")) svg = without_xml_declaration(read_text_file((dir / "table.svg").string()));
+    return svg + table_section(dir);
+  });
+  std::vector<fs::path> runs;
+  for (const auto& entry : fs::directory_iterator(dir / "runs"))
+    if (entry.is_directory()) runs.push_back(entry.path());
+  std::sort(runs.begin(), runs.end());
+  for (const fs::path& run : runs) {
+    const std::string cell = run.filename().string();
+    html += section("run-" + cell, "Run " + cell, [&] {
+      const std::vector<fs::path> seeds = seed_folders(run);
+      BASTION_CHECK(!seeds.empty(), (run / "rounds.csv").string(), ": not found (nor seed-<s>/rounds.csv)");
+      return summary_section(run) + curves_section(seeds, cell);
+    });
+  }
+  return html + "</body></html>\n";
+}
+
 int report(const ReportArgs& args) {
   const fs::path dir(args.run_dir);
-  BASTION_CHECK(fs::is_directory(dir), "report: '", args.run_dir, "' is not a folder (give a run folder)");
-  BASTION_CHECK(fs::exists(dir / "config.toml") || fs::exists(dir / "rounds.csv"), "report: '", args.run_dir,
-                "' holds no config.toml or rounds.csv: not a run folder (a reproduce folder's table is not covered yet)");
+  BASTION_CHECK(fs::is_directory(dir), "report: '", args.run_dir, "' is not a folder (give a run or reproduce folder)");
+  const bool table = fs::exists(dir / "table.csv") && fs::is_directory(dir / "runs");
+  BASTION_CHECK(table || fs::exists(dir / "config.toml") || fs::exists(dir / "rounds.csv"), "report: '", args.run_dir,
+                "' holds no config.toml, rounds.csv or table.csv with runs/: not a run or reproduce folder");
   const std::string out = args.out.empty() ? (dir / "report.html").string() : args.out;
-  write_file_atomic(out, run_report(dir));
+  write_file_atomic(out, table ? table_report(dir) : run_report(dir));
   std::printf("report: %s\n", out.c_str());
   return 0;
 }
@@ -359,8 +447,8 @@ int report(const ReportArgs& args) {
 Command add_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   auto* sub = app.add_subcommand("report", "One self-contained HTML page for a run folder (settings, derived values, "
-                                           "curves, clients, detection, timing, data, provenance)");
-  sub->add_option("run", args->run_dir, "Run folder (bastion run's --out)")->required();
+                                           "curves, clients, detection, timing, data, provenance) or a reproduce table");
+  sub->add_option("folder", args->run_dir, "A run folder (bastion run's --out) or a reproduce output folder")->required();
   sub->add_option("--out", args->out, "HTML file to write (default RUN/report.html)");
   return [args]() { return report(*args); };
 }

@@ -4,6 +4,7 @@
 // the run accepts the page in its folder.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "fl_test_support.h"
+#include "reproduce_test_support.h"
 #include "data/idx.h"
 #include "tensor/file_io.h"
 
@@ -88,7 +90,39 @@ TEST_F(CliReport, AMissingOrDamagedFileIsNamedAndTheOtherSectionsRender) {
   EXPECT_NE(html.find("<svg"), std::string::npos) << "the curves still render";
   const testing::RunResult not_a_run = testing::run_bastion("report " + dir_.string());
   EXPECT_EQ(not_a_run.exit_code, 1);
-  EXPECT_NE(not_a_run.output.find("not a run folder"), std::string::npos) << not_a_run.output;
+  EXPECT_NE(not_a_run.output.find("not a run or reproduce folder"), std::string::npos) << not_a_run.output;
+}
+
+// A reproduce folder (a two-by-two sweep): the table section, one section per run, and every link in the
+// table names a run section of the page.
+TEST_F(CliReport, AReproduceFoldersPageLinksEveryRowToItsRunsSection) {
+  testing::write_text(dir_ / "base.toml", testing::kReproduceBase);
+  const std::string out = (dir_ / "grid").string();
+  const testing::RunResult grid = testing::run_bastion("reproduce " + (dir_ / "base.toml").string() +
+                                                       " --grid server.rule=fedavg,median --grid clients.per_round=3,4"
+                                                       " --set rounds=1 --out " + out);
+  ASSERT_EQ(grid.exit_code, 0) << grid.output;
+  const testing::RunResult result = testing::run_bastion("report " + out);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string html = read_text_file(out + "/report.html");
+  const std::vector<std::string> sections = nested_sections(html);
+  ASSERT_FALSE(sections.empty());
+  EXPECT_EQ(sections.front(), "table");
+  size_t runs = 0;
+  for (const auto& entry : fs::directory_iterator(out + "/runs")) {
+    ++runs;
+    EXPECT_NE(std::find(sections.begin(), sections.end(), "run-" + entry.path().filename().string()), sections.end())
+        << entry.path();
+  }
+  EXPECT_EQ(runs, 4u);
+  EXPECT_EQ(sections.size(), runs + 1);
+  size_t links = 0;
+  for (size_t at = html.find("href=\"#"); at != std::string::npos; at = html.find("href=\"#", at + 1), ++links) {
+    const std::string target = html.substr(at + 7, html.find('"', at + 7) - at - 7);
+    EXPECT_NE(std::find(sections.begin(), sections.end(), target), sections.end()) << target;
+  }
+  EXPECT_GT(links, 0u);
+  EXPECT_EQ(html.find("class=\"missing\""), std::string::npos);
 }
 
 }  // namespace
