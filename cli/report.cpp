@@ -9,7 +9,6 @@
 // linked to its run's section with that run's figures and curves. The defense grid's heatmap is not
 // covered yet (issue 40).
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -24,6 +23,7 @@
 #include "fl/core/config.h"
 #include "fl/metrics/results.h"
 #include "fl/registry.h"
+#include "fl/reproduce/preset.h"
 #include "tensor/error.h"
 #include "tensor/file_io.h"
 
@@ -351,18 +351,6 @@ std::string run_report(const fs::path& dir) {
   return html + "</body></html>\n";
 }
 
-// A preset row's or column's folder name as reproduce writes it: lower case, every run of other
-// characters one '-' ("NC (c = 0.5)" -> "nc-c-0-5").
-std::string slug(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!out.empty() && out.back() != '-') out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
-}
-
 std::vector<std::string> csv_cells(const std::string& line) {
   std::vector<std::string> cells(1);
   bool quoted = false;
@@ -385,8 +373,8 @@ std::string table_section(const fs::path& dir) {
   while (std::getline(lines, line)) {
     const std::vector<std::string> c = csv_cells(line);
     BASTION_CHECK(c.size() >= 8, (dir / "table.csv").string(), ": short row '", line, "'");
-    std::string run = slug(c[0]);
-    if (!fs::is_directory(dir / "runs" / run)) run += "--" + slug(c[1]);
+    std::string run = results_folder_slug(c[0]);
+    if (!fs::is_directory(dir / "runs" / run)) run += "--" + results_folder_slug(c[1]);
     const std::string row = fs::is_directory(dir / "runs" / run)
                                 ? "<a href=\"#run-" + xml_escape(run) + "\">" + xml_escape(c[0]) + "</a>" : xml_escape(c[0]);
     out += "<tr><td>" + row + "</td><td>" + xml_escape(c[1]) + "</td><td>" + xml_escape(c[2]) + "</td><td>" +

@@ -116,15 +116,6 @@ std::vector<double> read_paper_numbers(const toml::table& row, size_t columns, c
   return paper;
 }
 
-std::string slug(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!out.empty() && out.back() != '-') out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "cell" : out;
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -153,6 +144,16 @@ void validate_cells(const Preset& preset, const PresetCellCheck& check_cell) {
 }
 
 }  // namespace
+
+std::string results_folder_slug(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "cell" : out;
+}
 
 const std::vector<std::string>& preset_metrics() {
   static const std::vector<std::string> names = [] {
@@ -207,10 +208,11 @@ Preset parse_preset(std::string_view text, const std::string& path, const Preset
     row.name = required_text(t, "name", path, "[[rows]]");
     BASTION_CHECK(names.insert(row.name).second, where(path, t), "row '", row.name, "' appears twice");
     // The row's results folder is its slug: two names with one slug would write into one folder.
+    const std::string folder = results_folder_slug(row.name);
     const auto other = std::find_if(preset.rows.begin(), preset.rows.end(),
-                                    [&](const PresetRow& r) { return slug(r.name) == slug(row.name); });
+                                    [&](const PresetRow& r) { return results_folder_slug(r.name) == folder; });
     BASTION_CHECK(other == preset.rows.end(), where(path, t), "rows '", other->name, "' and '", row.name,
-                  "' both get the results folder '", slug(row.name), "': rename one");
+                  "' both get the results folder '", folder, "': rename one");
     row.set = text_list(t, "set", path);
     row.paper = read_paper_numbers(t, preset.columns.size(), path, row.name);
     row.line = t.source().begin.line;
@@ -235,7 +237,8 @@ PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& ext
         runs_of_row.push_back(static_cast<size_t>(same - grid.runs.begin()));
         continue;
       }
-      const std::string folder = column.set.empty() ? slug(row.name) : slug(row.name) + "--" + slug(column.name);
+      const std::string row_folder = results_folder_slug(row.name);
+      const std::string folder = column.set.empty() ? row_folder : row_folder + "--" + results_folder_slug(column.name);
       grid.runs.push_back({folder, overrides});
       runs_of_row.push_back(grid.runs.size() - 1);
     }
@@ -249,17 +252,17 @@ namespace {
 // "<name>-" (`--row fedavg` for "FedAvg (no defense)"). Two or more such rows are ambiguous.
 std::vector<std::string> rows_named(const Preset& preset, const std::string& name) {
   for (const PresetRow& row : preset.rows)
-    if (row.name == name || slug(row.name) == name) return {row.name};
+    if (row.name == name || results_folder_slug(row.name) == name) return {row.name};
   std::vector<std::string> prefixed;
   for (const PresetRow& row : preset.rows)
-    if (slug(row.name).rfind(name + "-", 0) == 0) prefixed.push_back(row.name);
+    if (results_folder_slug(row.name).rfind(name + "-", 0) == 0) prefixed.push_back(row.name);
   return prefixed;
 }
 }  // namespace
 
 Preset select_rows(const Preset& preset, const std::vector<std::string>& names) {
   std::string valid;
-  for (const PresetRow& row : preset.rows) valid += "\n  '" + row.name + "' (" + slug(row.name) + ")";
+  for (const PresetRow& row : preset.rows) valid += "\n  '" + row.name + "' (" + results_folder_slug(row.name) + ")";
   std::vector<std::string> chosen;
   for (const std::string& name : names) {
     const std::vector<std::string> rows = rows_named(preset, name);

@@ -77,6 +77,11 @@ using PresetCellCheck = std::function<void(const std::string& base, const std::v
 Preset parse_preset(std::string_view text, const std::string& path, const PresetCellCheck& check_cell);
 // The runs of the grid with `extra` overrides (quick scale, seeds) appended to every run.
 PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& extra = {});
+// A row's or column's results folder name: lower case, every run of other characters one '-' ("NC (c =
+// 0.5)" -> "nc-c-0-5"; "cell" when nothing is left). A run's folder is the row's, or row--column when the
+// column changes settings (bastion report links a table's rows to their runs with it).
+std::string results_folder_slug(const std::string& text);
+
 // The preset cut to the rows named in `names` (a row's exact name or its results folder's slug), in the
 // preset's order; throws naming every row when a name matches none. Run folders keep their names, so a
 // later run of the whole preset with --resume reuses the cells run this way.
