@@ -5,8 +5,9 @@
 // time per round, the data each client held (partition.csv) and the provenance. Each section reads its
 // own file: a missing or damaged file is named in its section and the other sections still render.
 // With several seeds (seed-<s>/ folders) the curves show every seed; the per-client sections read the
-// first seed's folder. For a reproduce output folder (table.csv and runs/): the table, its chart, every row
-// linked to its run's section with that run's figures and curves. The defense grid's heatmap is not
+// first seed's folder. For a reproduce output folder (table.csv and runs/), or a table published in
+// docs/reproduction/ (NAME-runs/ beside NAME.csv): the table, its chart, every row linked to its run's
+// section with that run's figures and curves. The defense grid's heatmap is not
 // covered yet (issue 40).
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -362,20 +364,38 @@ std::vector<std::string> csv_cells(const std::string& line) {
   return cells;
 }
 
-// table.csv as a table whose rows link to their run's section (the row's folder, or row--column's).
-std::string table_section(const fs::path& dir) {
-  std::istringstream lines(read_text_file((dir / "table.csv").string()));
+// Where a table's files are: a reproduce output folder (table.csv, table.md, table.svg, runs/), or a
+// published one in docs/reproduction/ (NAME.csv, NAME.md, NAME.svg beside NAME-runs/, scripts/publish_table.sh).
+struct TableFiles {
+  fs::path csv, md, svg, runs;
+};
+
+std::optional<TableFiles> table_files(const fs::path& dir) {
+  if (fs::exists(dir / "table.csv") && fs::is_directory(dir / "runs"))
+    return TableFiles{dir / "table.csv", dir / "table.md", dir / "table.svg", dir / "runs"};
+  const std::string name = fs::weakly_canonical(dir).filename().string();
+  const std::string suffix = "-runs";
+  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return std::nullopt;
+  const fs::path base = fs::weakly_canonical(dir).parent_path() / name.substr(0, name.size() - suffix.size());
+  if (!fs::exists(base.string() + ".csv")) return std::nullopt;
+  return TableFiles{base.string() + ".csv", base.string() + ".md", base.string() + ".svg", dir};
+}
+
+// The table's CSV as a table whose rows link to their run's section (the row's folder, or row--column's).
+std::string table_section(const TableFiles& files) {
+  std::istringstream lines(read_text_file(files.csv.string()));
   std::string line;
   std::getline(lines, line);
-  BASTION_CHECK(line.rfind("row,column,metric", 0) == 0, (dir / "table.csv").string(), ": not a reproduce table");
+  BASTION_CHECK(line.rfind("row,column,metric", 0) == 0, files.csv.string(), ": not a reproduce table");
   std::string out = "<table><tr><th>row</th><th>column</th><th>metric</th><th>ours (mean ± std)</th><th>seeds</th>"
                     "<th>paper</th><th>Δ</th></tr>";
   while (std::getline(lines, line)) {
     const std::vector<std::string> c = csv_cells(line);
-    BASTION_CHECK(c.size() >= 8, (dir / "table.csv").string(), ": short row '", line, "'");
+    BASTION_CHECK(c.size() >= 8, files.csv.string(), ": short row '", line, "'");
     std::string run = results_folder_slug(c[0]);
-    if (!fs::is_directory(dir / "runs" / run)) run += "--" + results_folder_slug(c[1]);
-    const std::string row = fs::is_directory(dir / "runs" / run)
+    if (!fs::is_directory(files.runs / run)) run += "--" + results_folder_slug(c[1]);
+    const std::string row = fs::is_directory(files.runs / run)
                                 ? "<a href=\"#run-" + xml_escape(run) + "\">" + xml_escape(c[0]) + "</a>" : xml_escape(c[0]);
     out += "<tr><td>" + row + "</td><td>" + xml_escape(c[1]) + "</td><td>" + xml_escape(c[2]) + "</td><td>" +
            xml_escape(c[3]) + " ± " + xml_escape(c[4]) + "</td><td>" + xml_escape(c[5]) + "</td><td>" +
@@ -386,11 +406,11 @@ std::string table_section(const fs::path& dir) {
 
 // A reproduce output folder: its table.md's title, table.svg, the table with links, then one section
 // per run (its summary and curves).
-std::string table_report(const fs::path& dir) {
+std::string table_report(const fs::path& dir, const TableFiles& files) {
   const std::string name = fs::weakly_canonical(dir).filename().string();
   std::string title = name;
   try {
-    std::istringstream md(read_text_file((dir / "table.md").string()));
+    std::istringstream md(read_text_file(files.md.string()));
     std::getline(md, title);
     if (title.rfind("# ", 0) == 0) title = title.substr(2);
   } catch (const Error&) {  // the title falls back to the folder name
@@ -398,13 +418,13 @@ std::string table_report(const fs::path& dir) {
   std::string html = page_head(title) + "<h1>" + xml_escape(title) + "</h1>\n<p>Folder: <code>" +
                      xml_escape(dir.string()) + "</code>; the settings and scale are in table.md. Made by <code>bastion "
                      "report</code>.</p>\n";
-  html += section("table", "The table (table.csv)", [&] {
+  html += section("table", "The table (" + files.csv.filename().string() + ")", [&] {
     std::string svg;
-    if (fs::exists(dir / "table.svg")) svg = without_xml_declaration(read_text_file((dir / "table.svg").string()));
-    return svg + table_section(dir);
+    if (fs::exists(files.svg)) svg = without_xml_declaration(read_text_file(files.svg.string()));
+    return svg + table_section(files);
   });
   std::vector<fs::path> runs;
-  for (const auto& entry : fs::directory_iterator(dir / "runs"))
+  for (const auto& entry : fs::directory_iterator(files.runs))
     if (entry.is_directory()) runs.push_back(entry.path());
   std::sort(runs.begin(), runs.end());
   for (const fs::path& run : runs) {
@@ -421,11 +441,12 @@ std::string table_report(const fs::path& dir) {
 int report(const ReportArgs& args) {
   const fs::path dir(args.run_dir);
   BASTION_CHECK(fs::is_directory(dir), "report: '", args.run_dir, "' is not a folder (give a run or reproduce folder)");
-  const bool table = fs::exists(dir / "table.csv") && fs::is_directory(dir / "runs");
+  const std::optional<TableFiles> table = table_files(dir);
   BASTION_CHECK(table || fs::exists(dir / "config.toml") || fs::exists(dir / "rounds.csv"), "report: '", args.run_dir,
-                "' holds no config.toml, rounds.csv or table.csv with runs/: not a run or reproduce folder");
+                "' holds no config.toml, rounds.csv or table.csv with runs/ (nor is it a published NAME-runs/ beside "
+                "NAME.csv): not a run or reproduce folder");
   const std::string out = args.out.empty() ? (dir / "report.html").string() : args.out;
-  write_file_atomic(out, table ? table_report(dir) : run_report(dir));
+  write_file_atomic(out, table ? table_report(dir, *table) : run_report(dir));
   std::printf("report: %s\n", out.c_str());
   return 0;
 }

@@ -123,6 +123,17 @@ TEST_F(CliReport, AReproduceFoldersPageLinksEveryRowToItsRunsSection) {
   }
   EXPECT_GT(links, 0u);
   EXPECT_EQ(html.find("class=\"missing\""), std::string::npos);
+
+  // The published layout (scripts/publish_table.sh: NAME.csv/.md/.svg beside NAME-runs/) reads the same.
+  fs::create_directories(dir_ / "docs");
+  for (const char* ext : {"csv", "md", "svg"})
+    fs::copy_file(out + "/table." + ext, dir_ / "docs" / (std::string("grid.") + ext));
+  fs::copy(out + "/runs", dir_ / "docs" / "grid-runs", fs::copy_options::recursive);
+  const testing::RunResult published = testing::run_bastion("report " + (dir_ / "docs" / "grid-runs").string());
+  ASSERT_EQ(published.exit_code, 0) << published.output;
+  const std::string page = read_text_file((dir_ / "docs" / "grid-runs" / "report.html").string());
+  EXPECT_EQ(nested_sections(page), sections);
+  EXPECT_NE(page.find("The table (grid.csv)"), std::string::npos);
 }
 
 }  // namespace
