@@ -96,5 +96,20 @@ TEST_F(FlTensorboard, ARunWritesEveryRoundsCsvNumberAndResumesToTheSameFile) {
   for (size_t e = 0; e < events.size(); ++e) EXPECT_EQ(resumed[e].values, events[e].values) << "event " << e;
 }
 
+// With several seeds each gets its own event file in seed-<s>/, as its results do.
+TEST_F(FlTensorboard, EachSeedWritesItsOwnFileBesideItsResults) {
+  RunOptions options;
+  options.out_dir = (dir_ / "seeds").string();
+  options.threads = 1;
+  options.tensorboard_dir = (dir_ / "board").string();
+  run_experiment(TinyRun{{"rounds=2", "repeat=2"}}.config(), options);
+  for (const char* seed : {"seed-3", "seed-4"}) {
+    const std::vector<ScalarEvent> events =
+        parse_tensorboard_events(read_text_file((dir_ / "board" / seed / kTensorboardEventFile).string()));
+    EXPECT_EQ(events.size(), parse_rounds_csv(file(std::string("seeds/") + seed, "rounds.csv")).size() + 1) << seed;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "board" / kTensorboardEventFile));
+}
+
 }  // namespace
 }  // namespace bastion

@@ -77,7 +77,9 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
     SeedRun run(config, shared, seed, threads, device, dir, options, *net);
     if (options.resume && net->size() > 1) resume_seed_spread(run, config_toml, options);
     else if (options.resume) resume_seed(run, config_toml, options);
-    run.run(options);
+    RunOptions seed_options = options;  // the event file goes where this seed's results go
+    if (!options.tensorboard_dir.empty()) seed_options.tensorboard_dir = seed_dir(config, options.tensorboard_dir, r);
+    run.run(seed_options);
     if (options.stop_after_round > 0) return summaries;  // simulated kill: no summary
     if (options.save_model) run.save_models();
     if (!server) continue;

@@ -42,8 +42,8 @@ struct RunOptions {
   double auto_checkpoint_seconds = 60.0;              // run.checkpoint_every = -1: at most one checkpoint this often
   double results_write_seconds = 2.0;                 // rounds.csv & co. rewritten at most this often (and at
                                                       // checkpoints and the last round)
-  // `--tensorboard DIR`: each seed's TensorBoard event file goes to DIR (DIR/seed-<s> with repeat > 1),
-  // rewritten with rounds.csv (fl/metrics/tensorboard.h); empty = none.
+  // `--tensorboard DIR`: each seed's TensorBoard event file goes to DIR (DIR/seed-<s> with repeat > 1, as
+  // the results), rewritten with rounds.csv (fl/metrics/tensorboard.h); empty = none.
   std::string tensorboard_dir;
   // `bastion run` under mpirun -np K: spread the clients over the K ranks (fl/core/mpi_run.h; rank 0 is
   // the server and alone writes files and logs). false: this process runs everything (the grid mode's

@@ -236,9 +236,7 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
 void SeedRun::run(const RunOptions& options) {
   const int64_t rounds = c_.experiment.integer("rounds");
   if (is_server()) write_partition();  // the same every time: a resumed run rewrites it unchanged
-  if (!options.tensorboard_dir.empty())
-    tensorboard_dir_ = c_.experiment.integer("repeat") == 1 ? options.tensorboard_dir
-                                                            : options.tensorboard_dir + "/seed-" + std::to_string(seed_);
+  tensorboard_dir_ = options.tensorboard_dir;
   last_checkpoint_ = last_results_write_ = std::chrono::steady_clock::now();
   auto_checkpoint_seconds_ = options.auto_checkpoint_seconds;
   results_write_seconds_ = options.results_write_seconds;

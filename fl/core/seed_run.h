@@ -160,7 +160,7 @@ class SeedRun {
   void evaluate_round(int64_t round);
   void write_results() const;
   void write_partition() const;  // partition.csv: the data each client was dealt
-  std::string tensorboard_dir_;  // RunOptions::tensorboard_dir for this seed; empty = no event file
+  std::string tensorboard_dir_;  // this seed's RunOptions::tensorboard_dir (run_experiment adds seed-<s>); empty = none
   void log_progress(const RunOptions& options, int64_t round, double elapsed) const;
   CheckpointState checkpoint_state() const;
   void restore(const CheckpointState& state);
