@@ -22,6 +22,7 @@
 
 #include "cli/commands.h"
 #include "data/idx.h"
+#include "data/partition.h"
 #include "fl/core/config.h"
 #include "fl/metrics/results.h"
 #include "fl/registry.h"
@@ -154,39 +155,13 @@ std::string without_xml_declaration(const std::string& svg) {
   return svg.rfind("<?xml", 0) == 0 ? svg.substr(svg.find('\n') + 1) : svg;
 }
 
-// Whether a rounds.csv text has the column `name` with at least one number in it.
-bool column_has_values(const std::string& rounds_text, const std::string& name) {
-  std::istringstream lines(rounds_text);
-  std::string line, cell;
-  std::getline(lines, line);
-  std::istringstream header(line);
-  size_t column = 0;
-  bool found = false;
-  for (; std::getline(header, cell, ','); ++column)
-    if (cell == name) {
-      found = true;
-      break;
-    }
-  if (!found) return false;
-  while (std::getline(lines, line)) {
-    std::istringstream cells(line);
-    for (size_t c = 0; c <= column && std::getline(cells, cell, ','); ++c)
-      if (c == column && !cell.empty() && cell != "nan") return true;
-  }
-  return false;
-}
-
 std::string curves_section(const std::vector<fs::path>& seeds, const std::string& title) {
   std::vector<std::vector<RoundRecord>> records;
-  std::vector<std::string> texts;
-  for (const fs::path& seed : seeds) {
-    texts.push_back(read_text_file((seed / "rounds.csv").string()));
-    records.push_back(parse_rounds_csv(texts.back()));
-  }
+  for (const fs::path& seed : seeds) records.push_back(parse_rounds_csv(read_text_file((seed / "rounds.csv").string())));
   std::string out = without_xml_declaration(curves_svg(title, records));
   std::vector<LabelledRuns> one = {{title, records}};
   for (const std::string& metric : overlay_metrics()) {
-    if (metric == "acc" || metric == "asr" || !column_has_values(texts.front(), metric)) continue;  // above / not measured
+    if (metric == "acc" || metric == "asr" || !overlay_metric_measured(records, metric)) continue;  // above / not measured
     out += without_xml_declaration(overlay_svg(title + ": " + metric, metric, one));
   }
   return out;
@@ -245,24 +220,14 @@ std::string detection_section(const fs::path& dir) {
 }
 
 std::string timing_section(const fs::path& dir) {
-  std::istringstream lines(read_text_file((dir / "timing.csv").string()));
-  std::string line;
-  std::getline(lines, line);
-  BASTION_CHECK(line.rfind("round,", 0) == 0, (dir / "timing.csv").string(), ": no header");
-  std::vector<std::vector<double>> columns(4);
-  while (std::getline(lines, line)) {
-    std::istringstream cells(line);
-    std::string cell;
-    std::getline(cells, cell, ',');
-    for (auto& column : columns) {
-      BASTION_CHECK(std::getline(cells, cell, ','), (dir / "timing.csv").string(), ": short row '", line, "'");
-      column.push_back(std::stod(cell));
-    }
-  }
+  const std::vector<RoundTiming> timings = parse_timing_csv(read_text_file((dir / "timing.csv").string()));
   std::vector<std::string> median = {"median"}, total = {"total"};
-  for (std::vector<double> column : columns) {
-    std::sort(column.begin(), column.end());
-    median.push_back(column.empty() ? "-" : number_text(column[column.size() / 2], 3));
+  for (double RoundTiming::*field : {&RoundTiming::train_seconds, &RoundTiming::aggregate_seconds,
+                                     &RoundTiming::eval_seconds, &RoundTiming::round_seconds}) {
+    std::vector<double> column;
+    for (const RoundTiming& t : timings) column.push_back(t.*field);
+    // client_spread: the project's median (the mean of the middle two), here over rounds with equal weights.
+    median.push_back(number_text(client_spread(column, std::vector<double>(column.size(), 1.0)).median, 3));
     double sum = 0;
     for (double v : column) sum += v;
     total.push_back(number_text(sum, 1));
@@ -270,42 +235,36 @@ std::string timing_section(const fs::path& dir) {
   return table({"seconds", "train", "aggregate", "eval", "round"}, {median, total});
 }
 
+// partition.csv's class counts through data/partition.h's partition_stats (the numbers `bastion data
+// stats` prints), and its attackers.
 std::string partition_section(const fs::path& dir) {
-  std::istringstream lines(read_text_file((dir / "partition.csv").string()));
-  std::string line;
-  std::getline(lines, line);
-  std::vector<int64_t> sizes;
-  std::vector<std::string> attackers;
-  while (std::getline(lines, line)) {
-    std::istringstream cells(line);
-    std::string client, size, test, malicious;
-    std::getline(cells, client, ',');
-    std::getline(cells, size, ',');
-    std::getline(cells, test, ',');
-    std::getline(cells, malicious, ',');
-    sizes.push_back(std::stoll(size));
-    if (malicious == "1") attackers.push_back(client);
+  const std::string path = (dir / "partition.csv").string();
+  const std::vector<std::string> lines = split_fields(read_text_file(path), '\n');
+  std::vector<std::vector<int64_t>> histogram;
+  std::string attackers;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    const std::vector<std::string> cells = split_fields(lines[i], ',');
+    BASTION_CHECK(cells.size() >= 5, path, " line ", i + 1, ": expected client,size,test_size,malicious,class_0,...");
+    std::vector<int64_t> counts;
+    for (size_t c = 4; c < cells.size(); ++c) counts.push_back(std::stoll(cells[c]));
+    histogram.push_back(std::move(counts));
+    if (cells[3] == "1") attackers += (attackers.empty() ? "" : ", ") + cells[0];
   }
-  BASTION_CHECK(!sizes.empty(), (dir / "partition.csv").string(), ": no clients");
-  std::sort(sizes.begin(), sizes.end());
-  std::string joined;
-  for (const std::string& a : attackers) joined += (joined.empty() ? "" : ", ") + a;
-  return table({"clients", "min size", "median size", "max size", "attackers"},
-               {{std::to_string(sizes.size()), std::to_string(sizes.front()), std::to_string(sizes[sizes.size() / 2]),
-                 std::to_string(sizes.back()), joined.empty() ? "none" : joined}}) +
+  BASTION_CHECK(!histogram.empty(), path, ": no clients");
+  const PartitionStats stats = partition_stats(histogram);
+  return table({"clients", "min size", "median size", "max size", "classes per client", "attackers"},
+               {{std::to_string(stats.clients), std::to_string(stats.min_size), number_text(stats.median_size, 1),
+                 std::to_string(stats.max_size), number_text(stats.mean_classes, 2),
+                 attackers.empty() ? "none" : attackers}}) +
          "<p>Per-client class counts: partition.csv.</p>";
 }
 
 std::string provenance_section(const fs::path& dir) {
   if (!fs::exists(dir / "provenance.tsv")) return "<p>No provenance.tsv (written by <code>bastion reproduce</code>).</p>";
-  std::istringstream lines(read_text_file((dir / "provenance.tsv").string()));
   std::vector<std::vector<std::string>> rows;
-  for (std::string line; std::getline(lines, line);) {
-    std::vector<std::string> cells;
-    std::istringstream fields(line);
-    for (std::string cell; std::getline(fields, cell, '\t');) cells.push_back(cell);
-    rows.push_back(cells);
-  }
+  for (const std::string& line : split_fields(read_text_file((dir / "provenance.tsv").string()), '\n'))
+    if (!line.empty()) rows.push_back(split_fields(line, '\t'));
   if (rows.empty()) return "<p>provenance.tsv is empty.</p>";
   const std::vector<std::string> header = rows.front();
   rows.erase(rows.begin());

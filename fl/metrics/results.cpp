@@ -96,25 +96,16 @@ double as_printed(double value) {
 }
 
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t at = text.find(separator); at != std::string::npos; at = text.find(separator, start)) {
-    parts.push_back(text.substr(start, at - start));
-    start = at + 1;
-  }
-  parts.push_back(text.substr(start));
-  return parts;
-}
 
-// Reads the cells of one rounds.csv line; errors name the line and the column.
+// Reads the cells of one rounds.csv (or timing.csv) line; errors name the file, the line and the column.
 struct CellReader {
   const std::vector<std::string>& cells;
   size_t line_number;
   const std::vector<std::string>& names;
+  const char* file = "rounds.csv";
 
   [[noreturn]] void fail(size_t column, const char* expected) const {
-    BASTION_FAIL("rounds.csv line ", line_number, ", column '", names[column], "': '", cells[column],
+    BASTION_FAIL(file, " line ", line_number, ", column '", names[column], "': '", cells[column],
                  "' is not ", expected);
   }
   double real(size_t column) const {
@@ -135,7 +126,7 @@ struct CellReader {
 };
 
 RoundRecord parse_rounds_row(const std::string& line, size_t line_number, const std::vector<std::string>& names) {
-  const std::vector<std::string> cells = split(line, ',');
+  const std::vector<std::string> cells = split_fields(line, ',');
   BASTION_CHECK(cells.size() == names.size(), "rounds.csv line ", line_number, ": ", cells.size(),
                 " columns, expected ", names.size());
   const CellReader read{cells, line_number, names};
@@ -264,6 +255,17 @@ double tacc(const RunSummary& s) {
 
 }  // namespace
 
+std::vector<std::string> split_fields(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t at = text.find(separator); at != std::string::npos; at = text.find(separator, start)) {
+    parts.push_back(text.substr(start, at - start));
+    start = at + 1;
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
 RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
                          const std::vector<RoundTiming>& timings, const std::string& report, double target_acc) {
   const ReportMode mode = parse_report_mode(report);
@@ -346,7 +348,7 @@ RoundRecord as_printed(RoundRecord r) {
 
 // Accepts what rounds_csv writes, plus "\r\n" line ends (a file saved by a Windows editor).
 std::vector<RoundRecord> parse_rounds_csv(const std::string& text) {
-  std::vector<std::string> lines = split(text, '\n');
+  std::vector<std::string> lines = split_fields(text, '\n');
   if (!lines.empty() && lines.back().empty()) lines.pop_back();  // the final '\n'
   for (std::string& line : lines)
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -382,6 +384,22 @@ std::string timing_csv(const std::vector<RoundTiming>& timings) {
     out += join_row({std::to_string(t.round), seconds(t.train_seconds), seconds(t.aggregate_seconds),
                      seconds(t.eval_seconds), seconds(t.round_seconds)});
   return out;
+}
+
+std::vector<RoundTiming> parse_timing_csv(const std::string& text) {
+  const std::vector<std::string> lines = split_fields(text, '\n');
+  BASTION_CHECK(lines.front() == kTimingHeader, "timing.csv: no header line '", kTimingHeader, "'");
+  const std::vector<std::string> names = split_fields(kTimingHeader, ',');
+  std::vector<RoundTiming> timings;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;  // the newline after the last row
+    const std::vector<std::string> cells = split_fields(lines[i], ',');
+    BASTION_CHECK(cells.size() == names.size(), "timing.csv line ", i + 1, ": ", cells.size(), " columns, expected ",
+                  names.size());
+    const CellReader read{cells, i + 1, names, "timing.csv"};
+    timings.push_back({read.integer(0), read.real(1), read.real(2), read.real(3), read.real(4)});
+  }
+  return timings;
 }
 
 std::string summary_json(const std::string& name, const std::string& report, const std::vector<RunSummary>& runs) {

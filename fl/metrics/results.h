@@ -68,6 +68,11 @@ std::string fixed_text(double value, int digits);
 std::string join_row(const std::vector<std::string>& cells);
 
 std::string timing_csv(const std::vector<RoundTiming>& timings);
+// Parses timing_csv output back (bastion report); throws naming the file, line and column.
+std::vector<RoundTiming> parse_timing_csv(const std::string& text);
+// The fields of `text` between separators, empty ones included ("a,,b" -> a, "", b): every results file's
+// rows and cells.
+std::vector<std::string> split_fields(const std::string& text, char separator);
 
 // client_notes.csv: what a client rule chose for a client in a round (ClientResult::note; FedFSA's Top-C
 // tensors), one row per note: round,client,note. Notes hold no commas, quotes or line breaks (checked).
@@ -122,6 +127,8 @@ struct LabelledRuns {
 };
 std::string overlay_svg(const std::string& title, const std::string& metric, const std::vector<LabelledRuns>& runs);
 const std::vector<std::string>& overlay_metrics();
+// Whether any round of any seed has a value of overlay metric `metric` (false for an unknown name).
+bool overlay_metric_measured(const std::vector<std::vector<RoundRecord>>& seeds, const std::string& metric);
 
 // The last stdout line of `bastion run`: "acc=0.8123 asr=0.0412" (asr=- when no backdoor), with
 // "± std" figures when there are several runs: "acc=0.8123±0.0100 asr=...".

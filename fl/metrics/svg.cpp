@@ -266,6 +266,16 @@ const std::vector<std::string>& overlay_metrics() {
   return names;
 }
 
+bool overlay_metric_measured(const std::vector<std::vector<RoundRecord>>& seeds, const std::string& metric) {
+  const auto& metrics = named_metrics();
+  const auto found = std::find_if(metrics.begin(), metrics.end(), [&](const NamedMetric& m) { return metric == m.name; });
+  if (found == metrics.end()) return false;
+  for (const auto& records : seeds)
+    for (const RoundRecord& r : records)
+      if (!std::isnan(found->metric(r))) return true;
+  return false;
+}
+
 std::string overlay_svg(const std::string& title, const std::string& metric_name, const std::vector<LabelledRuns>& runs) {
   const auto& metrics = named_metrics();
   const auto found = std::find_if(metrics.begin(), metrics.end(), [&](const NamedMetric& m) { return metric_name == m.name; });

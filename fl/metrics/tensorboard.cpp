@@ -155,14 +155,6 @@ ScalarEvent decode_event(const std::string& bytes, const std::string& what) {
   return event;
 }
 
-std::vector<std::string> split_line(const std::string& line) {
-  std::vector<std::string> cells;
-  std::istringstream in(line);
-  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
-
 }  // namespace
 
 uint32_t crc32c(const void* data, size_t bytes) {
@@ -204,13 +196,13 @@ std::string tensorboard_events(const std::string& rounds_csv_text, const std::ve
   std::istringstream lines(rounds_csv_text);
   std::string line;
   if (!std::getline(lines, line)) return out;
-  const std::vector<std::string> columns = split_line(line);
+  const std::vector<std::string> columns = split_fields(line, ',');
   BASTION_CHECK(!columns.empty() && columns[0] == "round", "tensorboard: rounds.csv text without its header");
   size_t next_timing = 0;
   double elapsed = 0.0;
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
-    const std::vector<std::string> cells = split_line(line);
+    const std::vector<std::string> cells = split_fields(line, ',');
     ScalarEvent event;
     const auto [end, error] = std::from_chars(cells[0].data(), cells[0].data() + cells[0].size(), event.step);
     BASTION_CHECK(error == std::errc(), "tensorboard: rounds.csv row without a round: ", line);
