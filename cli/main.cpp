@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bastion: error: %s (see bastion --help)\n", e.what());
     return 1;
   }
+  // --verbose is BASTION_DEBUG=1 for every error line this process prints (message_for_user), including
+  // a reproduce grid's per-run failures.
+  if (verbose) setenv("BASTION_DEBUG", "1", 1);
   try {
     // Under mpirun with K > 1 only reproduce (fl/core/mpi_grid.h) and run (fl/core/mpi_run.h) divide
     // their work; any other command would run K times over the same files.
@@ -51,9 +54,7 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return command();
   } catch (const bastion::Error& e) {
     // Users get the message; the source locations are for bug reports (--verbose, BASTION_DEBUG=1).
-    const char* debug = std::getenv("BASTION_DEBUG");
-    const bool locations = verbose || (debug != nullptr && std::string(debug) == "1");
-    std::fprintf(stderr, "bastion: error: %s\n", locations ? e.what() : bastion::without_source_locations(e.what()).c_str());
+    std::fprintf(stderr, "bastion: error: %s\n", bastion::message_for_user(e.what()).c_str());
     bastion::abort_all_ranks(1);  // under mpirun the other ranks would wait for this one forever
     return 1;
   } catch (const std::exception& e) {

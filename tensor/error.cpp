@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 namespace bastion {
 
@@ -33,6 +34,12 @@ std::string without_source_locations(const std::string& message) {
     out += message[i++];
   }
   return out;
+}
+
+std::string message_for_user(const std::string& message) {
+  const char* debug = std::getenv("BASTION_DEBUG");
+  const bool locations = debug != nullptr && std::string(debug) == "1";
+  return locations ? message : without_source_locations(message);
 }
 
 }  // namespace bastion

@@ -23,6 +23,10 @@ class Error : public std::runtime_error {
 // source location ("[attack.badnets]") stay.
 std::string without_source_locations(const std::string& message);
 
+// What a user is shown: the message without its source locations, or whole when BASTION_DEBUG=1 (the CLI's
+// --verbose sets it). For the CLI's last line and for each failed run's line in a reproduce grid.
+std::string message_for_user(const std::string& message);
+
 namespace detail {
 template <typename... Parts>
 [[noreturn]] void throw_error(const char* file, int line, const Parts&... parts) {

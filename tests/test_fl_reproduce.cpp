@@ -131,6 +131,8 @@ TEST_F(Reproduce, ATruncatedSummaryIsNamed) {
   EXPECT_EQ(reproduce(preset, options).failed, 1);  // that cell fails; the other is read as before
   EXPECT_NE(logged.find("fedavg/summary.json: not valid JSON"), std::string::npos) << logged;
   EXPECT_NE(logged.find("--overwrite"), std::string::npos) << logged;
+  // A failed run's line is for users: no " [fl/reproduce/reproduce.cpp:46]" (issue 40), unless asked for.
+  EXPECT_EQ(logged.find(".cpp:"), std::string::npos) << logged;
 }
 
 // Issue 42 item 9: rows whose names make one folder ('Run A', 'run-a') are refused at load; so is a quick

@@ -121,6 +121,7 @@ TEST_F(MpiGrid, AFailedRunIsReportedAndTheOthersCompleteThenResumeSkipsThem) {
   EXPECT_NE(failed.output.find("fedrep (rank "), std::string::npos) << failed.output;
   EXPECT_NE(failed.output.find("FAILED: '"), std::string::npos) << failed.output;
   EXPECT_NE(failed.output.find("already holds results"), std::string::npos) << failed.output;
+  EXPECT_EQ(failed.output.find(".cpp:"), std::string::npos) << "a run's failure line names no source file";
   EXPECT_NE(failed.output.find("3 run(s), 0 skipped, 1 failed"), std::string::npos) << failed.output;
   const std::string table = read_text_file(path("three/table.md"));
   EXPECT_NE(table.find("| FedRep | error |"), std::string::npos) << table;

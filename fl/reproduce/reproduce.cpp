@@ -184,7 +184,7 @@ class GridTally {
     if (outcome.status == GridOutcome::Status::failed || !failure.empty()) {
       ++report_.failed;
       mark_failed(preset_, grid_, i, report_);
-      if (options_.log) options_.log(prefix + ": FAILED: " + failure);
+      if (options_.log) options_.log(prefix + ": FAILED: " + message_for_user(failure));
     }
   }
 
