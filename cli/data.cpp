@@ -3,7 +3,9 @@
 //          text heat-map), min/median/max sizes and mean classes per client; --out writes the counts as CSV.
 //   show   renders one sample, optionally augmented and with a backdoor trigger, as a PNG, exactly as the
 //          model would see it (the normalised input mapped back through mean/std).
+//   get    downloads registered sets from their canonical sources with a SHA-256 check (data/download.h).
 #include <stb_image_write.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "data/dataset.h"
+#include "data/download.h"
 #include "data/partition.h"
 #include "data/transforms.h"
 #include "data/triggers.h"
@@ -36,6 +39,11 @@ struct DataArgs {
   std::string trigger, normalization = "dataset";
   bool augment = false;
   uint64_t seed = 1;
+  // get
+  std::vector<std::string> names;
+  std::string mirror;
+  int retries = 2;
+  bool quiet = false;
 };
 
 // The split a command works on: train, test, or pooled (train then test, FedFSA's setting).
@@ -210,6 +218,42 @@ int run_show(DataArgs args) {
   return 0;
 }
 
+// ---- get ----
+
+int64_t source_bytes(const DatasetSource& source) {
+  int64_t bytes = 0;
+  for (const RemoteFile& file : source.files) bytes += file.bytes;
+  return bytes;
+}
+
+int run_get(const DataArgs& args) {
+  const std::string root = args.data_dir.empty() ? default_download_root() : args.data_dir;
+  if (args.names.empty()) {  // what it can get, and where it would go
+    std::printf("bastion data get NAME... downloads into %s/<folder> (--data-dir DIR for another root):\n", root.c_str());
+    for (const std::string& name : downloadable_dataset_names()) {
+      const DatasetSource& source = dataset_source(name);
+      std::printf("  %-9s %6.1f MB  %s/\n", name.c_str(), static_cast<double>(source_bytes(source)) / 1e6,
+                  source.folder.c_str());
+    }
+    return 0;
+  }
+  for (const std::string& name : args.names) dataset_source(name);  // every name checked before any download
+  DownloadOptions options;
+  options.mirror = args.mirror;
+  options.retries = args.retries;
+  options.progress = !args.quiet && isatty(fileno(stderr)) != 0;
+  if (!args.quiet) options.log = [](const std::string& line) { std::printf("%s\n", line.c_str()); std::fflush(stdout); };
+  for (const std::string& name : args.names) {
+    const DatasetSource& source = dataset_source(name);
+    if (!args.quiet) std::printf("%s: %.1f MB into %s/%s\n", name.c_str(), static_cast<double>(source_bytes(source)) / 1e6,
+                                 root.c_str(), source.folder.c_str());
+    const std::string folder = download_dataset(source, root, options);
+    find_dataset_dir(name, root);  // the loaders find what was written, or this says where they looked
+    std::printf("%s: ready in %s (%s)\n", name.c_str(), folder.c_str(), source.citation.c_str());
+  }
+  return 0;
+}
+
 void add_common_options(CLI::App* sub, DataArgs& args) {
   sub->add_option("--dataset", args.dataset, "Dataset name (bastion list datasets)")->capture_default_str();
   sub->add_option("--data-dir", args.data_dir, "Folder with the dataset files (else $BASTION_DATA, ./data, /usr/share/datasets)");
@@ -222,7 +266,7 @@ void add_common_options(CLI::App* sub, DataArgs& args) {
 }  // namespace
 
 Command add_data_command(CLI::App& app) {
-  auto* data = app.add_subcommand("data", "Inspect datasets: partition statistics and sample images");
+  auto* data = app.add_subcommand("data", "Datasets: download them, partition statistics, sample images");
   data->require_subcommand(1);
   auto args = std::make_shared<DataArgs>();
 
@@ -257,9 +301,19 @@ Command add_data_command(CLI::App& app) {
   show->add_option("--scale", args->scale, "Pixel blow-up factor (0 = to about 256 px)")->check(CLI::Range(0, 64));
   show->add_option("--out", args->out, "PNG file to write (default DATASET-INDEX.png)");
 
-  return [args, stats, show]() {
+  auto* get = data->add_subcommand("get", "Download datasets from their canonical sources, SHA-256 checked, resumable");
+  get->add_option("names", args->names, "Datasets to get (none: list what can be downloaded)");
+  get->add_option("--data-dir", args->data_dir, "Root folder to put them in (default $BASTION_DATA, else ./data)");
+  get->add_option("--mirror", args->mirror, "Fetch each file from MIRROR/<file name> instead of its canonical URL");
+  get->add_option("--retries", args->retries, "Resumed attempts after an interrupted transfer")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  get->add_flag("--quiet", args->quiet, "Print only the final line per dataset");
+
+  return [args, stats, show, get]() {
     if (stats->parsed()) return run_stats(*args);
     if (show->parsed()) return run_show(*args);
+    if (get->parsed()) return run_get(*args);
     return 1;
   };
 }

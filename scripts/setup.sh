@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake g++ make pkg-config libopenblas-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
           libstb-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev dataset-fashion-mnist
-          libopenmpi-dev openmpi-bin "$@")
+          libopenmpi-dev openmpi-bin libcurl4-openssl-dev libssl-dev libarchive-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -367,6 +367,7 @@ TEST_F(Reproduce, AMissingDatasetStopsBeforeAnyRunAndIsNamed) {
     const std::string message = without_source_locations(e.what());
     EXPECT_NE(message.find("need dataset 'mnist'"), std::string::npos) << message;
     EXPECT_NE(message.find("nothing was run"), std::string::npos) << message;
+    EXPECT_NE(message.find("`bastion data get mnist` downloads it"), std::string::npos) << message;
     EXPECT_EQ(message.find(".cpp:"), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), message.rfind('\n')) << "at most the finder's list of folders";
   }

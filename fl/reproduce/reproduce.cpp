@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/dataset.h"
+#include "data/download.h"
 #include "data/idx.h"
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
@@ -213,8 +214,11 @@ void check_datasets_installed(const Preset& preset, const PresetGrid& grid, cons
     try {
       find_dataset_dir(name, dir);
     } catch (const Error& e) {
+      const std::vector<std::string> downloadable = downloadable_dataset_names();
+      const bool get = std::find(downloadable.begin(), downloadable.end(), name) != downloadable.end();
       BASTION_FAIL("reproduce ", preset.name, ": its cells need dataset '", name, "', which is not installed (nothing ",
-                   "was run; `bastion list datasets` names the files each set needs): ", without_source_locations(e.what()));
+                   "was run; ", get ? "`bastion data get " + name + "` downloads it" : "`bastion data get " + name + "` says how to get it",
+                   ", `bastion list datasets` names its files): ", without_source_locations(e.what()));
     }
   }
 }
