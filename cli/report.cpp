@@ -7,8 +7,8 @@
 // With several seeds (seed-<s>/ folders) the curves show every seed; the per-client sections read the
 // first seed's folder. For a reproduce output folder (table.csv and runs/), or a table published in
 // docs/reproduction/ (NAME-runs/ beside NAME.csv): the table, its chart, every row linked to its run's
-// section with that run's figures and curves. The defense grid's heatmap is not
-// covered yet (issue 40).
+// section with that run's figures and curves. For a defense grid (RULE/ATTACK/ run folders): heatmaps
+// with worst-case columns and a ranking (cli/report_grid.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +21,8 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/report_grid.h"
+#include "cli/report_page.h"
 #include "data/idx.h"
 #include "data/partition.h"
 #include "fl/core/config.h"
@@ -40,25 +42,6 @@ struct ReportArgs {
   std::string run_dir, out;
 };
 
-std::string number_text(double value, int digits = 4) {
-  if (std::isnan(value)) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
-std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
-  std::string out = "<table><tr>";
-  for (const std::string& h : header) out += "<th>" + xml_escape(h) + "</th>";
-  out += "</tr>";
-  for (const auto& row : rows) {
-    out += "<tr>";
-    for (const std::string& cell : row) out += "<td>" + xml_escape(cell) + "</td>";
-    out += "</tr>";
-  }
-  return out + "</table>";
-}
-
 // The seed folders of a run: the run folder itself, or its seed-<s>/ folders in seed order.
 std::vector<fs::path> seed_folders(const fs::path& dir) {
   if (fs::is_regular_file(dir / "rounds.csv")) return {dir};
@@ -67,61 +50,6 @@ std::vector<fs::path> seed_folders(const fs::path& dir) {
     if (entry.is_directory() && entry.path().filename().string().rfind("seed-", 0) == 0) seeds.push_back(entry.path());
   std::sort(seeds.begin(), seeds.end());
   return seeds;
-}
-
-// key -> value of a resolved config.toml text ("section.key" for keys under [section]).
-std::map<std::string, std::string> toml_values(const std::string& text) {
-  std::map<std::string, std::string> values;
-  std::istringstream lines(text);
-  std::string section;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    if (line[0] == '[') {
-      section = line.substr(1, line.find(']') - 1);
-      continue;
-    }
-    const size_t eq = line.find(" = ");
-    if (eq != std::string::npos) values[(section.empty() ? "" : section + ".") + line.substr(0, eq)] = line.substr(eq + 3);
-  }
-  return values;
-}
-
-// "section.key" -> the default's TOML text, from the same ParamSpec tables the config loader checks
-// against: the config sections, and every unit's table under clients.<rule>, server.<rule>, attack.<name>.
-std::map<std::string, std::string> default_values() {
-  std::map<std::string, std::string> defaults;
-  for (const auto& [section, specs] : config_sections())
-    for (const ParamSpec& spec : specs) defaults[(section.empty() ? "" : section + ".") + spec.name] = param_default_text(spec);
-  const auto add_units = [&](const std::string& prefix, const auto& registry) {
-    for (const auto& entry : registry)
-      for (const ParamSpec& spec : *entry.info.params)
-        defaults[prefix + "." + entry.info.name + "." + spec.name] = param_default_text(spec);
-  };
-  add_units("clients", client_rule_registry());
-  add_units("server", server_rule_registry());
-  add_units("attack", attack_registry());
-  return defaults;
-}
-
-// Every resolved key whose value is not its default (config.toml holds them all: docs/config.md).
-std::string settings_section(const fs::path& dir) {
-  const ExperimentConfig run = load_config((dir / "config.toml").string());
-  const std::map<std::string, std::string> defaults = default_values();
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& [key, value] : toml_values(config_to_toml(run))) {
-    const auto found = defaults.find(key);
-    if (found == defaults.end() || found->second != value) rows.push_back({key, value, found == defaults.end() ? "" : found->second});
-  }
-  return "<p>" + xml_escape(run.experiment.text("description")) + "</p>" +
-         table({"setting", "this run", "default"}, rows);
-}
-
-nlohmann::json read_summary(const fs::path& dir) {
-  try {
-    return nlohmann::json::parse(read_text_file((dir / "summary.json").string()));
-  } catch (const nlohmann::json::exception& e) {
-    BASTION_FAIL((dir / "summary.json").string(), ": ", e.what());
-  }
 }
 
 std::string json_text(const nlohmann::json& value) {
@@ -149,10 +77,6 @@ std::string summary_section(const fs::path& dir) {
          "</code> (eval.report).</p>" +
          table({"seed", "acc", "asr", "final_acc", "best_acc", "local_acc", "s/round"}, figures) +
          "<h3>What the run derived</h3>" + table({"seed", "malicious clients", "resolved values"}, resolved);
-}
-
-std::string without_xml_declaration(const std::string& svg) {
-  return svg.rfind("<?xml", 0) == 0 ? svg.substr(svg.find('\n') + 1) : svg;
 }
 
 std::string curves_section(const std::vector<fs::path>& seeds, const std::string& title) {
@@ -271,26 +195,6 @@ std::string provenance_section(const fs::path& dir) {
   return table(header, rows);
 }
 
-// One section: its body, or the error that stopped it (naming the file), so the other sections still render.
-std::string section(const std::string& id, const std::string& heading, const std::function<std::string()>& body) {
-  std::string content;
-  try {
-    content = body();
-  } catch (const std::exception& e) {
-    content = "<p class=\"missing\">Not shown: " + xml_escape(without_source_locations(e.what())) + "</p>";
-  }
-  return "<section id=\"" + id + "\"><h2>" + xml_escape(heading) + "</h2>" + content + "</section>\n";
-}
-
-// The document's head with the page's CSS, and the opened body.
-std::string page_head(const std::string& title) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + xml_escape(title) +
-         "</title><style>body{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;"
-         "color:#222}table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:"
-         "2px 8px;text-align:left;font-size:13px}th{background:#f2f2f2}.missing{color:#b00020}svg{"
-         "display:block;margin:0.5em 0}</style></head><body>\n";
-}
-
 std::string run_report(const fs::path& dir) {
   const std::vector<fs::path> seeds = seed_folders(dir);
   const fs::path first = seeds.empty() ? dir : seeds.front();
@@ -397,15 +301,32 @@ std::string table_report(const fs::path& dir, const TableFiles& files) {
   return html + "</body></html>\n";
 }
 
+// A grid's page, and its heatmaps beside it as OUT-accuracy.svg and OUT-asr.svg (docs embed them).
+void write_grid_report(const fs::path& dir, const std::vector<GridFolderCell>& cells, const std::string& out) {
+  const GridReport grid = grid_report(dir, cells);
+  write_file_atomic(out, grid.html);
+  const fs::path stem = fs::path(out).parent_path() / fs::path(out).stem();
+  write_file_atomic(stem.string() + "-accuracy.svg", grid.accuracy_svg);
+  std::printf("report: %s-accuracy.svg\n", stem.string().c_str());
+  if (grid.success_svg.empty()) return;
+  write_file_atomic(stem.string() + "-asr.svg", grid.success_svg);
+  std::printf("report: %s-asr.svg\n", stem.string().c_str());
+}
+
 int report(const ReportArgs& args) {
   const fs::path dir(args.run_dir);
-  BASTION_CHECK(fs::is_directory(dir), "report: '", args.run_dir, "' is not a folder (give a run or reproduce folder)");
+  BASTION_CHECK(fs::is_directory(dir), "report: '", args.run_dir, "' is not a folder (give a run, reproduce or grid folder)");
   const std::optional<TableFiles> table = table_files(dir);
-  BASTION_CHECK(table || fs::exists(dir / "config.toml") || fs::exists(dir / "rounds.csv"), "report: '", args.run_dir,
-                "' holds no config.toml, rounds.csv or table.csv with runs/ (nor is it a published NAME-runs/ beside "
-                "NAME.csv): not a run or reproduce folder");
+  const std::vector<GridFolderCell> grid = table ? std::vector<GridFolderCell>{} : grid_folder_cells(dir);
+  BASTION_CHECK(table || !grid.empty() || fs::exists(dir / "config.toml") || fs::exists(dir / "rounds.csv"), "report: '",
+                args.run_dir, "' holds no config.toml, rounds.csv or table.csv with runs/ (nor is it a published "
+                "NAME-runs/ beside NAME.csv, or a grid of RULE/ATTACK/summary.json): not a run, reproduce or grid folder");
   const std::string out = args.out.empty() ? (dir / "report.html").string() : args.out;
-  write_file_atomic(out, table ? table_report(dir, *table) : run_report(dir));
+  if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path());
+  if (!grid.empty())
+    write_grid_report(dir, grid, out);
+  else
+    write_file_atomic(out, table ? table_report(dir, *table) : run_report(dir));
   std::printf("report: %s\n", out.c_str());
   return 0;
 }
@@ -415,8 +336,9 @@ int report(const ReportArgs& args) {
 Command add_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   auto* sub = app.add_subcommand("report", "One self-contained HTML page for a run folder (settings, derived values, "
-                                           "curves, clients, detection, timing, data, provenance) or a reproduce table");
-  sub->add_option("folder", args->run_dir, "A run folder (bastion run's --out) or a reproduce output folder")->required();
+                                           "curves, clients, detection, timing, data, provenance), a reproduce table "
+                                           "or a defense grid (heatmaps)");
+  sub->add_option("folder", args->run_dir, "A run folder (bastion run's --out), a reproduce output folder or a grid folder (RULE/ATTACK/)")->required();
   sub->add_option("--out", args->out, "HTML file to write (default RUN/report.html)");
   return [args]() { return report(*args); };
 }

@@ -1,12 +1,15 @@
 // `bastion report RUN_DIR` (issue 40, run folders): one self-contained HTML page whose elements nest
 // (checked by a small tag parser, not by matching the layout), with every section and the values the run
 // derived; a missing or damaged file is named in its section and the others still render; a resume of
-// the run accepts the page in its folder.
+// the run accepts the page in its folder. A reproduce folder links each row to its run; a defense grid
+// gets heatmaps whose every cell is found by its rule and attack and holds its run's value.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -90,7 +93,7 @@ TEST_F(CliReport, AMissingOrDamagedFileIsNamedAndTheOtherSectionsRender) {
   EXPECT_NE(html.find("<svg"), std::string::npos) << "the curves still render";
   const testing::RunResult not_a_run = testing::run_bastion("report " + dir_.string());
   EXPECT_EQ(not_a_run.exit_code, 1);
-  EXPECT_NE(not_a_run.output.find("not a run or reproduce folder"), std::string::npos) << not_a_run.output;
+  EXPECT_NE(not_a_run.output.find("not a run, reproduce or grid folder"), std::string::npos) << not_a_run.output;
 }
 
 // A reproduce folder (a two-by-two sweep): the table section, one section per run, and every link in the
@@ -134,6 +137,59 @@ TEST_F(CliReport, AReproduceFoldersPageLinksEveryRowToItsRunsSection) {
   const std::string page = read_text_file((dir_ / "docs" / "grid-runs" / "report.html").string());
   EXPECT_EQ(nested_sections(page), sections);
   EXPECT_NE(page.find("The table (grid.csv)"), std::string::npos);
+}
+
+// The text of the heatmap cell whose tooltip is "RULE / ATTACK" (its <title>, then its <text>).
+std::string heatmap_cell(const std::string& svg, const std::string& rule, const std::string& attack) {
+  const size_t title = svg.find("<title>" + rule + " / " + attack + "</title>");
+  if (title == std::string::npos) return "(no cell)";
+  const size_t text = svg.find("<text", title);
+  const size_t start = svg.find('>', text) + 1;
+  return svg.substr(start, svg.find("</text>", start) - start);
+}
+
+// A defense grid folder (RULE/ATTACK/ runs, as scripts/defense_grid.sh writes them): the accuracy and
+// attack-success heatmaps (also written beside the page), each cell holding its run's reported figure, a
+// worst-case column, the ranking; a damaged summary.json is named, its cell grey, and the rest renders.
+TEST_F(CliReport, AGridsPageDrawsEveryCellWithItsRunsFigureAndRanksTheRules) {
+  const std::vector<std::string> rules = {"fedavg", "median"}, attacks = {"none", "sign-flip", "badnets"};
+  std::map<std::string, RunSummary> summaries;
+  for (const std::string& rule : rules)
+    for (const std::string& attack : attacks) {
+      std::vector<std::string> settings = {"rounds=2", "server.rule=" + rule};
+      if (attack == "none") settings.push_back("attack.names=[]");
+      else settings.insert(settings.end(), {"attack.names=[\"" + attack + "\"]", "attack.malicious_count=3"});
+      if (attack == "badnets") settings.insert(settings.end(), {"attack.badnets.trigger=fedcpa", "attack.badnets.target=1"});
+      summaries[rule + "/" + attack] = run(testing::TinyRun{settings}, "grid/" + rule + "/" + attack, 1).front();
+    }
+  std::ofstream(dir_ / "grid" / "median" / "sign-flip" / "summary.json") << "{ \"runs\": [";  // damaged
+  const testing::RunResult result =
+      testing::run_bastion("report " + (dir_ / "grid").string() + " --out " + (dir_ / "page" / "grid.html").string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string html = read_text_file((dir_ / "page" / "grid.html").string());
+  EXPECT_EQ(nested_sections(html), (std::vector<std::string>{"accuracy", "success", "ranking", "cells", "settings"}));
+  const std::string accuracy = read_text_file((dir_ / "page" / "grid-accuracy.svg").string());
+  const std::string success = read_text_file((dir_ / "page" / "grid-asr.svg").string());
+  EXPECT_TRUE(nested_sections(accuracy).empty() && nested_sections(success).empty());  // both nest
+  char expected[32];
+  for (const std::string& rule : rules) {
+    for (const std::string& attack : attacks) {
+      if (rule + "/" + attack == "median/sign-flip") continue;
+      std::snprintf(expected, sizeof expected, "%.1f", 100.0 * summaries[rule + "/" + attack].acc);
+      EXPECT_EQ(heatmap_cell(accuracy, rule, attack), expected) << rule << " / " << attack;
+    }
+    std::snprintf(expected, sizeof expected, "%.1f", 100.0 * summaries[rule + "/badnets"].asr);
+    EXPECT_EQ(heatmap_cell(success, rule, "badnets"), expected) << rule;
+    EXPECT_EQ(heatmap_cell(success, rule, "none"), "(no cell)") << "only the attacks that measured asr";
+  }
+  EXPECT_EQ(heatmap_cell(accuracy, "median", "sign-flip"), "–") << "the damaged cell is drawn without a value";
+  // The worst case is the lowest accuracy over the attacks, "none" aside.
+  const double fedavg_worst = std::min(summaries["fedavg/sign-flip"].acc, summaries["fedavg/badnets"].acc);
+  std::snprintf(expected, sizeof expected, "%.1f", 100.0 * fedavg_worst);
+  EXPECT_EQ(heatmap_cell(accuracy, "fedavg", "worst case"), expected);
+  EXPECT_NE(html.find((dir_ / "grid" / "median" / "sign-flip" / "summary.json").string()), std::string::npos)
+      << "the damaged file, by path";
+  EXPECT_NE(html.find("<td>1</td>"), std::string::npos) << "a ranking";
 }
 
 }  // namespace
