@@ -52,6 +52,22 @@ TEST(PlotSvg, AMetricARunNeverMeasuredDrawsNothingForIt) {
   EXPECT_EQ(count_of(svg, "<circle"), 0u);
 }
 
+// The y of the legend's white box (the only rect with fill-opacity 0.85).
+double legend_y(const std::string& svg) {
+  const size_t box = svg.find("fill-opacity=\"0.85\"");
+  const size_t y = svg.rfind(" y=\"", box);
+  return std::stod(svg.substr(y + 4));
+}
+
+// The legend hid curves that end near 100 % (issue 40's screenshots): it goes to the plot's bottom right
+// when fewer points lie there, and stays at the top for curves that stay low.
+TEST(PlotSvg, TheLegendSitsWhereTheCurvesAreNot) {
+  const std::string high = overlay_svg("t", "acc", {{"a", {curve(0.75)}}, {"b", {curve(0.72)}}});  // ends at 1.0
+  const std::string low = overlay_svg("t", "acc", {{"a", {curve(0.0)}}, {"b", {curve(0.02)}}});    // ends at 0.27
+  EXPECT_GT(legend_y(high), 300.0) << "bottom";
+  EXPECT_LT(legend_y(low), 70.0) << "top";
+}
+
 using CliPlot = testing::TempDirTest;
 
 TEST_F(CliPlot, DrawsRunAndReproduceFoldersAndNamesWhatIsMissing) {

@@ -239,10 +239,28 @@ const std::vector<NamedMetric>& named_metrics() {
   return metrics;
 }
 
-// The legend: one line per run at the plot's top right, on a white box so curves do not cross the text.
-void append_run_legend(std::string& out, const std::vector<LabelledRuns>& runs) {
-  const double line_height = 16, x = kLeft + kPlotWidth - 210, y0 = kTop + 8;
-  out += "<rect x=\"" + num(x - 6) + "\" y=\"" + num(y0 - 6) + "\" width=\"214\" height=\"" +
+constexpr double kLegendLine = 16, kLegendWidth = 214;
+
+// How many of the curves' points fall in the legend's box at the plot's right, at its top or its bottom.
+size_t points_under_legend(const std::vector<Series>& curves, const RoundAxis& axis, size_t lines, bool bottom) {
+  const double height = kLegendLine * static_cast<double>(lines) + 8;
+  const double top = bottom ? kTop + kPlotHeight - height - 4 : kTop + 2, left = kLeft + kPlotWidth - kLegendWidth - 6;
+  size_t count = 0;
+  for (const Series& series : curves)
+    for (const auto& [round, value] : series)
+      if (!std::isnan(value) && axis.x(round) >= left && value_y(value) >= top && value_y(value) <= top + height) ++count;
+  return count;
+}
+
+// The legend: one line per run at the plot's right, on a white box so curves do not cross the text; at
+// the top, or at the bottom when fewer of the curves' points lie there (accuracy curves end near 100 %,
+// where a top legend hid them).
+void append_run_legend(std::string& out, const std::vector<LabelledRuns>& runs, const std::vector<Series>& curves,
+                       const RoundAxis& axis) {
+  const bool bottom = points_under_legend(curves, axis, runs.size(), true) < points_under_legend(curves, axis, runs.size(), false);
+  const double line_height = kLegendLine, x = kLeft + kPlotWidth - kLegendWidth + 4;
+  const double y0 = bottom ? kTop + kPlotHeight - line_height * static_cast<double>(runs.size()) - 6 : kTop + 8;
+  out += "<rect x=\"" + num(x - 6) + "\" y=\"" + num(y0 - 6) + "\" width=\"" + num(kLegendWidth) + "\" height=\"" +
          num(line_height * static_cast<double>(runs.size()) + 8) + "\" fill=\"#ffffff\" fill-opacity=\"0.85\"/>\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string y = num(y0 + line_height * static_cast<double>(i) + 4);
@@ -288,13 +306,15 @@ std::string overlay_svg(const std::string& title, const std::string& metric_name
   const std::string escaped_title = xml_escape(title);
   std::string out = svg_header(escaped_title);
   append_grid_and_axes(out, axis);
+  std::vector<Series> curves;
   for (size_t i = 0; i < runs.size(); ++i) {
     const char* color = kRunColors[i % std::size(kRunColors)];
     if (runs[i].seeds.size() > 1)
       for (const auto& records : runs[i].seeds) append_series(out, run_series(records, found->metric), {color, false, 1, 0.3}, axis);
-    append_series(out, mean_series(runs[i].seeds, found->metric), {color, false, 2, 1}, axis);
+    curves.push_back(mean_series(runs[i].seeds, found->metric));
+    append_series(out, curves.back(), {color, false, 2, 1}, axis);
   }
-  append_run_legend(out, runs);
+  append_run_legend(out, runs, curves, axis);
   out += "<text x=\"" + num(kLeft) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" + escaped_title + "</text>\n";
   out += "<text x=\"" + num(kLeft) + "\" y=\"40\" fill=\"#666666\">" + metric_name + "</text>\n";
   return out + "</svg>\n";
