@@ -86,10 +86,17 @@ std::string how_to_get(const std::string& name) {
 
 std::string file_name_of(const std::string& url) { return url.substr(url.find_last_of('/') + 1); }
 
+// "9.9 MB", or "29 kB" below a megabyte (0.0 MB would hide a small file's progress and size).
 std::string mb(int64_t bytes) {
   std::ostringstream out;
-  out.precision(1);
-  out << std::fixed << static_cast<double>(bytes) / 1e6 << " MB";
+  out << std::fixed;
+  if (bytes < 1000000) {
+    out.precision(0);
+    out << static_cast<double>(bytes) / 1e3 << " kB";
+  } else {
+    out.precision(1);
+    out << static_cast<double>(bytes) / 1e6 << " MB";
+  }
   return out.str();
 }
 

@@ -108,7 +108,7 @@ TEST_F(DataDownload, AChecksumMismatchIsRefusedAndNothingIsKept) {
   EXPECT_FALSE(std::filesystem::exists(root() / "test-set" / "a.bin.part"));
   // A file of the wrong size is refused the same way, even before its hash would be compared.
   const DatasetSource longer = source_of("a.bin", sha256_file((served_ / "a.bin").string()), 200001);
-  testing::expect_error([&] { download_dataset(longer, root().string(), options_); }, {"refused", "0.2 MB"});
+  testing::expect_error([&] { download_dataset(longer, root().string(), options_); }, {"refused", "200 kB"});
   // A file already in place with another checksum is the user's: named, never overwritten or removed.
   testing::write_text(root() / "test-set" / "a.bin", "mine");
   testing::expect_error([&] { download_dataset(plain_source(), root().string(), options_); },
@@ -137,7 +137,7 @@ TEST_F(DataDownload, RetriesResumeWithinOneCommand) {
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[1], "GET /a.bin range=123457-");
   EXPECT_EQ(text_of(root() / "test-set" / "a.bin"), body_);
-  EXPECT_NE(log_.find("interrupted at 0.1 MB, resuming"), std::string::npos) << log_;
+  EXPECT_NE(log_.find("interrupted at 123 kB, resuming"), std::string::npos) << log_;
 }
 
 TEST_F(DataDownload, AServerThatIgnoresTheRangeRestartsTheFile) {
