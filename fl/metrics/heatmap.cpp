@@ -86,7 +86,9 @@ std::string heatmap_svg(const Heatmap& map) {
   const double left = 16 + label_width(map.rows);
   const double header = std::min(label_width(map.columns), 140.0) * 0.75 + 16;  // labels at -45 degrees
   const double top = kTitleHeight + header;
-  const double width = cell_x(map, left, map.columns.size()) + 24;
+  // Wide enough for the cells, the title and the colour key (eleven 24 px steps and its label).
+  const double title_width = 16 + static_cast<double>(map.title.size()) * 8.0, key_width = left + 11 * 24.0 + 120;
+  const double width = std::max({cell_x(map, left, map.columns.size()) + 24, title_width, key_width});
   const double height = top + static_cast<double>(map.rows.size()) * kCellHeight + kKeyHeight;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + number(width) + "\" height=\"" +
