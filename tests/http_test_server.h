@@ -22,17 +22,22 @@
 
 namespace bastion::testing {
 
+// Binds `fd` to 127.0.0.1 on a port the kernel chooses, and returns that port.
+inline int bind_loopback(int fd) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  return ntohs(address.sin_port);
+}
+
 class HttpTestServer {
  public:
   explicit HttpTestServer(std::filesystem::path root) : root_(std::move(root)) {
     listener_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-    socklen_t length = sizeof(address);
-    getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
+    port_ = bind_loopback(listener_);
     listen(listener_, 16);
     thread_ = std::thread([this] { serve(); });
   }
@@ -126,14 +131,9 @@ class HttpTestServer {
 // A port nothing listens on (bound by the kernel's choice, then released): a host that is "offline".
 inline int closed_port() {
   const int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
+  const int port = bind_loopback(probe);
   close(probe);
-  return ntohs(address.sin_port);
+  return port;
 }
 
 }  // namespace bastion::testing
