@@ -236,7 +236,7 @@ TEST(FedcrRule, KeepsItsHeadUploadsTheGaussiansOfItsClassesAndNeedsTheStochastic
   ClientState state;
   ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12};
   const auto rule = client_rule("fedcr", {{"batch", int64_t{8}}, {"lr", 0.05}});
-  EXPECT_EQ(rule->shared_part(), SharedPart::Body);
+  EXPECT_EQ(rule->traits().shared, SharedPart::Body);
   const ClientResult result = rule->train(task);
   EXPECT_EQ(result.steps, 2 * static_cast<int64_t>((indices.size() + 7) / 8));
   ASSERT_EQ(state.vectors.count("head"), 1u);

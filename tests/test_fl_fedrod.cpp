@@ -145,8 +145,8 @@ TEST(FlFedRod, ThePersonalHeadNeverReachesTheUpload) {
   const std::vector<int64_t> indices = first_indices(80);
   const TransformSpec identity;
   const auto rule = client_rule("fedrod", {{"epochs", int64_t{2}}, {"batch", int64_t{16}}, {"lr", 0.05}});
-  EXPECT_EQ(rule->shared_part(), SharedPart::All);
-  EXPECT_FALSE(rule->uses_second_model());
+  EXPECT_EQ(rule->traits().shared, SharedPart::All);
+  EXPECT_FALSE(rule->traits().second_model);
   std::vector<std::vector<float>> uploads, heads;
   std::vector<float> start;
   for (uint64_t seed : {7, 8}) {

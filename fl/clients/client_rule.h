@@ -5,7 +5,7 @@
 // run loop (parameters and BatchNorm buffers of the shared part, in model order).
 //
 // Personalised FL (DESIGN.md "Personalized FL") adds optional answers a rule may give:
-//   shared_part()     what is uploaded: every column (FedAvg), the body (FedRep: the head stays), or
+//   traits().shared   what is uploaded: every column (FedAvg), the body (FedRep: the head stays), or
 //                     nothing (local training). The server rule sees only these columns.
 //   personal_model()  the client's own model for personalised evaluation (FedRep: global body + own head;
 //                     Ditto: its second model); false = the global model.
@@ -68,7 +68,7 @@ struct ClientTask {
   const Attack* attack = nullptr;
   int64_t attacker_index = 0;             // position in the malicious set (DBA part), valid with attack
   // A second replica of the same architecture for rules that train two models at once (Ditto's
-  // personal model); its state is undefined on entry. Null unless the rule asks (uses_second_model).
+  // personal model); its state is undefined on entry. Null unless the rule asks (traits().second_model).
   Model* second = nullptr;
   // The method server's message for this client this round (fl/clients/method_server.h), or nullptr.
   const ClientMessage* message = nullptr;
@@ -88,6 +88,24 @@ struct ClientResult {
 // Which columns of the flat state a client uploads (the rest stays on the client).
 enum class SharedPart { All, Body, None };
 
+// A rule's capabilities, read by the run loop and the configuration check (one struct instead of a
+// virtual function each, issue 37). The defaults are plain FedAvg-style local training.
+struct ClientTraits {
+  SharedPart shared = SharedPart::All;  // the columns a client uploads
+  // A personal model trained beside the shared one (Ditto, SPMC, FedCAP's personal mode): the run loop
+  // then fills ClientTask::second.
+  bool second_model = false;
+  // train() and the post step run on a CUDA model (run.device = "cuda", fl/core/device_replicas.h): they
+  // read and write the model only through autograd, the optimizers and Model::state_values /
+  // load_state_values, never through its host spans. false: the rule is refused on the device.
+  bool on_device = false;
+  // Local training in FedCAP's setting: every client trains every round, not only the sampled ones.
+  bool every_client_trains = false;
+  // The rule's method server reads the server rule's upload weights (MethodRound::weights; SPMC's
+  // coalition): the configuration check then demands a server rule that reports them.
+  bool needs_aggregation_weights = false;
+};
+
 struct PostSpec;      // fl/clients/post_step.h
 class MethodServer;   // fl/clients/method_server.h
 
@@ -104,7 +122,8 @@ class ClientRule {
   virtual ~ClientRule() = default;
   virtual ClientResult train(ClientTask& task) const = 0;
 
-  virtual SharedPart shared_part() const { return SharedPart::All; }
+  // What the run loop needs to know of the rule before it trains (ClientTraits above).
+  virtual ClientTraits traits() const { return {}; }
   // Writes the client's own model (D values: parameters then buffers) into `out` from its state and the
   // current global state; returns false when the client's model is the global model. `model` gives the
   // layout (head columns). Called concurrently for different clients: read-only.
@@ -127,17 +146,6 @@ class ClientRule {
                                  const PostStartData& data) const {
     return false;
   }
-  // Ditto trains a personal model beside the shared one: the run loop then fills ClientTask::second.
-  virtual bool uses_second_model() const { return false; }
-  // The rule's train() and post step run on a CUDA model (run.device = "cuda", fl/core/device_replicas.h):
-  // they read and write the model only through autograd, the optimizers and Model::state_values /
-  // load_state_values, never through its host spans. false: the rule is refused on the device.
-  virtual bool trains_on_device() const { return false; }
-  // Local training in FedCAP's setting: every client trains every round, not only the sampled ones.
-  virtual bool every_client_trains() const { return false; }
-  // The rule's method server reads the server rule's upload weights (MethodRound::weights; SPMC's
-  // coalition): the configuration check then demands a server rule that reports them.
-  virtual bool needs_aggregation_weights() const { return false; }
   // The method's server part for `clients` clients and models of `num_parameters` parameters; nullptr
   // (default) when the method keeps no server state besides the server rule's.
   virtual std::unique_ptr<MethodServer> make_method_server(int64_t clients, int64_t num_parameters) const;

@@ -52,8 +52,7 @@ class DittoClient final : public ClientRule {
                       std::span<float> out) const override {
     return copy_stored(state, kPersonalKey, out, "ditto");
   }
-  bool uses_second_model() const override { return true; }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.second_model = true, .on_device = true}; }
 
  private:
   LocalSchedule schedule_;

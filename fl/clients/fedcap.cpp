@@ -56,8 +56,7 @@ class FedcapClient final : public ClientRule {
   bool received_model(const ClientState& state, std::span<float> out) const override {
     return copy_stored(state, kCustomisedKey, out, "fedcap");
   }
-  bool uses_second_model() const override { return personal_; }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.second_model = personal_, .on_device = true}; }
 
  private:
   bool personal_;

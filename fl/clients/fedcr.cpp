@@ -128,7 +128,7 @@ class FedcrClient final : public ClientRule {
     return result;
   }
 
-  SharedPart shared_part() const override { return SharedPart::Body; }
+  ClientTraits traits() const override { return {.shared = SharedPart::Body}; }
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {

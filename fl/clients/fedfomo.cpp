@@ -80,7 +80,7 @@ class FomoClient final : public ClientRule {
     result.extra_upload = std::move(pairs);
     return result;
   }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.on_device = true}; }
 
   bool personal_model(const ClientState& state, std::span<const float>, const Model&, std::span<float> out) const override {
     return copy_stored(state, kModelKey, out, "fedfomo");

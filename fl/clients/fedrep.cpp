@@ -69,8 +69,7 @@ class FedRepClient final : public ClientRule {
     return result;
   }
 
-  SharedPart shared_part() const override { return SharedPart::Body; }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.shared = SharedPart::Body, .on_device = true}; }
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {

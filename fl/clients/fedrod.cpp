@@ -114,7 +114,7 @@ class FedRodClient final : public ClientRule {
     store(task.state, kPersonalHeadKey, head.weights);
     return result;
   }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.on_device = true}; }
 
   // The global model with its head replaced by generic + personal (the sum identity above).
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,

@@ -27,10 +27,9 @@ class LocalClient final : public ClientRule {
     store_model(task.state, kModelKey, task.model);
     return result;
   }
-  bool trains_on_device() const override { return true; }
-
-  SharedPart shared_part() const override { return SharedPart::None; }
-  bool every_client_trains() const override { return all_; }
+  ClientTraits traits() const override {
+    return {.shared = SharedPart::None, .on_device = true, .every_client_trains = all_};
+  }
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {

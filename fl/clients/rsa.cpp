@@ -41,7 +41,7 @@ class RsaClient final : public ClientRule {
     store_model(task.state, kModelKey, task.model);
     return result;
   }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.on_device = true}; }
 
   // The client's own x_i (personalised evaluation); the global model until it has trained.
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,

@@ -226,7 +226,7 @@ class SamFamilyClient final : public ClientRule {
   }
 
   std::optional<PostSpec> post_step() const override { return post_; }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.on_device = true}; }
 
   std::unique_ptr<MethodServer> make_method_server(int64_t clients, int64_t num_parameters) const override {
     if (variant_ == Variant::FedSam) return nullptr;

@@ -40,7 +40,7 @@ class SgdClient final : public ClientRule {
  public:
   explicit SgdClient(const Params& p) : schedule_(local_schedule(p)) {}
   ClientResult train(ClientTask& task) const override { return train_with_schedule(task, schedule_); }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.on_device = true}; }
 
  private:
   LocalSchedule schedule_;
@@ -59,7 +59,7 @@ class FedAvgFtClient final : public ClientRule {
     if (keeps_local_model()) store_model(task.state, kModelKey, task.model);
     return result;
   }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.on_device = true}; }
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {
     return keeps_local_model() && copy_stored(state, kModelKey, out, "fedavg-ft");
@@ -88,7 +88,7 @@ class StClient final : public ClientRule {
         post_(tuning_spec(p, schedule_, PostSpec::Kind::SimpleTuning, PostSpec::When::Final)) {}
   ClientResult train(ClientTask& task) const override { return train_with_schedule(task, schedule_); }
   std::optional<PostSpec> post_step() const override { return post_; }
-  bool trains_on_device() const override { return true; }
+  ClientTraits traits() const override { return {.on_device = true}; }
 
  private:
   LocalSchedule schedule_;

@@ -85,7 +85,7 @@ class SpmcClient final : public ClientRule {
   }
 
   ClientResult train(ClientTask& task) const override {
-    BASTION_CHECK(task.second, "spmc: the run loop gave no teacher replica (uses_second_model)");
+    BASTION_CHECK(task.second, "spmc: the run loop gave no teacher replica (traits().second_model)");
     Model& teacher = *task.second;
     std::vector<float> coalition = task.model.state_values();  // host copies: the models may be device replicas
     build_coalition(task, coalition);
@@ -112,10 +112,9 @@ class SpmcClient final : public ClientRule {
     store_model(task.state, kPreviousKey, task.model);
     return result;
   }
-  bool trains_on_device() const override { return true; }
-
-  bool uses_second_model() const override { return true; }
-  bool needs_aggregation_weights() const override { return true; }
+  ClientTraits traits() const override {
+    return {.second_model = true, .on_device = true, .needs_aggregation_weights = true};
+  }
   std::unique_ptr<MethodServer> make_method_server(int64_t clients, int64_t) const override {
     return std::make_unique<SpmcServer>(clients);
   }

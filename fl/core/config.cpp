@@ -386,7 +386,7 @@ void check_personalization(const ExperimentConfig& c) {
 // A client rule that rebuilds its coalition from the server rule's upload weights (SPMC's LGAlign) runs
 // only with a rule that reports them; naming those rules here keeps the error actionable.
 void check_weight_pairing(const ExperimentConfig& c) {
-  if (!find_client_rule(c.clients.text("rule")).make(c.client_rule)->needs_aggregation_weights()) return;
+  if (!find_client_rule(c.clients.text("rule")).make(c.client_rule)->traits().needs_aggregation_weights) return;
   std::vector<std::string> reporting;
   for (const ServerRuleEntry& entry : server_rule_registry())
     if (entry.reports_weights) reporting.push_back(entry.info.name);

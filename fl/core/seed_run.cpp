@@ -61,7 +61,7 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
   own_last_ = c_.eval.boolean("personalized") && c_.eval.text("personal_model") == "own-last";
   if (own_last_) initial_ = global_;
   P_ = replicas_[0]->num_parameters();
-  sharing_ = shared_columns(*replicas_[0], client_rule_->shared_part());
+  sharing_ = shared_columns(*replicas_[0], client_rule_->traits().shared);
   server_rule_ = build_server_rule(c_, *replicas_[0], sharing_);
   weight_columns_ = weight_columns(*replicas_[0], sharing_);
   if (options.wrap_server_rule) server_rule_ = options.wrap_server_rule(std::move(server_rule_));
@@ -74,7 +74,7 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
     check_device_support(c_, *client_rule_, attacks_);
     devices_ = DeviceReplicas(replicas_);
   }
-  if (client_rule_->uses_second_model())
+  if (client_rule_->traits().second_model)
     for (int w = 0; w < threads; ++w)
       second_replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
   if (device == Device::CUDA) second_devices_ = DeviceReplicas(second_replicas_);
@@ -107,7 +107,7 @@ void SeedRun::prepare_backdoor_test() {
 
 std::vector<int64_t> SeedRun::round_clients(int64_t round, bool attack_on) const {
   const int64_t clients = c_.data.integer("clients");
-  if (client_rule_->every_client_trains()) {
+  if (client_rule_->traits().every_client_trains) {
     std::vector<int64_t> all(static_cast<size_t>(clients));
     std::iota(all.begin(), all.end(), int64_t{0});
     return all;
