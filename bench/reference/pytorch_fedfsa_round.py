@@ -48,32 +48,17 @@ import time
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+
+# cnn-fedfsa: the same definition the train-step twin uses (run from any folder: Python puts this
+# script's folder on sys.path).
+from pytorch_train_step import FedfsaCnn
 
 CLIENTS, PER_ROUND, CLASSES = 100, 10, 10
 POOLED, TEST_FRACTION = 70000, 0.3
 EPOCHS, BATCH, LR, CLIP = 10, 48, 0.1, 10.0
 RHO, RHO_LARGER, TOP_C, ALPHA = 0.1, 0.2, 2, 0.1
 BASTION_PARAMETERS = 1258798  # cnn-fedfsa at 1x28x28, 10 classes (nn/models.cpp)
-
-
-class FedfsaCnn(nn.Module):
-    """cnn-fedfsa at 1 channel (FedFSA's FMNIST_CNNs, nn/models.cpp TwoConvThreeFc with widths 4/12/1024/1024)."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 4, 5)
-        self.conv2 = nn.Conv2d(4, 12, 5)
-        self.fc1 = nn.Linear(12 * 4 * 4, 1024)
-        self.fc2 = nn.Linear(1024, 1024)
-        self.fc3 = nn.Linear(1024, CLASSES)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2, 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2, 2)
-        x = torch.flatten(x, 1)
-        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
 def read_idx(path, offset):
@@ -109,7 +94,7 @@ def client_shards(data, data_dir, seed):
 class Twin:
     def __init__(self, shards, seed):
         torch.manual_seed(seed)
-        self.model = FedfsaCnn()
+        self.model = FedfsaCnn(1, 28)
         self.names = [n for n, _ in self.model.named_parameters()]
         self.params = list(self.model.parameters())
         self.global_w = [p.detach().clone() for p in self.params]
