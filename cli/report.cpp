@@ -301,16 +301,19 @@ std::string table_report(const fs::path& dir, const TableFiles& files) {
   return html + "</body></html>\n";
 }
 
-// A grid's page, and its heatmaps beside it as OUT-accuracy.svg and OUT-asr.svg (docs embed them).
+// A grid's page, and its heatmaps beside it as OUT-accuracy.svg, OUT-asr.svg and OUT-detection.svg (docs
+// embed them).
 void write_grid_report(const fs::path& dir, const std::vector<GridFolderCell>& cells, const std::string& out) {
   const GridReport grid = grid_report(dir, cells);
   write_file_atomic(out, grid.html);
   const fs::path stem = fs::path(out).parent_path() / fs::path(out).stem();
   write_file_atomic(stem.string() + "-accuracy.svg", grid.accuracy_svg);
   std::printf("report: %s-accuracy.svg\n", stem.string().c_str());
-  if (grid.success_svg.empty()) return;
-  write_file_atomic(stem.string() + "-asr.svg", grid.success_svg);
-  std::printf("report: %s-asr.svg\n", stem.string().c_str());
+  for (const auto& [suffix, svg] : {std::pair{"-asr.svg", &grid.success_svg}, std::pair{"-detection.svg", &grid.detection_svg}}) {
+    if (svg->empty()) continue;
+    write_file_atomic(stem.string() + suffix, *svg);
+    std::printf("report: %s%s\n", stem.string().c_str(), suffix);
+  }
 }
 
 int report(const ReportArgs& args) {

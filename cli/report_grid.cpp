@@ -2,8 +2,9 @@
 // of every rule against every attack, ByzFL-style, each with a worst-case column, and a ranking by the
 // worst case. Accuracy: the reported `acc` of each cell (summary.json "mean"); the worst case is the
 // lowest accuracy over the attacks (the "none" column is not an attack). Attack success: the cells whose
-// run measured `asr` (backdoors); the worst case is the highest. A cell whose summary.json is missing or
-// damaged is drawn grey and named under the maps, and the rest renders.
+// run measured `asr` (backdoors); the worst case is the highest. Detection: the per-upload detection
+// accuracy (summary.json runs[].detection.dacc, mean over seeds) of the rules that flag uploads. A cell
+// whose summary.json is missing or damaged is drawn grey and named under the maps, and the rest renders.
 #include "cli/report_grid.h"
 
 #include <algorithm>
@@ -27,7 +28,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kNoAttack = "none";
 
 struct GridCell {
-  double acc = kNaN, asr = kNaN;
+  double acc = kNaN, asr = kNaN, dacc = kNaN;
   std::string problem;  // why the cell has no values (the file and the error), or ""
 };
 
@@ -42,12 +43,24 @@ double summary_mean(const nlohmann::json& summary, const char* key) {
   return value.is_number() ? value.get<double>() : kNaN;
 }
 
+// The mean over the seeds' runs[].detection.dacc that are numbers; NaN for a rule that never flags.
+double detection_accuracy(const nlohmann::json& summary) {
+  double sum = 0.0;
+  int64_t count = 0;
+  for (const auto& run : summary.value("runs", nlohmann::json::array())) {
+    const nlohmann::json value = run.value("detection", nlohmann::json::object()).value("dacc", nlohmann::json());
+    if (value.is_number()) sum += value.get<double>(), ++count;
+  }
+  return count > 0 ? sum / static_cast<double>(count) : kNaN;
+}
+
 GridCell read_cell(const fs::path& dir) {
   GridCell cell;
   try {
     const nlohmann::json summary = read_summary(dir);
     cell.acc = summary_mean(summary, "acc");
     cell.asr = summary_mean(summary, "asr");
+    cell.dacc = detection_accuracy(summary);
   } catch (const std::exception& e) {
     cell.problem = without_source_locations(e.what());
     if (fs::exists(dir / "log.txt")) cell.problem += " (the run's log: " + (dir / "log.txt").string() + ")";
@@ -84,7 +97,7 @@ Grid read_grid(const std::vector<GridFolderCell>& folders) {
 
 GridCell cell_at(const Grid& grid, const std::string& rule, const std::string& attack) {
   const auto found = grid.cells.find({rule, attack});
-  return found == grid.cells.end() ? GridCell{kNaN, kNaN, "no run folder"} : found->second;
+  return found == grid.cells.end() ? GridCell{kNaN, kNaN, kNaN, "no run folder"} : found->second;
 }
 
 // The lowest accuracy over the attacks (every column when "none" is the only one); NaN when none measured.
@@ -153,6 +166,23 @@ Heatmap success_map(const Grid& grid, const std::vector<std::string>& rules, con
   return map;
 }
 
+// The rules that flagged uploads in some cell, in `rules`' order, and their detection accuracy per attack.
+Heatmap detection_map(const Grid& grid, const std::vector<std::string>& rules, const std::string& title) {
+  Heatmap map{title + ": detection accuracy per upload (%)", {}, grid.attacks, {}, false, 0};
+  for (const std::string& rule : rules) {
+    std::vector<double> row;
+    bool flags = false;
+    for (const std::string& attack : grid.attacks) {
+      row.push_back(cell_at(grid, rule, attack).dacc);
+      flags = flags || !std::isnan(row.back());
+    }
+    if (!flags) continue;
+    map.rows.push_back(rule);
+    map.values.push_back(row);
+  }
+  return map;
+}
+
 std::string ranking_section(const Grid& grid, const std::vector<std::string>& rules, const std::vector<std::string>& backdoors) {
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < rules.size(); ++i) {
@@ -215,6 +245,8 @@ GridReport grid_report(const fs::path& dir, const std::vector<GridFolderCell>& c
   GridReport report;
   report.accuracy_svg = heatmap_svg(accuracy_map(grid, rules, name));
   if (!backdoors.empty()) report.success_svg = heatmap_svg(success_map(grid, rules, backdoors, name));
+  const Heatmap detection = detection_map(grid, rules, name);
+  if (!detection.rows.empty()) report.detection_svg = heatmap_svg(detection);
   std::string html = page_head(name) + "<h1>Defense grid " + xml_escape(name) + "</h1>\n<p>Folder: <code>" +
                      xml_escape(dir.string()) + "</code>; " + std::to_string(grid.rules.size()) + " rules × " +
                      std::to_string(grid.attacks.size()) + " attacks, " + std::to_string(cells.size()) +
@@ -223,6 +255,11 @@ GridReport grid_report(const fs::path& dir, const std::vector<GridFolderCell>& c
   html += section("accuracy", "Accuracy", [&] { return without_xml_declaration(report.accuracy_svg); });
   if (!backdoors.empty())
     html += section("success", "Attack success rate", [&] { return without_xml_declaration(report.success_svg); });
+  if (!detection.rows.empty())
+    html += section("detection", "Detection (rules that flag uploads)", [&] {
+      return "<p>Correctly judged uploads / all uploads over every round (in the \"none\" column every flag is a "
+             "false positive).</p>" + without_xml_declaration(report.detection_svg);
+    });
   html += section("ranking", "Ranking", [&] { return ranking_section(grid, rules, backdoors); });
   html += section("cells", "Cells without values", [&] { return problems_section(grid); });
   html += section("settings", "Settings of one cell (" + cells.front().rule + " / " + cells.front().attack + ")",

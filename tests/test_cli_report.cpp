@@ -152,7 +152,7 @@ std::string heatmap_cell(const std::string& svg, const std::string& rule, const 
 // attack-success heatmaps (also written beside the page), each cell holding its run's reported figure, a
 // worst-case column, the ranking; a damaged summary.json is named, its cell grey, and the rest renders.
 TEST_F(CliReport, AGridsPageDrawsEveryCellWithItsRunsFigureAndRanksTheRules) {
-  const std::vector<std::string> rules = {"fedavg", "median"}, attacks = {"none", "sign-flip", "badnets"};
+  const std::vector<std::string> rules = {"fedavg", "norm-bound"}, attacks = {"none", "sign-flip", "badnets"};
   std::map<std::string, RunSummary> summaries;
   for (const std::string& rule : rules)
     for (const std::string& attack : attacks) {
@@ -162,19 +162,20 @@ TEST_F(CliReport, AGridsPageDrawsEveryCellWithItsRunsFigureAndRanksTheRules) {
       if (attack == "badnets") settings.insert(settings.end(), {"attack.badnets.trigger=fedcpa", "attack.badnets.target=1"});
       summaries[rule + "/" + attack] = run(testing::TinyRun{settings}, "grid/" + rule + "/" + attack, 1).front();
     }
-  std::ofstream(dir_ / "grid" / "median" / "sign-flip" / "summary.json") << "{ \"runs\": [";  // damaged
+  std::ofstream(dir_ / "grid" / "norm-bound" / "sign-flip" / "summary.json") << "{ \"runs\": [";  // damaged
   const testing::RunResult result =
       testing::run_bastion("report " + (dir_ / "grid").string() + " --out " + (dir_ / "page" / "grid.html").string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::string html = read_text_file((dir_ / "page" / "grid.html").string());
-  EXPECT_EQ(nested_sections(html), (std::vector<std::string>{"accuracy", "success", "ranking", "cells", "settings"}));
+  EXPECT_EQ(nested_sections(html),
+            (std::vector<std::string>{"accuracy", "success", "detection", "ranking", "cells", "settings"}));
   const std::string accuracy = read_text_file((dir_ / "page" / "grid-accuracy.svg").string());
   const std::string success = read_text_file((dir_ / "page" / "grid-asr.svg").string());
   EXPECT_TRUE(nested_sections(accuracy).empty() && nested_sections(success).empty());  // both nest
   char expected[32];
   for (const std::string& rule : rules) {
     for (const std::string& attack : attacks) {
-      if (rule + "/" + attack == "median/sign-flip") continue;
+      if (rule + "/" + attack == "norm-bound/sign-flip") continue;
       std::snprintf(expected, sizeof expected, "%.1f", 100.0 * summaries[rule + "/" + attack].acc);
       EXPECT_EQ(heatmap_cell(accuracy, rule, attack), expected) << rule << " / " << attack;
     }
@@ -182,12 +183,20 @@ TEST_F(CliReport, AGridsPageDrawsEveryCellWithItsRunsFigureAndRanksTheRules) {
     EXPECT_EQ(heatmap_cell(success, rule, "badnets"), expected) << rule;
     EXPECT_EQ(heatmap_cell(success, rule, "none"), "(no cell)") << "only the attacks that measured asr";
   }
-  EXPECT_EQ(heatmap_cell(accuracy, "median", "sign-flip"), "–") << "the damaged cell is drawn without a value";
+  EXPECT_EQ(heatmap_cell(accuracy, "norm-bound", "sign-flip"), "–") << "the damaged cell is drawn without a value";
+  // Detection: only the rule that flags uploads gets a row, with its runs' per-upload detection accuracy.
+  std::snprintf(expected, sizeof expected, "%.1f", 100.0 * summaries["norm-bound/badnets"].detection.dacc);
+  EXPECT_EQ(heatmap_cell(html, "norm-bound", "badnets"), heatmap_cell(accuracy, "norm-bound", "badnets"))
+      << "the page's first map is the accuracy map";
+  const std::string detection = html.substr(html.find("<section id=\"detection\""));
+  EXPECT_EQ(heatmap_cell(detection, "norm-bound", "badnets"), expected);
+  EXPECT_EQ(heatmap_cell(detection, "fedavg", "none"), "(no cell)") << "fedavg flags nothing";
+  EXPECT_EQ(heatmap_cell(read_text_file((dir_ / "page" / "grid-detection.svg").string()), "norm-bound", "badnets"), expected);
   // The worst case is the lowest accuracy over the attacks, "none" aside.
   const double fedavg_worst = std::min(summaries["fedavg/sign-flip"].acc, summaries["fedavg/badnets"].acc);
   std::snprintf(expected, sizeof expected, "%.1f", 100.0 * fedavg_worst);
   EXPECT_EQ(heatmap_cell(accuracy, "fedavg", "worst case"), expected);
-  EXPECT_NE(html.find((dir_ / "grid" / "median" / "sign-flip" / "summary.json").string()), std::string::npos)
+  EXPECT_NE(html.find((dir_ / "grid" / "norm-bound" / "sign-flip" / "summary.json").string()), std::string::npos)
       << "the damaged file, by path";
   EXPECT_NE(html.find("<td>1</td>"), std::string::npos) << "a ranking";
 }
