@@ -186,25 +186,6 @@ std::vector<std::string> split_key(const std::string& key, const std::string& ov
   }
 }
 
-// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF), as toml++ demands of a file.
-bool valid_utf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-    const unsigned char c = byte(i);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > text.size()) return false;
-    uint32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
-    for (size_t k = 1; k < n; ++k) {
-      if ((byte(i + k) & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (byte(i + k) & 0x3F);
-    }
-    const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n;
-  }
-  return true;
-}
-
 // "key=value": the value as TOML when it parses as exactly one TOML value, else the raw text as a
 // string, so `data.partition=dirichlet:0.1` needs no quotes.
 void apply_override(toml::table& root, const std::string& override_text) {

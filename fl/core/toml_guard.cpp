@@ -5,6 +5,7 @@
 #include "fl/core/toml_guard.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "tensor/error.h"
@@ -159,6 +160,24 @@ std::string printable(const std::string& text) {
     else out += std::string("\\x") + hex[ch >> 4] + hex[ch & 15];
   }
   return out;
+}
+
+bool valid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char c = byte(i);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    uint32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
+    for (size_t k = 1; k < n; ++k) {
+      if ((byte(i + k) & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (byte(i + k) & 0x3F);
+    }
+    const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
 }
 
 }  // namespace bastion

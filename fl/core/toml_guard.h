@@ -21,6 +21,10 @@ void check_toml_text(std::string_view text, const std::string& source);
 // check_toml_text would report it as non-ASCII outside a string (issue 42 item 10). Configs and presets.
 std::string without_utf8_bom(std::string text);
 
+// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF), as toml++ demands of a file:
+// a --set text value must pass it, or config_to_toml would write a config.toml that cannot be read back.
+bool valid_utf8(std::string_view text);
+
 // `text` with control bytes and non-ASCII shown as \xNN, so an error message shows what was given (a NUL
 // would otherwise cut it short).
 std::string printable(const std::string& text);
