@@ -95,9 +95,10 @@ Grid read_grid(const std::vector<GridFolderCell>& folders) {
   return grid;
 }
 
-GridCell cell_at(const Grid& grid, const std::string& rule, const std::string& attack) {
+const GridCell& cell_at(const Grid& grid, const std::string& rule, const std::string& attack) {
+  static const GridCell kMissing{kNaN, kNaN, kNaN, "no run folder"};
   const auto found = grid.cells.find({rule, attack});
-  return found == grid.cells.end() ? GridCell{kNaN, kNaN, kNaN, "no run folder"} : found->second;
+  return found == grid.cells.end() ? kMissing : found->second;
 }
 
 // The lowest accuracy over the attacks (every column when "none" is the only one); NaN when none measured.
@@ -114,11 +115,23 @@ double worst_accuracy(const Grid& grid, const std::string& rule, std::string* at
   return worst;
 }
 
+// The highest attack success rate over the attacks that measured it; NaN when none did.
+double highest_success(const Grid& grid, const std::string& rule) {
+  double worst = kNaN;
+  for (const std::string& a : grid.attacks) {
+    const double asr = cell_at(grid, rule, a).asr;
+    if (!std::isnan(asr) && (std::isnan(worst) || asr > worst)) worst = asr;
+  }
+  return worst;
+}
+
 // Rules by worst-case accuracy, best first; rules without any value last; ties by name.
 std::vector<std::string> ranked_rules(const Grid& grid) {
   std::vector<std::string> rules = grid.rules;
+  std::map<std::string, double> worst;
+  for (const std::string& rule : rules) worst[rule] = worst_accuracy(grid, rule);
   std::sort(rules.begin(), rules.end(), [&](const std::string& a, const std::string& b) {
-    const double wa = worst_accuracy(grid, a), wb = worst_accuracy(grid, b);
+    const double wa = worst.at(a), wb = worst.at(b);
     if (std::isnan(wa) != std::isnan(wb)) return std::isnan(wb);
     if (!std::isnan(wa) && wa != wb) return wa > wb;
     return a < b;
@@ -155,12 +168,8 @@ Heatmap success_map(const Grid& grid, const std::vector<std::string>& rules, con
   if (attacks.size() > 1) map.columns.push_back("worst case");
   for (const std::string& rule : rules) {
     std::vector<double> row;
-    double worst = kNaN;
-    for (const std::string& attack : attacks) {
-      row.push_back(cell_at(grid, rule, attack).asr);
-      if (!std::isnan(row.back()) && (std::isnan(worst) || row.back() > worst)) worst = row.back();
-    }
-    if (attacks.size() > 1) row.push_back(worst);
+    for (const std::string& attack : attacks) row.push_back(cell_at(grid, rule, attack).asr);
+    if (attacks.size() > 1) row.push_back(highest_success(grid, rule));
     map.values.push_back(row);
   }
   return map;
@@ -188,17 +197,16 @@ std::string ranking_section(const Grid& grid, const std::vector<std::string>& ru
   for (size_t i = 0; i < rules.size(); ++i) {
     std::string attack = "-";
     const double worst = worst_accuracy(grid, rules[i], &attack);
-    double sum = 0.0, worst_asr = kNaN;
+    double sum = 0.0;
     int64_t count = 0;
     for (const std::string& a : grid.attacks) {
-      const GridCell cell = cell_at(grid, rules[i], a);
-      if (a != kNoAttack && !std::isnan(cell.acc)) sum += cell.acc, ++count;
-      if (!std::isnan(cell.asr) && (std::isnan(worst_asr) || cell.asr > worst_asr)) worst_asr = cell.asr;
+      const double acc = cell_at(grid, rules[i], a).acc;
+      if (a != kNoAttack && !std::isnan(acc)) sum += acc, ++count;
     }
     rows.push_back({std::to_string(i + 1), rules[i], number_text(100.0 * worst, 1), std::isnan(worst) ? "-" : attack,
                     number_text(count > 0 ? 100.0 * sum / static_cast<double>(count) : kNaN, 1),
                     number_text(100.0 * cell_at(grid, rules[i], kNoAttack).acc, 1),
-                    backdoors.empty() ? "-" : number_text(100.0 * worst_asr, 1)});
+                    backdoors.empty() ? "-" : number_text(100.0 * highest_success(grid, rules[i]), 1)});
   }
   return table({"rank", "rule", "worst-case acc (%)", "worst attack", "mean acc over attacks (%)", "acc, no attack (%)",
                 "worst ASR (%)"},
@@ -209,7 +217,7 @@ std::string problems_section(const Grid& grid) {
   std::vector<std::vector<std::string>> rows;
   for (const std::string& rule : grid.rules)
     for (const std::string& attack : grid.attacks) {
-      const GridCell cell = cell_at(grid, rule, attack);
+      const GridCell& cell = cell_at(grid, rule, attack);
       if (!cell.problem.empty()) rows.push_back({rule, attack, cell.problem});
     }
   if (rows.empty()) return "<p>Every cell has its summary.json.</p>";

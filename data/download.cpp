@@ -86,6 +86,11 @@ std::string how_to_get(const std::string& name) {
 
 std::string file_name_of(const std::string& url) { return url.substr(url.find_last_of('/') + 1); }
 
+// Where a file is fetched from: its canonical URL, or MIRROR/<its file name>.
+std::string source_url(const RemoteFile& file, const DownloadOptions& options) {
+  return options.mirror.empty() ? file.url : options.mirror + "/" + file_name_of(file.url);
+}
+
 // "9.9 MB", or "29 kB" below a megabyte (0.0 MB would hide a small file's progress and size).
 std::string mb(int64_t bytes) {
   std::ostringstream out;
@@ -203,7 +208,7 @@ Attempt fetch_once(const std::string& url, const fs::path& part, const RemoteFil
 
 // Fetches `file` into `part` (resuming what is there), retrying interrupted transfers.
 void fetch(const RemoteFile& file, const fs::path& part, const DownloadOptions& options) {
-  const std::string url = options.mirror.empty() ? file.url : options.mirror + "/" + file_name_of(file.url);
+  const std::string url = source_url(file, options);
   for (int attempt = 0;; ++attempt) {
     if (fetch_once(url, part, file, options) == Attempt::done) return;
     const int64_t have = size_or_zero(part);
@@ -217,7 +222,7 @@ void fetch(const RemoteFile& file, const fs::path& part, const DownloadOptions& 
 
 // Refuses (and removes) a downloaded file whose size or SHA-256 is not the published one.
 void verify_or_remove(const RemoteFile& file, const fs::path& part, const DownloadOptions& options) {
-  const std::string url = options.mirror.empty() ? file.url : options.mirror + "/" + file_name_of(file.url);
+  const std::string url = source_url(file, options);
   const int64_t size = size_or_zero(part);
   const std::string digest = sha256_file(part.string());
   if ((file.bytes == 0 || size == file.bytes) && digest == file.sha256) return;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "fl/metrics/results.h"  // xml_escape
+#include "fl/metrics/results.h"  // xml_escape, fixed_text
 #include "tensor/error.h"
 
 namespace bastion {
@@ -19,11 +19,8 @@ constexpr double kCharWidth = 6.6;  // Helvetica 12 px, a wide average: labels m
 // Five stops of matplotlib's viridis, interpolated linearly (close enough for cells that print their value).
 constexpr double kViridis[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
 
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", value);
-  return text;
-}
+// One decimal: the cells' percentages, and a tenth of a pixel for coordinates.
+std::string number(double value) { return fixed_text(value, 1); }
 
 double label_width(const std::vector<std::string>& labels) {
   size_t longest = 0;
@@ -68,10 +65,9 @@ std::string viridis_color(double t) {
   const double x = std::clamp(std::isnan(t) ? 0.0 : t, 0.0, 1.0) * 4.0;
   const int i = std::min(static_cast<int>(x), 3);
   const double f = x - i;
+  const auto channel = [&](int c) { return static_cast<int>(std::lround(kViridis[i][c] + f * (kViridis[i + 1][c] - kViridis[i][c]))); };
   char text[8];
-  std::snprintf(text, sizeof text, "#%02x%02x%02x", static_cast<int>(std::lround(kViridis[i][0] + f * (kViridis[i + 1][0] - kViridis[i][0]))),
-                static_cast<int>(std::lround(kViridis[i][1] + f * (kViridis[i + 1][1] - kViridis[i][1]))),
-                static_cast<int>(std::lround(kViridis[i][2] + f * (kViridis[i + 1][2] - kViridis[i][2]))));
+  std::snprintf(text, sizeof text, "#%02x%02x%02x", channel(0), channel(1), channel(2));
   return text;
 }
 

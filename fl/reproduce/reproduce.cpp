@@ -217,7 +217,7 @@ void check_datasets_installed(const Preset& preset, const PresetGrid& grid, cons
       const std::vector<std::string> downloadable = downloadable_dataset_names();
       const bool get = std::find(downloadable.begin(), downloadable.end(), name) != downloadable.end();
       BASTION_FAIL("reproduce ", preset.name, ": its cells need dataset '", name, "', which is not installed (nothing ",
-                   "was run; ", get ? "`bastion data get " + name + "` downloads it" : "`bastion data get " + name + "` says how to get it",
+                   "was run; `bastion data get ", name, "` ", get ? "downloads it" : "says how to get it",
                    ", `bastion list datasets` names its files): ", without_source_locations(e.what()));
     }
   }
