@@ -25,7 +25,8 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.3f", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
+# shellcheck source=scripts/preset_round_lib.sh
+. scripts/preset_round_lib.sh  # median, preset_round (Bastion's side, as scripts/ab_preset_round.sh times it)
 
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(grep -c '^processor' /proc/cpuinfo) hardware threads$(grep -qw avx512f /proc/cpuinfo && echo ', AVX-512'); one thread per side"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -36,14 +37,7 @@ bastion_params="$("$bin" train --model cnn-fedfsa --dataset fmnist --epochs 0 --
   sed -n 's/.*, \([0-9]*\) parameters,.*/\1/p' | head -1)"
 
 for repeat in $(seq 1 "$repeats"); do
-  dir="$out/bastion-$repeat"
-  "$bin" reproduce fedfsa-table1 --row FedFSA --seeds 1 --set "rounds=$rounds" --threads 1 --out "$dir" \
-    > "$dir.log" 2>&1 || { cat "$dir.log" >&2; exit 1; }
-  for timing in "$dir"/runs/*/timing.csv; do
-    cell="$(basename "$(dirname "$timing")")"
-    figure="$(awk -F, -v last="$rounds" 'NR > 2 && $1 < last { print $2 + $3 }' "$timing" | median)"
-    echo "bastion $repeat $cell $figure" | tee -a "$out/figures"
-  done
+  preset_round bastion "$repeat" "$bin" fedfsa-table1 FedFSA "$rounds" "$out/bastion-$repeat" "$out/figures"
   "$python" bench/reference/pytorch_fedfsa_round.py --threads 1 --warmup 1 --rounds $((rounds - 2)) \
     --data "$data" --data-dir "$data_dir" > "$out/torch-$repeat.log"
   figure="$(sed -n 's/^fedfsa workers 1 x threads 1: median \([0-9.]*\) s\/round.*/\1/p' "$out/torch-$repeat.log")"

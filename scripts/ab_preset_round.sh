@@ -14,19 +14,13 @@ preset="$1" row="$2" bin_a="$3" bin_b="$4" repeats="${5:-3}" rounds="${6:-4}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.3f", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
+# shellcheck source=scripts/preset_round_lib.sh
+. scripts/preset_round_lib.sh  # median, preset_round
 
 for repeat in $(seq 1 "$repeats"); do
   for side in a b; do
     bin="$bin_a"; [ "$side" = b ] && bin="$bin_b"
-    dir="$out/$side-$repeat"
-    "$bin" reproduce "$preset" --row "$row" --seeds 1 --set "rounds=$rounds" --threads 1 --out "$dir" \
-      > "$dir.log" 2>&1 || { cat "$dir.log" >&2; exit 1; }
-    for timing in "$dir"/runs/*/timing.csv; do
-      cell="$(basename "$(dirname "$timing")")"
-      figure="$(awk -F, -v last="$rounds" 'NR > 2 && $1 < last { print $2 + $3 }' "$timing" | median)"
-      echo "$side $repeat $cell $figure" | tee -a "$out/figures"
-    done
+    preset_round "$side" "$repeat" "$bin" "$preset" "$row" "$rounds" "$out/$side-$repeat" "$out/figures"
   done
 done
 
