@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "defense_test_support.h"
 #include "fl/defenses/fedcap.h"
@@ -27,6 +29,34 @@ constexpr float kModelTolerance = 1e-6f;
 
 std::unique_ptr<ServerRule> fedcap(const std::map<std::string, ParamValue>& given = {}) {
   return make_fedcap(Params("server.fedcap", fedcap_params(), given));
+}
+
+// One plan_round call: the plan, and which clients it asked for a request update from which base.
+struct PlanCall {
+  std::optional<RoundPlan> plan;
+  std::vector<int64_t> asked;
+  std::vector<float> base;
+  std::vector<float> row(size_t i) const {
+    return {plan->starts.begin() + i * 2, plan->starts.begin() + (i + 1) * 2};  // P = 2 in these tests
+  }
+};
+// `answers`: each asked client's request update; without them the rule may ask nothing (the final
+// round's "next" start states).
+PlanCall plan(ServerRule& rule, const std::vector<int64_t>& sampled, const std::vector<float>& global,
+              const std::optional<std::map<int64_t, std::vector<float>>>& answers = std::map<int64_t, std::vector<float>>{}) {
+  PlanCall call;
+  RequestUpdates request;
+  if (answers) {
+    request = [&](const std::vector<int64_t>& clients, std::span<const float> base) {
+      call.asked = clients;
+      call.base.assign(base.begin(), base.end());
+      std::vector<float> updates;
+      for (int64_t client : clients) updates.insert(updates.end(), answers->at(client).begin(), answers->at(client).end());
+      return updates;
+    };
+  }
+  call.plan = rule.plan_round({&sampled, global, request});
+  return call;
 }
 
 // Pool rows (P = 2): e1, e2, -e1.
@@ -74,9 +104,11 @@ TEST(FlFedcap, RecoversUploadsAgainstTheModelEachClientWasSent) {
   testing::expect_near_all(o1.update, {0.75f, 0.75f}, kModelTolerance);  // (e1 + e2 + 2 (e1 + e2)) / 4
   EXPECT_EQ(o1.flagged, (std::vector<uint8_t>{0, 0, 0}));
   // Round 2: client 0's customised model mixes the recovered models W = e1, e2, e1 + e2 with its u = e1.
-  std::vector<float> sent(2);
   const std::vector<float> global = {0.75f, 0.75f};
-  ASSERT_TRUE(rule->client_start_state(0, global, sent));
+  const PlanCall round2 = plan(*rule, {0}, global);
+  ASSERT_TRUE(round2.plan && round2.plan->personal[0]);
+  EXPECT_TRUE(round2.asked.empty());  // an uploader needs no request
+  const std::vector<float> sent = round2.row(0);
   const std::vector<double> w = fedcap_mixture_weights(r1.data.data(), 3, 2, 2, std::vector<float>{1, 0}, 0, 1.0, 0.5);
   testing::expect_near_all(sent, {static_cast<float>(w[0] + w[2]), static_cast<float>(w[1] + w[2])}, kModelTolerance);
   // Client 0 uploads delta = (0.5, -0.5) relative to `sent`; client 1 got no customised model this round
@@ -95,9 +127,9 @@ TEST(FlFedcap, AnUploadOverTheNormThresholdRemovesItsClientForGood) {
   const AggregationOutput o1 = rule->aggregate(r1.input());
   EXPECT_EQ(o1.flagged, (std::vector<uint8_t>{0, 1, 0}));
   testing::expect_near_all(o1.update, {0.5f, 0.5f}, kModelTolerance);  // client 1 not aggregated
-  std::vector<float> start(2);
-  EXPECT_FALSE(rule->client_start_state(1, std::vector<float>{0.5f, 0.5f}, start));  // removed: the global model
-  EXPECT_TRUE(rule->request_clients({1}).empty());
+  const PlanCall round2 = plan(*rule, {1}, {0.5f, 0.5f}, std::map<int64_t, std::vector<float>>{{1, {1, 0}}});
+  EXPECT_FALSE(round2.plan->personal[0]);  // removed: the global model
+  EXPECT_TRUE(round2.asked.empty());        // and never asked for a request
   // Round 2: client 1 now uploads a tiny update; it stays removed and is not aggregated.
   Uploads r2({{0.0f, 0.0f}, {0.01f, 0.0f}});
   r2.clients = {0, 1};
@@ -114,15 +146,22 @@ TEST(FlFedcap, NonUploadersAreAskedForARequestUpdate) {
   auto rule = fedcap({{"alpha", 2.0}});
   Uploads r1({{1, 0}, {0, 1}});
   rule->aggregate(r1.input());
-  EXPECT_EQ(rule->request_clients({0, 1, 5}), std::vector<int64_t>{5});
-  EXPECT_EQ(rule->request_base().size(), 2u);  // the global model the pool is relative to
-  std::vector<float> start(2);
-  EXPECT_FALSE(rule->client_start_state(5, std::vector<float>{0.5f, 0.5f}, start));  // no request yet
-  rule->receive_request(5, std::vector<float>{3, 0});  // cosines 1 and 0
-  ASSERT_TRUE(rule->client_start_state(5, std::vector<float>{0.5f, 0.5f}, start));
+  const std::vector<float> global = {0.5f, 0.5f};
+  const PlanCall unanswerable = plan(*rule, {0, 1, 5}, global, std::nullopt);
+  EXPECT_TRUE(unanswerable.plan->personal[0] && unanswerable.plan->personal[1]);
+  EXPECT_FALSE(unanswerable.plan->personal[2]);  // no request can be trained: the global model
+  const PlanCall asked = plan(*rule, {0, 1, 5}, global, std::map<int64_t, std::vector<float>>{{5, {3, 0}}});
+  EXPECT_EQ(asked.asked, std::vector<int64_t>{5});
+  EXPECT_EQ(asked.base, (std::vector<float>{0, 0}));  // the global model the pool is relative to (r1's)
+  ASSERT_TRUE(asked.plan->personal[2]);  // request {3, 0}: cosines 1 and 0
   const double a = std::exp(2.0) / (std::exp(2.0) + 1.0);
-  testing::expect_near_all(start, {static_cast<float>(a), static_cast<float>(1 - a)}, kModelTolerance);
-  EXPECT_TRUE(fedcap({{"non_uploaders", std::string("global")}})->request_clients({5}).empty());
+  testing::expect_near_all(asked.row(2), {static_cast<float>(a), static_cast<float>(1 - a)}, kModelTolerance);
+  auto global_rule = fedcap({{"non_uploaders", std::string("global")}});
+  global_rule->aggregate(r1.input());
+  const PlanCall not_asked = plan(*global_rule, {5}, global, std::map<int64_t, std::vector<float>>{{5, {3, 0}}});
+  EXPECT_TRUE(not_asked.asked.empty());
+  EXPECT_FALSE(not_asked.plan->personal[0]);
+  EXPECT_FALSE(fedcap({{"customise", false}})->plan_round({nullptr, global, {}}));  // FedCAP2: no plan at all
 }
 
 TEST(FlFedcap, StateRoundTripGivesTheSameCustomisedModels) {
@@ -131,13 +170,9 @@ TEST(FlFedcap, StateRoundTripGivesTheSameCustomisedModels) {
   rule->aggregate(r1.input());
   auto copy = fedcap();
   copy->load_state(rule->save_state());
-  std::vector<float> a(2), b(2);
-  for (int64_t client : {0, 2}) {
-    ASSERT_TRUE(rule->client_start_state(client, r1.global, a));
-    ASSERT_TRUE(copy->client_start_state(client, r1.global, b));
-    EXPECT_EQ(a, b);
-  }
-  EXPECT_FALSE(copy->client_start_state(1, r1.global, b));  // the removal survives the checkpoint
+  const PlanCall a = plan(*rule, {0, 1, 2}, r1.global), b = plan(*copy, {0, 1, 2}, r1.global);
+  EXPECT_EQ(a.plan->starts, b.plan->starts);
+  EXPECT_EQ(b.plan->personal, (std::vector<uint8_t>{1, 0, 1}));  // the removal of client 1 survives the checkpoint
   expect_error([&] { copy->load_state(std::vector<float>{1, 2, 3}); }, {"fedcap state"});
   expect_error([&] { fedcap({{"phi", -0.5}}); }, {"phi"});
 }

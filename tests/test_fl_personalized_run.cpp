@@ -73,12 +73,15 @@ class ObservingRule final : public ServerRule {
     EXPECT_EQ(static_cast<int64_t>(in.global.size()), in.D);
     return inner_->aggregate(in);
   }
-  bool has_client_start_states() const override { return starts_; }
-  bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) override {
-    EXPECT_EQ(global.size(), out.size());
-    seen_.start_clients.push_back(client);
-    std::fill(out.begin(), out.end(), static_cast<float>(client));
-    return true;
+  std::optional<RoundPlan> plan_round(const RoundPlanInput& in) override {
+    if (!starts_) return std::nullopt;
+    const size_t width = in.global.size();
+    RoundPlan plan{std::vector<float>(in.sampled->size() * width), std::vector<uint8_t>(in.sampled->size(), 1)};
+    for (size_t i = 0; i < in.sampled->size(); ++i) {
+      seen_.start_clients.push_back((*in.sampled)[i]);
+      std::fill_n(plan.starts.begin() + i * width, width, static_cast<float>((*in.sampled)[i]));
+    }
+    return plan;
   }
 
  private:

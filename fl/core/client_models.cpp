@@ -45,17 +45,22 @@ SharedColumns shared_columns(const Model& model, SharedPart part) {
   return shared;
 }
 
-void client_start_states(ServerRule& rule, const SharedColumns& shared, std::span<const float> global,
-                         std::span<const float> global_shared, const std::vector<int64_t>& sampled,
-                         std::vector<float>& starts) {
-  const size_t D = global.size();
-  std::vector<float> part(static_cast<size_t>(shared.width));
+bool plan_start_states(ServerRule& rule, const SharedColumns& shared, std::span<const float> global,
+                       std::span<const float> global_shared, const std::vector<int64_t>& sampled,
+                       const RequestUpdates& request_updates, std::vector<float>& starts) {
+  const size_t D = global.size(), width = global_shared.size();
+  const std::optional<RoundPlan> plan = rule.plan_round({&sampled, global_shared, request_updates});
+  BASTION_CHECK(!plan || (plan->starts.size() == sampled.size() * width && plan->personal.size() == sampled.size()),
+                "server rule's round plan: ", plan ? plan->starts.size() : 0, " start values and ",
+                plan ? plan->personal.size() : 0, " flags for ", sampled.size(), " clients of ", width, " columns");
   starts.resize(sampled.size() * D);
   for (size_t i = 0; i < sampled.size(); ++i) {
     const std::span<float> start(starts.data() + i * D, D);
     std::copy(global.begin(), global.end(), start.begin());
-    if (rule.client_start_state(sampled[i], global_shared, part)) shared.assign_into(part, start);
+    if (plan && plan->personal[i])
+      shared.assign_into(std::span<const float>(plan->starts.data() + i * width, width), start);
   }
+  return plan.has_value();
 }
 
 std::vector<ColumnRange> ranges_within_shared(const std::vector<ColumnRange>& ranges, const SharedColumns& shared) {

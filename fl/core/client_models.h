@@ -38,13 +38,14 @@ struct SharedColumns {
 
 SharedColumns shared_columns(const Model& model, SharedPart part);
 
-// DESIGN.md pFL hook 1: the start state of each sampled client, (sampled.size(), D) row-major in `starts`:
-// the global state, with the shared columns replaced by the server rule's start state for that client
-// where it gives one. `global_shared` is the global state's shared columns (the rule's view). The rule
-// is asked serially, in the order of `sampled` (client-id order).
-void client_start_states(ServerRule& rule, const SharedColumns& shared, std::span<const float> global,
-                         std::span<const float> global_shared, const std::vector<int64_t>& sampled,
-                         std::vector<float>& starts);
+// DESIGN.md pFL hook 1: the start state of each sampled client from the server rule's round plan
+// (ServerRule::plan_round), (sampled.size(), D) row-major in `starts`: the global state, with the shared
+// columns replaced by the plan's row where the plan gives the client its own. `global_shared` is the
+// global state's shared columns (the rule's view); `request_updates` answers the plan's extra update
+// requests (empty: none can be trained). Returns false when the rule has no plan (every row is global).
+bool plan_start_states(ServerRule& rule, const SharedColumns& shared, std::span<const float> global,
+                       std::span<const float> global_shared, const std::vector<int64_t>& sampled,
+                       const RequestUpdates& request_updates, std::vector<float>& starts);
 
 // `ranges` (columns of the full state, e.g. server.apply_to's) restricted to the shared columns and
 // renumbered in the upload row's coordinates. Empty when they share no column.

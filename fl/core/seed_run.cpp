@@ -125,24 +125,28 @@ std::span<const float> SeedRun::global_shared() {
   return global_shared_;
 }
 
+// The server rule's round plan (ServerRule::plan_round): starts_ holds each sampled client's start state,
+// or stays empty when every client starts from the global state.
 void SeedRun::prepare_start_states(int64_t round, const std::vector<int64_t>& sampled, bool attack_on) {
   starts_.clear();
-  if (sharing_.width == 0 || !server_rule_->has_client_start_states()) return;
-  request_updates(round, sampled, attack_on);
-  client_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, starts_);
+  if (sharing_.width == 0) return;
+  const RequestUpdates request = [&](const std::vector<int64_t>& asked, std::span<const float> base) {
+    return request_updates(round, asked, base, attack_on);
+  };
+  std::vector<float> starts;
+  if (plan_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, request, starts))
+    starts_ = std::move(starts);
 }
 
-// FedCAP's request path (ServerRule::request_clients): the asked clients train from the rule's base state
-// on copies of their ClientState (their own state stays as it was), on their own random streams; model
-// attacks act on these updates as on a round's uploads. Traffic: the base down, the update up.
-void SeedRun::request_updates(int64_t round, const std::vector<int64_t>& sampled, bool attack_on) {
-  const std::vector<int64_t> asked = server_rule_->request_clients(sampled);
-  if (asked.empty()) return;
+// A round plan's request path (FedCAP's non-uploaders): the asked clients train from the rule's `base`
+// state on copies of their ClientState (their own state stays as it was), on their own random streams;
+// model attacks act on these updates as on a round's uploads. Traffic: the base down, the update up.
+std::vector<float> SeedRun::request_updates(int64_t round, const std::vector<int64_t>& asked,
+                                            std::span<const float> base, bool attack_on) {
   // The request trains on copies of the asked clients' states, which live on their owners under mpirun.
   BASTION_CHECK(!spread(), "server rule '", c_.server.text("rule"), "' asks clients for updates outside the round ",
                 "(its request path), which mpirun does not spread over ranks yet: run it in one process, or without ",
                 "the requests (FedCAP: server.fedcap.non_uploaders = \"global\")");
-  const std::span<const float> base = server_rule_->request_base();
   BASTION_CHECK(static_cast<int64_t>(base.size()) == sharing_.width, "server rule '", c_.server.text("rule"),
                 "' gave a request base of ", base.size(), " values for ", sharing_.width, " shared columns");
   const int64_t m = static_cast<int64_t>(asked.size()), width = sharing_.width;
@@ -159,11 +163,10 @@ void SeedRun::request_updates(int64_t round, const std::vector<int64_t>& sampled
   std::iota(every_row.begin(), every_row.end(), int64_t{0});
   train_clients(round, asked, every_row, attack_on, updates, results, &scratch, kRequest);
   if (attack_on) attack_uploads(round, asked, updates, kRequestAttack);
-  for (int64_t i = 0; i < m; ++i)
-    server_rule_->receive_request(asked[i], std::span<const float>(updates.data() + i * width, static_cast<size_t>(width)));
   pending_.bytes_up += m * width * static_cast<int64_t>(sizeof(float));
   pending_.bytes_down += m * width * static_cast<int64_t>(sizeof(float));
   starts_.clear();
+  return updates;
 }
 
 // The sampled clients at positions `rows` (this rank's; every position in one process). `scratch` (one

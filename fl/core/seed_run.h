@@ -135,7 +135,8 @@ class SeedRun {
   std::vector<int64_t> round_clients(int64_t round, bool attack_on) const;
   std::span<const float> global_shared();
   void prepare_start_states(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
-  void request_updates(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
+  std::vector<float> request_updates(int64_t round, const std::vector<int64_t>& asked, std::span<const float> base,
+                                     bool attack_on);
   void train_clients(int64_t round, const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows, bool attack_on,
                      std::vector<float>& uploads, std::vector<ClientResult>& results,
                      std::vector<ClientState>* scratch = nullptr, uint64_t stream = kClient);

@@ -144,7 +144,7 @@ PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
       c_.eval.text("personal_received_final") == "next") {
     BASTION_CHECK(!spread(), "eval.personal_received_final = \"next\" asks the server rule for every client's next ",
                   "start state, which mpirun does not spread over ranks: run it in one process");
-    client_start_states(*server_rule_, sharing_, global_, global_shared(), input.clients, next_received);
+    plan_start_states(*server_rule_, sharing_, global_, global_shared(), input.clients, {}, next_received);
     input.received_rows = next_received;
   }
   const PersonalRecord record = evaluate_personal(input, pool_, replicas_, &net_, &devices_);

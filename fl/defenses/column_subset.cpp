@@ -89,16 +89,24 @@ class ColumnSubset final : public ServerRule {
     out.flagged = std::move(inner_out.flagged);
     return out;
   }
-  bool has_client_start_states() const override { return inner_->has_client_start_states(); }
-  bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) override {
-    const int64_t D = static_cast<int64_t>(global.size());
-    BASTION_CHECK(ranges_.back().end <= D, "server.apply_to: column ", ranges_.back().end, " beyond the model's ", D);
-    const std::vector<float> sub_global = gather(global, ranges_, width_);
-    std::vector<float> sub_out(static_cast<size_t>(width_));
-    if (!inner_->client_start_state(client, sub_global, sub_out)) return false;
-    std::copy(global.begin(), global.end(), out.begin());
-    scatter(out, sub_out, ranges_);
-    return true;
+  // The inner rule plans over its columns; the others start from the global state. It is asked for no
+  // request updates: they would be trained over every column, and no rule needs them under apply_to yet.
+  std::optional<RoundPlan> plan_round(const RoundPlanInput& input) override {
+    const size_t D = input.global.size();
+    BASTION_CHECK(ranges_.back().end <= static_cast<int64_t>(D), "server.apply_to: column ", ranges_.back().end,
+                  " beyond the model's ", D);
+    const std::vector<float> sub_global = gather(input.global, ranges_, width_);
+    std::optional<RoundPlan> plan = inner_->plan_round({input.sampled, sub_global, {}});
+    if (!plan) return plan;
+    const size_t m = input.sampled->size(), width = static_cast<size_t>(width_);
+    std::vector<float> starts(m * D);
+    for (size_t i = 0; i < m; ++i) {
+      const std::span<float> row(starts.data() + i * D, D);
+      std::copy(input.global.begin(), input.global.end(), row.begin());
+      scatter(row, std::span<const float>(plan->starts.data() + i * width, width), ranges_);
+    }
+    plan->starts = std::move(starts);
+    return plan;
   }
   std::vector<float> save_state() const override { return inner_->save_state(); }
   void load_state(std::span<const float> state) override { inner_->load_state(state); }

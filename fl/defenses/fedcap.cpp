@@ -1,15 +1,15 @@
 // fedcap: FedCAP's server (customised aggregation, calibration, detection; the math and the paper are in
-// fl/defenses/fedcap.h). It sends every sampled client a customised start state (ServerRule's
-// client_start_state hook), so an upload delta_j is relative to what client j received; it remembers
+// fl/defenses/fedcap.h). It sends every sampled client a customised start state (its round plan,
+// ServerRule::plan_round), so an upload delta_j is relative to what client j received; it remembers
 // those states for the round's recovery and keeps last round's valid uploads (the pool: recovered
 // models W_j, similarity vectors u_j, the global model w they are relative to) for the next customisation.
 //
 // Per round, in the run loop's order:
-//   1. request_clients / receive_request (non_uploaders = request, FedCAP's code): a sampled client that is
-//      not in the pool and not removed trains an update from the pool's w on its data (servercap.py
+//   1. plan_round asks for request updates (non_uploaders = request, FedCAP's code): a sampled client that
+//      is not in the pool and not removed trains an update from the pool's w on its data (servercap.py
 //      get_update; a malicious client's attacks act on it), its request vector u_c;
-//   2. client_start_state: w_c = sum_j p_j W_j (fedcap.h), remembered as s_c; removed clients, and every
-//      client while the pool is empty (round 1), get the global model;
+//   2. plan_round's start states: w_c = sum_j p_j W_j (fedcap.h), remembered as s_c; removed clients, and
+//      every client while the pool is empty (round 1), get the global model;
 //   3. aggregate: recover, calibrate, detect (removed clients' uploads are flagged and never aggregated
 //      again), global = sample-weighted mean of the valid recovered models; the valid rows become the pool.
 // Options (FedCAP Table IV ablations): calibration = false uses the raw uploads delta_j as similarity
@@ -48,13 +48,7 @@ class FedcapRule final : public ServerRule {
 
   AggregationOutput aggregate(const AggregationInput& in) override;
 
-  bool has_client_start_states() const override { return customise_; }
-  bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) override;
-  std::vector<int64_t> request_clients(const std::vector<int64_t>& sampled) const override;
-  std::span<const float> request_base() const override { return pool_base_; }
-  void receive_request(int64_t client, std::span<const float> update) override {
-    requests_[client].assign(update.begin(), update.end());
-  }
+  std::optional<RoundPlan> plan_round(const RoundPlanInput& input) override;
 
   std::vector<float> save_state() const override;
   void load_state(std::span<const float> state) override;
@@ -66,8 +60,12 @@ class FedcapRule final : public ServerRule {
   std::vector<int64_t> pool_clients_;
   std::vector<float> pool_models_, pool_updates_, pool_base_;  // (k, D), (k, D), D
   int64_t pool_D_ = 0, pool_P_ = 0;
-  std::map<int64_t, std::vector<float>> sent_;      // this round's customised start states
-  std::map<int64_t, std::vector<float>> requests_;  // this round's request vectors
+  std::map<int64_t, std::vector<float>> sent_;  // this round's customised start states
+
+  std::vector<int64_t> request_clients(const std::vector<int64_t>& sampled) const;
+  // w_c into `out` and remembered as s_c; false (the global model) for a removed client, an empty pool, or
+  // a non-uploader without a request vector (`request` empty).
+  bool start_state(int64_t client, std::span<const float> request, std::span<float> out);
 
   int64_t pool_row(int64_t client) const {
     const auto found = std::find(pool_clients_.begin(), pool_clients_.end(), client);
@@ -119,21 +117,38 @@ AggregationOutput FedcapRule::aggregate(const AggregationInput& in) {
   pool_base_.assign(in.global.begin(), in.global.end());
   pool_D_ = D, pool_P_ = P;
   sent_.clear();
-  requests_.clear();
   return out;
 }
 
-bool FedcapRule::client_start_state(int64_t client, std::span<const float> global, std::span<float> out) {
+std::optional<RoundPlan> FedcapRule::plan_round(const RoundPlanInput& input) {
+  if (!customise_) return std::nullopt;
+  const std::vector<int64_t>& sampled = *input.sampled;
+  std::map<int64_t, std::vector<float>> requests;  // this round's request vectors
+  const std::vector<int64_t> asked = input.request_updates ? request_clients(sampled) : std::vector<int64_t>{};
+  if (!asked.empty()) {
+    const std::vector<float> updates = input.request_updates(asked, pool_base_);
+    for (size_t i = 0; i < asked.size(); ++i)
+      requests[asked[i]].assign(updates.begin() + i * pool_D_, updates.begin() + (i + 1) * pool_D_);
+  }
+  const size_t width = input.global.size();
+  RoundPlan plan{std::vector<float>(sampled.size() * width), std::vector<uint8_t>(sampled.size(), 0)};
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    const auto found = requests.find(sampled[i]);
+    const std::span<const float> request = found == requests.end() ? std::span<const float>() : found->second;
+    plan.personal[i] = start_state(sampled[i], request, std::span<float>(plan.starts.data() + i * width, width));
+  }
+  return plan;
+}
+
+bool FedcapRule::start_state(int64_t client, std::span<const float> request, std::span<float> out) {
   sent_.erase(client);  // a round whose uploads were all rejected never reached aggregate() to clear it
-  if (!customise_ || pool_clients_.empty() || removed_.contains(client)) return false;
+  if (pool_clients_.empty() || removed_.contains(client)) return false;
   BASTION_CHECK(static_cast<int64_t>(out.size()) == pool_D_, "fedcap: start state of ", out.size(),
                 " values, the pool holds models of ", pool_D_);
   const int64_t k = static_cast<int64_t>(pool_clients_.size());
   const int64_t self = pool_row(client);
-  std::span<const float> request;
   if (self >= 0) request = std::span<const float>(pool_updates_.data() + self * pool_D_, static_cast<size_t>(pool_D_));
-  else if (const auto found = requests_.find(client); found != requests_.end()) request = found->second;
-  else return false;  // a non-uploader without a request (non_uploaders = global): the global model
+  else if (request.empty()) return false;  // a non-uploader without a request (non_uploaders = global): the global model
   const std::vector<double> weights =
       fedcap_mixture_weights(pool_updates_.data(), k, pool_P_, pool_D_, request, self, alpha_, phi_);
   fedcap_mix(pool_models_.data(), k, pool_D_, weights, out);
@@ -143,7 +158,7 @@ bool FedcapRule::client_start_state(int64_t client, std::span<const float> globa
 
 std::vector<int64_t> FedcapRule::request_clients(const std::vector<int64_t>& sampled) const {
   std::vector<int64_t> asked;
-  if (!customise_ || !request_ || pool_clients_.empty()) return asked;
+  if (!request_ || pool_clients_.empty()) return asked;
   for (int64_t client : sampled)
     if (!removed_.contains(client) && pool_row(client) < 0) asked.push_back(client);
   return asked;
@@ -166,7 +181,7 @@ void FedcapRule::load_state(std::span<const float> s) {
   if (s.empty()) {  // a fresh start (a checkpoint taken before any round)
     removed_.clear(), pool_clients_.clear(), pool_models_.clear(), pool_updates_.clear(), pool_base_.clear();
     pool_D_ = pool_P_ = 0;
-    sent_.clear(), requests_.clear();
+    sent_.clear();
     return;
   }
   size_t at = 0;
@@ -190,7 +205,6 @@ void FedcapRule::load_state(std::span<const float> s) {
   pool_updates_.assign(s.begin() + at + D + k * D, s.end());
   pool_D_ = D, pool_P_ = P;
   sent_.clear();
-  requests_.clear();
 }
 
 }  // namespace

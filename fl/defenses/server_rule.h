@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -99,6 +100,27 @@ struct AggregationOutput {
   std::vector<std::pair<std::string, double>> resolved;
 };
 
+// A round's plan (DESIGN.md pFL hook 1): a rule that personalises the clients' start states (FedCAP's
+// customised models) says, before the round's training, where each sampled client starts. To plan, it
+// may first ask some clients for an extra update (FedCAP's request path: clients absent from last
+// round's uploads train from the global model its pool is relative to); the run loop trains those at once
+// and returns them, so the whole exchange is one call.
+//
+// RequestUpdates trains each of `clients` from `base` (the rule's columns of a state) on its own data and a copy of its
+// state, model attacks applied as to uploads; returns the updates, row i for clients[i].
+using RequestUpdates = std::function<std::vector<float>(const std::vector<int64_t>& clients, std::span<const float> base)>;
+struct RoundPlanInput {
+  const std::vector<int64_t>* sampled = nullptr;  // this round's clients, ascending
+  std::span<const float> global;                   // the global state's columns this rule aggregates over
+  // Empty when no training can be done (the final round's "next" start states,
+  // eval.personal_received_final): the rule then plans without.
+  RequestUpdates request_updates;
+};
+struct RoundPlan {
+  std::vector<float> starts;      // (sampled.size(), global.size()): row i is where sampled[i] starts
+  std::vector<uint8_t> personal;  // sampled.size(): 0 = that client gets the global state (its row unused)
+};
+
 class ServerRule {
  public:
   virtual ~ServerRule() = default;
@@ -107,19 +129,9 @@ class ServerRule {
   // `f` parameter applied), e.g. "krum: needs n > 2f + 2, got n = 5, f = 2"; empty when it accepts them.
   // Rules check it in aggregate(); wrappers ask it first to name the numbers that fail (bucketing).
   virtual std::string refusal(int64_t n, int64_t expected_malicious) const { return {}; }
-  // Personalised start states (DESIGN.md pFL hook 1; FedCAP's customised models, FedFomo's mixtures):
-  // a rule that returns true here is asked, before the round's training, for each sampled client's start
-  // state; it ASSIGNS `out` (the width of the global span it aggregates over) and returns true, or returns
-  // false to send the global state. Called serially, in client-id order.
-  virtual bool has_client_start_states() const { return false; }
-  virtual bool client_start_state(int64_t client, std::span<const float> global, std::span<float> out) { return false; }
-  // FedCAP's request path: before the start states, the sampled clients for which the rule wants an update
-  // trained on the client's data from request_base() (the shared columns of a state; FedCAP: the global
-  // model its pool is relative to). The run loop trains each (on a copy of its ClientState, attacks
-  // applied as to uploads) and hands the update over with receive_request. Default: none.
-  virtual std::vector<int64_t> request_clients(const std::vector<int64_t>& sampled) const { return {}; }
-  virtual std::span<const float> request_base() const { return {}; }
-  virtual void receive_request(int64_t client, std::span<const float> update) {}
+  // A round's plan (RoundPlan above): asked once per round, before the sampled clients train. Default:
+  // none, every client starts from the global state.
+  virtual std::optional<RoundPlan> plan_round(const RoundPlanInput& input) { return std::nullopt; }
   // Rules with memory across rounds (FoolsGold history, ...) save it for checkpoints. load_state refuses a
   // state it cannot have saved (bastion::Error), so a rule without memory refuses any non-empty one.
   virtual std::vector<float> save_state() const { return {}; }
