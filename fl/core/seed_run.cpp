@@ -236,79 +236,113 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
   }
 }
 
+// One round reads configure -> train -> aggregate -> record -> evaluate -> finish; under mpirun every
+// rank takes the same steps, and the transport steps inside them do nothing in one process.
 void SeedRun::run(const RunOptions& options) {
-  const int64_t rounds = c_.experiment.integer("rounds");
+  begin_run(options);
+  RoundWork work;  // its buffers are reused from round to round
+  for (int64_t round = next_round_; round <= c_.experiment.integer("rounds"); ++round) {
+    configure_round(round, work);  // sample; the server's start states and messages reach the clients' owners
+    train_round(work);             // this rank's clients train; their uploads reach the server
+    aggregate_round(work);         // attacks on the uploads, the server rule, the new global model shared
+    record_round(work);            // what the round did, into the counters the next evaluation reports
+    evaluate_round_if_due(work);
+    if (finish_round(options, work)) return;  // timing, results files, checkpoint, progress; a test's stop
+  }
+}
+
+void SeedRun::begin_run(const RunOptions& options) {
   if (is_server()) write_partition();  // the same every time: a resumed run rewrites it unchanged
   tensorboard_dir_ = options.tensorboard_dir;
   last_checkpoint_ = last_results_write_ = std::chrono::steady_clock::now();
   auto_checkpoint_seconds_ = options.auto_checkpoint_seconds;
   results_write_seconds_ = options.results_write_seconds;
-  std::vector<float> uploads;
-  std::vector<ClientResult> results;
-  for (int64_t round = next_round_; round <= rounds; ++round) {
-    const auto round_start = std::chrono::steady_clock::now();
-    const bool attack_on = attack_active(round);
-    const std::vector<int64_t> sampled = round_clients(round, attack_on);
-    const int64_t m = static_cast<int64_t>(sampled.size());
-    const std::vector<int64_t> rows = owned_rows(sampled, net_.rank(), net_.size());
-    bytes_before_round_ = net_.bytes_moved();
-    uploads.resize(static_cast<size_t>(m * sharing_.width));
-    results.assign(static_cast<size_t>(m), ClientResult{});
-    if (is_server()) {
-      prepare_start_states(round, sampled, attack_on);
-      prepare_messages(round, sampled);
-    }
-    if (spread()) send_client_inputs(sampled, rows);
-    train_clients(round, sampled, rows, attack_on, uploads, results);
-    if (spread()) collect_client_outputs(rows, uploads, results);
-    const double train_seconds = seconds_since(round_start);
-    const auto aggregate_start = std::chrono::steady_clock::now();
-    if (sharing_.width > 0 && is_server()) {  // a rule that shares nothing (local) has no server step
-      if (attack_on) attack_uploads(round, sampled, uploads);
-      aggregate(round, sampled, attack_on, uploads, results);
-    }
-    if (sharing_.width > 0 && spread()) share_global();
-    const double aggregate_seconds = seconds_since(aggregate_start);
-    pending_.sampled = m;
-    pending_.malicious = 0;
-    double loss_sum = 0.0;
-    for (size_t i = 0; i < sampled.size(); ++i) {
-      sampled_since_eval_[sampled[i]] = 1;
-      pending_.malicious += attack_on && is_malicious_[sampled[i]];
-      loss_sum += results[i].train_loss;
-      if (!results[i].note.empty()) notes_.push_back({round, sampled[i], results[i].note});
-    }
-    pending_.train_loss = last_train_loss_ = loss_sum / static_cast<double>(m);
-    // Bytes over the shared columns only: what goes up, and what each client receives of the server's state.
-    pending_.bytes_up += m * sharing_.width * static_cast<int64_t>(sizeof(float));
-    pending_.bytes_down += m * sharing_.width * static_cast<int64_t>(sizeof(float));
-    pending_.bytes_down += message_bytes();  // a method server's messages, and its clients' extra uploads
-    for (const ClientResult& result : results)
-      pending_.bytes_up += static_cast<int64_t>(result.extra_upload.size() * sizeof(float));
-    const auto eval_start = std::chrono::steady_clock::now();
-    if (round % c_.eval.integer("every") == 0 || round == rounds) {
-      if (is_server()) evaluate_round(round);
-      else if (c_.eval.boolean("personalized")) evaluate_personalized(round);  // this rank's share of it
-    }
-    timings_.push_back({round, train_seconds, aggregate_seconds, seconds_since(eval_start), seconds_since(round_start)});
-    next_round_ = round + 1;
-    const bool checkpoint = checkpoint_due(round, rounds);  // collective under mpirun: every rank asks
-    // The results files are rewritten whole (atomically), so rewriting them every round of a fast run costs
-    // O(rounds^2) bytes: at most every results_write_seconds_, and always at a checkpoint, the last round and
-    // a test's stop; a resume rewrites them from the checkpoint anyway.
-    const bool stopping = options.stop_after_round > 0 && round >= options.stop_after_round;
-    if (is_server() && (checkpoint || round == rounds || stopping ||
-                        seconds_since(last_results_write_) >= results_write_seconds_)) {
-      write_results();
-      last_results_write_ = std::chrono::steady_clock::now();
-    }
-    if (checkpoint) {
-      if (spread()) collect_client_states();
-      if (is_server()) save_checkpoint(dir_ + "/checkpoint.safetensors", checkpoint_state());
-    }
-    if (is_server()) log_progress(options, round, seconds_since(round_start));
-    if (options.stop_after_round > 0 && round >= options.stop_after_round) return;
+}
+
+void SeedRun::configure_round(int64_t round, RoundWork& work) {
+  work.start = std::chrono::steady_clock::now();
+  work.round = round;
+  work.attack_on = attack_active(round);
+  work.sampled = round_clients(round, work.attack_on);
+  work.rows = owned_rows(work.sampled, net_.rank(), net_.size());
+  bytes_before_round_ = net_.bytes_moved();
+  const int64_t m = static_cast<int64_t>(work.sampled.size());
+  work.uploads.resize(static_cast<size_t>(m * sharing_.width));
+  work.results.assign(static_cast<size_t>(m), ClientResult{});
+  if (is_server()) {
+    prepare_start_states(round, work.sampled, work.attack_on);
+    prepare_messages(round, work.sampled);
   }
+  send_client_inputs(work.sampled, work.rows);
+}
+
+void SeedRun::train_round(RoundWork& work) {
+  train_clients(work.round, work.sampled, work.rows, work.attack_on, work.uploads, work.results);
+  collect_client_outputs(work.rows, work.uploads, work.results);
+  work.train_seconds = seconds_since(work.start);
+}
+
+void SeedRun::aggregate_round(RoundWork& work) {
+  const auto start = std::chrono::steady_clock::now();
+  if (sharing_.width > 0) {  // a rule that shares nothing (local) has no server step
+    if (is_server() && work.attack_on) attack_uploads(work.round, work.sampled, work.uploads);
+    if (is_server()) aggregate(work.round, work.sampled, work.attack_on, work.uploads, work.results);
+    share_global();
+  }
+  work.aggregate_seconds = seconds_since(start);
+}
+
+// The round's counters (pending_ until the next evaluated round reports them) and client notes.
+void SeedRun::record_round(const RoundWork& work) {
+  const int64_t m = static_cast<int64_t>(work.sampled.size());
+  pending_.sampled = m;
+  pending_.malicious = 0;
+  double loss_sum = 0.0;
+  for (size_t i = 0; i < work.sampled.size(); ++i) {
+    sampled_since_eval_[work.sampled[i]] = 1;
+    pending_.malicious += work.attack_on && is_malicious_[work.sampled[i]];
+    loss_sum += work.results[i].train_loss;
+    if (!work.results[i].note.empty()) notes_.push_back({work.round, work.sampled[i], work.results[i].note});
+  }
+  pending_.train_loss = last_train_loss_ = loss_sum / static_cast<double>(m);
+  // Bytes over the shared columns only: what goes up, and what each client receives of the server's state.
+  pending_.bytes_up += m * sharing_.width * static_cast<int64_t>(sizeof(float));
+  pending_.bytes_down += m * sharing_.width * static_cast<int64_t>(sizeof(float));
+  pending_.bytes_down += message_bytes();  // a method server's messages, and its clients' extra uploads
+  for (const ClientResult& result : work.results)
+    pending_.bytes_up += static_cast<int64_t>(result.extra_upload.size() * sizeof(float));
+}
+
+void SeedRun::evaluate_round_if_due(RoundWork& work) {
+  const auto start = std::chrono::steady_clock::now();
+  if (work.round % c_.eval.integer("every") == 0 || work.round == c_.experiment.integer("rounds")) {
+    if (is_server()) evaluate_round(work.round);
+    else if (c_.eval.boolean("personalized")) evaluate_personalized(work.round);  // this rank's share of it
+  }
+  work.eval_seconds = seconds_since(start);
+}
+
+// True when a test's RunOptions::stop_after_round says to stop here.
+bool SeedRun::finish_round(const RunOptions& options, const RoundWork& work) {
+  const int64_t round = work.round, rounds = c_.experiment.integer("rounds");
+  timings_.push_back({round, work.train_seconds, work.aggregate_seconds, work.eval_seconds, seconds_since(work.start)});
+  next_round_ = round + 1;
+  const bool checkpoint = checkpoint_due(round, rounds);  // collective under mpirun: every rank asks
+  // The results files are rewritten whole (atomically), so rewriting them every round of a fast run costs
+  // O(rounds^2) bytes: at most every results_write_seconds_, and always at a checkpoint, the last round and
+  // a test's stop; a resume rewrites them from the checkpoint anyway.
+  const bool stopping = options.stop_after_round > 0 && round >= options.stop_after_round;
+  if (is_server() && (checkpoint || round == rounds || stopping ||
+                      seconds_since(last_results_write_) >= results_write_seconds_)) {
+    write_results();
+    last_results_write_ = std::chrono::steady_clock::now();
+  }
+  if (checkpoint) {
+    collect_client_states();
+    if (is_server()) save_checkpoint(dir_ + "/checkpoint.safetensors", checkpoint_state());
+  }
+  if (is_server()) log_progress(options, round, seconds_since(work.start));
+  return stopping;
 }
 
 // run.checkpoint_every: N > 0 every N rounds and the last; 0 never; -1 (the default) at most once a

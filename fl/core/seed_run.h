@@ -131,6 +131,23 @@ class SeedRun {
     const int64_t end = c_.attack.integer("end_round");
     return !malicious_.empty() && round >= c_.attack.integer("start_round") && (end == 0 || round <= end);
   }
+  // One round's work, passed along its steps (run()); the buffers live across rounds.
+  struct RoundWork {
+    int64_t round = 0;
+    bool attack_on = false;
+    std::vector<int64_t> sampled, rows;  // this round's clients; this rank's positions among them
+    std::vector<float> uploads;          // (sampled, shared width) on the server after train_round
+    std::vector<ClientResult> results;
+    std::chrono::steady_clock::time_point start;
+    double train_seconds = 0.0, aggregate_seconds = 0.0, eval_seconds = 0.0;
+  };
+  void begin_run(const RunOptions& options);
+  void configure_round(int64_t round, RoundWork& work);
+  void train_round(RoundWork& work);
+  void aggregate_round(RoundWork& work);
+  void record_round(const RoundWork& work);
+  void evaluate_round_if_due(RoundWork& work);
+  bool finish_round(const RunOptions& options, const RoundWork& work);
   void prepare_backdoor_test();
   std::vector<int64_t> round_clients(int64_t round, bool attack_on) const;
   std::span<const float> global_shared();

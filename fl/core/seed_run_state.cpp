@@ -11,8 +11,10 @@
 
 namespace bastion {
 
-// Spread over ranks (fl/core/spread_round.h): the owners' start rows and messages, from rank 0.
+// The steps between ranks (fl/core/spread_round.h); each does nothing in one process.
+// The owners' start rows and messages, from rank 0.
 void SeedRun::send_client_inputs(const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows) {
+  if (!spread()) return;
   std::vector<Bytes> parts;
   if (is_server()) parts = pack_client_inputs(sampled, net_.size(), starts_, D_, messages_);
   const Bytes mine = net_.scatter(parts);
@@ -22,6 +24,7 @@ void SeedRun::send_client_inputs(const std::vector<int64_t>& sampled, const std:
 // The owners' upload rows and results, into their sampled positions on rank 0.
 void SeedRun::collect_client_outputs(const std::vector<int64_t>& rows, std::vector<float>& uploads,
                                      std::vector<ClientResult>& results) {
+  if (!spread()) return;
   const Bytes mine = is_server() ? Bytes{} : pack_client_outputs(rows, uploads, sharing_.width, results);
   const std::vector<Bytes> parts = net_.gather(mine);
   if (is_server()) unpack_client_outputs(parts, sharing_.width, uploads, results);
@@ -29,6 +32,7 @@ void SeedRun::collect_client_outputs(const std::vector<int64_t>& rows, std::vect
 
 // The aggregated global state, from rank 0 to every rank.
 void SeedRun::share_global() {
+  if (!spread()) return;
   Bytes bytes;
   if (is_server()) {
     const char* p = reinterpret_cast<const char*>(global_.data());
@@ -43,11 +47,12 @@ void SeedRun::share_global() {
 
 // Before a checkpoint: every client's state onto rank 0, which writes them all (so any K can resume).
 void SeedRun::collect_client_states() {
+  if (!spread()) return;
   const std::vector<Bytes> parts = net_.gather(pack_client_states(client_states_, net_.rank(), net_.size()));
   if (is_server()) unpack_client_states(parts, client_states_);
 }
 void SeedRun::save_models() {
-  if (spread()) collect_client_states();
+  collect_client_states();
   if (!is_server()) return;
   Model& model = *replicas_[0];
   const std::map<std::string, std::string> metadata = {{"dataset", shared_.train.name}, {"seed", std::to_string(seed_)}};
