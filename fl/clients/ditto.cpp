@@ -77,57 +77,39 @@ class DittoClient final : public ClientRule {
     const uint64_t personal_seed = Generator(task.seed).fork(kPersonalStream).next_u64();
     ClientTask personal_task = task;  // same client, data and attack; its own loader seed
     personal_task.seed = personal_seed;
-    BatchLoader personal_loader(task.data, schedule_.batch, schedule_.shuffle, personal_seed, task.indices, schedule_.drop_last);
-    Generator personal_attack_rng = attack_stream(personal_task);
-    prepare_loader(personal_loader, personal_task, personal_attack_rng);
+    ClientLoader personal_data(personal_task, schedule_);
     Sgd personal_sgd(personal, options(task, true));
     start(personal, dropout_seed(personal_task));
-    LocalPass personal_pass{personal, personal_loader, personal_sgd, nullptr, personal_task, personal_attack_rng,
-                            schedule_.grad_clip, &prox, /*allow_attack=*/false};
+    LocalPass personal_pass{personal, personal_data.loader, personal_sgd, nullptr, personal_task,
+                            personal_data.attack_rng, schedule_.grad_clip, &prox, /*allow_attack=*/false};
     const int64_t epochs = personal_epochs_ > 0 ? personal_epochs_ : schedule_.epochs;
     const ClientResult personal_result = run_local_epochs(personal_pass, epochs, schedule_.steps);
 
-    BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
-    Generator attack_rng = attack_stream(task);
-    prepare_loader(loader, task, attack_rng);
+    ClientLoader data(task, schedule_);
     Sgd sgd(task.model, options(task, false));
     start(task.model, dropout_seed(task));
-    LocalPass pass{task.model, loader, sgd, nullptr, task, attack_rng, schedule_.grad_clip};
+    LocalPass pass{task.model, data.loader, sgd, nullptr, task, data.attack_rng, schedule_.grad_clip};
     ClientResult result = run_local_epochs(pass, schedule_.epochs, schedule_.steps);
     result.personal_steps = personal_result.steps;
     return result;
   }
 
   ClientResult train_interleaved(ClientTask& task, Model& personal, const GradientHook& prox) const {
-    BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
-    Generator attack_rng = attack_stream(task);
-    prepare_loader(loader, task, attack_rng);
+    ClientLoader data(task, schedule_);
     Sgd sgd(task.model, options(task, false));
     Sgd personal_sgd(personal, options(task, true));
     start(task.model, dropout_seed(task));
     start(personal, Generator(task.seed).fork(kPersonalStream).next_u64());
-    LocalPass pass{task.model, loader, sgd, nullptr, task, attack_rng, schedule_.grad_clip};
-    LocalPass personal_pass{personal, loader, personal_sgd, nullptr, task, attack_rng, schedule_.grad_clip, &prox,
-                            /*allow_attack=*/false};
-    ClientResult result;
-    double loss_sum = 0.0;
-    const int64_t total_steps = schedule_.steps > 0 ? schedule_.steps : std::numeric_limits<int64_t>::max();
-    Tensor x;
-    LabelTensor y;
-    for (int64_t epoch = 0; result.steps < total_steps && (schedule_.steps > 0 || epoch < schedule_.epochs); ++epoch) {
-      loader.start_epoch(epoch);
-      int64_t batches = 0;
-      while (result.steps < total_steps && loader.next(x, y)) {
-        local_step(personal_pass, x, y);
-        loss_sum += local_step(pass, x, y);
-        result.samples += x.size(0);
-        ++result.steps;
-        ++result.personal_steps;
-        ++batches;
-      }
-      BASTION_CHECK(batches > 0, "ditto: client ", task.client, " has no batch");
-    }
-    result.train_loss = result.steps > 0 ? loss_sum / static_cast<double>(result.steps) : 0.0;
+    LocalPass pass{task.model, data.loader, sgd, nullptr, task, data.attack_rng, schedule_.grad_clip};
+    LocalPass personal_pass{personal, data.loader, personal_sgd, nullptr, task, data.attack_rng, schedule_.grad_clip,
+                            &prox, /*allow_attack=*/false};
+    const BatchStep both = [&](const Tensor& x, const LabelTensor& y, int64_t) {
+      local_step(personal_pass, x, y);
+      return local_step(pass, x, y);
+    };
+    ClientResult result = run_epochs(data.loader, schedule_.epochs, schedule_.steps, 0, both,
+                                     "ditto: client " + std::to_string(task.client));
+    result.personal_steps = result.steps;
     return result;
   }
 };

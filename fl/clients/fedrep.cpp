@@ -47,15 +47,13 @@ class FedRepClient final : public ClientRule {
       scatter_head(model, stored->second, state);
       model.load_state_values(state);
     }
-    BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
-    Generator attack_rng = attack_stream(task);
-    prepare_loader(loader, task, attack_rng);
+    ClientLoader data(task, schedule_);
     model.reseed_dropout(dropout_seed(task));
     model.train(true);
     const float lr = schedule_.lr_at(task.round);
-    ClientResult head = phase(task, loader, attack_rng, /*head=*/true, head_epochs_, 0,
+    ClientResult head = phase(task, data, /*head=*/true, head_epochs_, 0,
                               head_lr_ > 0 ? static_cast<float>(head_lr_ * schedule_.decay_at(task.round)) : lr);
-    ClientResult body = phase(task, loader, attack_rng, /*head=*/false, body_epochs_, head_epochs_, lr);
+    ClientResult body = phase(task, data, /*head=*/false, body_epochs_, head_epochs_, lr);
     model.set_all_trainable(true);
     task.state.vectors[kHeadKey] = gather_head(model, model.state_values());
     ClientResult result;
@@ -89,8 +87,8 @@ class FedRepClient final : public ClientRule {
   }
 
   // Trains only the head (head = true) or only the body for `epochs` epochs.
-  ClientResult phase(ClientTask& task, BatchLoader& loader, Generator& attack_rng, bool head, int64_t epochs,
-                     int64_t first_epoch, float lr) const {
+  ClientResult phase(ClientTask& task, ClientLoader& data, bool head, int64_t epochs, int64_t first_epoch,
+                     float lr) const {
     if (epochs == 0) return {};
     task.model.set_trainable(/*head=*/true, head);
     task.model.set_trainable(/*head=*/false, !head);
@@ -98,7 +96,7 @@ class FedRepClient final : public ClientRule {
     options.lr = lr;
     Sgd sgd(task.model, options);
     const std::unique_ptr<Sam> sam = head ? nullptr : body_sam(task.model, sgd);
-    LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule_.grad_clip};
+    LocalPass pass{task.model, data.loader, sgd, sam.get(), task, data.attack_rng, schedule_.grad_clip};
     return run_local_epochs(pass, epochs, 0, first_epoch);
   }
 };

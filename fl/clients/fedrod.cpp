@@ -74,17 +74,11 @@ std::vector<int64_t> trained_label_counts(const ClientTask& task, BatchLoader& l
     for (int64_t i : task.indices) ++counts[static_cast<size_t>(task.data.labels[static_cast<size_t>(i)])];
     return counts;
   }
-  const int64_t total_steps = schedule.steps > 0 ? schedule.steps : std::numeric_limits<int64_t>::max();
-  Tensor x;
-  LabelTensor y;
-  int64_t steps = 0;
-  for (int64_t epoch = 0; steps < total_steps && (schedule.steps > 0 || epoch < schedule.epochs); ++epoch) {
-    loader.start_epoch(epoch);
-    int64_t batches = 0;
-    for (; steps < total_steps && loader.next(x, y); ++steps, ++batches)
-      for (int64_t n = 0; n < y.size(); ++n) ++counts[static_cast<size_t>(y[n])];
-    BASTION_CHECK(batches > 0, "fedrod: client ", task.client, " has no batch");
-  }
+  const BatchStep count = [&](const Tensor&, const LabelTensor& y, int64_t) {
+    for (int64_t n = 0; n < y.size(); ++n) ++counts[static_cast<size_t>(y[n])];
+    return 0.0;
+  };
+  run_epochs(loader, schedule.epochs, schedule.steps, 0, count, "fedrod: client " + std::to_string(task.client));
   return counts;
 }
 
@@ -101,15 +95,13 @@ class FedRodClient final : public ClientRule {
   ClientResult train(ClientTask& task) const override {
     Model& model = task.model;
     PersonalHead head{initial_personal_head(task), {}, true};
-    BatchLoader loader(task.data, schedule_.batch, schedule_.shuffle, task.seed, task.indices, schedule_.drop_last);
-    Generator attack_rng = attack_stream(task);
-    prepare_loader(loader, task, attack_rng);
-    const std::vector<float> log_prior = balanced_softmax_log_prior(trained_label_counts(task, loader, schedule_));
+    ClientLoader data(task, schedule_);
+    const std::vector<float> log_prior = balanced_softmax_log_prior(trained_label_counts(task, data.loader, schedule_));
     SgdOptions options = schedule_.sgd;
     options.lr = schedule_.lr_at(task.round);
     Sgd sgd(model, options);
     model.train(true);
-    LocalPass pass{model, loader, sgd, nullptr, task, attack_rng, schedule_.grad_clip};
+    LocalPass pass{model, data.loader, sgd, nullptr, task, data.attack_rng, schedule_.grad_clip};
     const ClientResult result = run(pass, head, log_prior);
     store(task.state, kPersonalHeadKey, head.weights);
     return result;
@@ -145,30 +137,17 @@ class FedRodClient final : public ClientRule {
 
   ClientResult run(LocalPass& pass, PersonalHead& head, const std::vector<float>& log_prior) const {
     const Generator dropout = Generator(dropout_seed(pass.task)).fork(kStepDropoutStream);
-    ClientResult result;
-    double loss_sum = 0.0;
-    const int64_t total_steps = schedule_.steps > 0 ? schedule_.steps : std::numeric_limits<int64_t>::max();
-    Tensor x;
-    LabelTensor y;
-    for (int64_t epoch = 0; result.steps < total_steps && (schedule_.steps > 0 || epoch < schedule_.epochs); ++epoch) {
-      pass.loader.start_epoch(epoch);
-      int64_t batches = 0;
-      while (result.steps < total_steps && pass.loader.next(x, y)) {
-        const uint64_t step_dropout = dropout.fork(static_cast<uint64_t>(result.steps)).next_u64();
-        const Tensor x_there = x.to(pass.model.device());  // the loader's batch, on a device replica's device
-        pass.model.reseed_dropout(step_dropout);
-        personal_step(pass, head, x_there, y);
-        pass.model.reseed_dropout(step_dropout);
-        loss_sum += generic_step(pass, x_there, y, log_prior);
-        result.samples += x.size(0);
-        ++result.steps;
-        ++result.personal_steps;
-        ++batches;
-      }
-      BASTION_CHECK(batches > 0, "fedrod: client ", pass.task.client, " has no batch (", pass.loader.num_samples(),
-                    " samples, batch ", pass.loader.batch_size(), ")");
-    }
-    result.train_loss = result.steps > 0 ? loss_sum / static_cast<double>(result.steps) : 0.0;
+    const BatchStep both = [&](const Tensor& x, const LabelTensor& y, int64_t k) {
+      const uint64_t step_dropout = dropout.fork(static_cast<uint64_t>(k)).next_u64();
+      const Tensor x_there = x.to(pass.model.device());  // the loader's batch, on a device replica's device
+      pass.model.reseed_dropout(step_dropout);
+      personal_step(pass, head, x_there, y);
+      pass.model.reseed_dropout(step_dropout);
+      return generic_step(pass, x_there, y, log_prior);
+    };
+    ClientResult result = run_epochs(pass.loader, schedule_.epochs, schedule_.steps, 0, both,
+                                     "fedrod: client " + std::to_string(pass.task.client));
+    result.personal_steps = result.steps;
     return result;
   }
 

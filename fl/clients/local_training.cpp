@@ -176,32 +176,42 @@ void prepare_loader(BatchLoader& loader, const ClientTask& task, Generator& atta
   task.attack->poison_loader(loader, context);
 }
 
-ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, int64_t first_epoch) {
+ClientLoader::ClientLoader(const ClientTask& task, const LocalSchedule& schedule)
+    : attack_rng(attack_stream(task)),
+      loader(task.data, schedule.batch, schedule.shuffle, task.seed, task.indices, schedule.drop_last) {
+  prepare_loader(loader, task, attack_rng);
+}
+
+ClientResult run_epochs(BatchLoader& loader, int64_t epochs, int64_t steps, int64_t first_epoch, const BatchStep& step,
+                        const std::string& who) {
   ClientResult result;
   double loss_sum = 0.0;
   const int64_t total_steps = steps > 0 ? steps : std::numeric_limits<int64_t>::max();
   Tensor x;
   LabelTensor y;
   for (int64_t epoch = 0; result.steps < total_steps && (steps > 0 || epoch < epochs); ++epoch) {
-    pass.loader.start_epoch(first_epoch + epoch);
+    loader.start_epoch(first_epoch + epoch);
     int64_t batches = 0;
-    while (result.steps < total_steps && pass.loader.next(x, y)) {
-      loss_sum += local_step(pass, x, y);
+    while (result.steps < total_steps && loader.next(x, y)) {
+      loss_sum += step(x, y, result.steps);
       result.samples += x.size(0);
       ++result.steps;
       ++batches;
     }
-    BASTION_CHECK(batches > 0, "client ", pass.task.client, " has no batch (", pass.loader.num_samples(),
-                  " samples, batch ", pass.loader.batch_size(), ")");
+    BASTION_CHECK(batches > 0, who, " has no batch (", loader.num_samples(), " samples, batch ", loader.batch_size(), ")");
   }
   result.train_loss = result.steps > 0 ? loss_sum / static_cast<double>(result.steps) : 0.0;
   return result;
 }
 
+ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, int64_t first_epoch) {
+  return run_epochs(pass.loader, epochs, steps, first_epoch,
+                    [&](const Tensor& x, const LabelTensor& y, int64_t) { return local_step(pass, x, y); },
+                    "client " + std::to_string(pass.task.client));
+}
+
 ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const TrainingHooks& hooks) {
-  BatchLoader loader(task.data, schedule.batch, schedule.shuffle, task.seed, task.indices, schedule.drop_last);
-  Generator attack_rng = attack_stream(task);
-  prepare_loader(loader, task, attack_rng);
+  ClientLoader data(task, schedule);
   SgdOptions options = schedule.sgd;
   options.lr = client_lr(schedule, task);
   Sgd sgd(task.model, options);
@@ -211,7 +221,7 @@ ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule
   std::unique_ptr<Sam> sam;
   if (hooks.sam) sam = std::make_unique<Sam>(task.model, sgd, *hooks.sam);
   else if (schedule.rho > 0.0f) sam = std::make_unique<Sam>(task.model, sgd, schedule.sam_options(schedule.rho));
-  LocalPass pass{task.model, loader, sgd, sam.get(), task, attack_rng, schedule.grad_clip};
+  LocalPass pass{task.model, data.loader, sgd, sam.get(), task, data.attack_rng, schedule.grad_clip};
   pass.extra_loss = hooks.extra_loss;
   pass.hook = hooks.gradient;
   pass.batch_hook = hooks.batch;

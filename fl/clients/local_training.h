@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "data/loader.h"
@@ -55,6 +56,24 @@ uint64_t dropout_seed(const ClientTask& task);
 
 // Gives `loader` the task's transform and, for an attacker, the attack's poisoning.
 void prepare_loader(BatchLoader& loader, const ClientTask& task, Generator& attack_rng);
+
+// A client pass's data, the start of every rule's round: the loader over the task's samples (seeded by
+// task.seed, the schedule's batch, shuffle and drop_last) with the task's transform and, for an attacker,
+// the attack's poisoning (prepare_loader), and the pass's attack stream (attack_stream(task)).
+struct ClientLoader {
+  ClientLoader(const ClientTask& task, const LocalSchedule& schedule);
+  Generator attack_rng;
+  BatchLoader loader;
+};
+
+// The epoch driver every local loop shares: `epochs` epochs (or exactly `steps` steps when steps > 0,
+// cycling through epochs) over `loader`, its epochs numbered from first_epoch (the shuffle of epoch e
+// depends on e). `step(x, y, k)` trains on the k-th batch (from 0) and returns its loss. The result counts
+// samples and steps; train_loss is the mean step loss. Throws, naming `who` (e.g. "ditto: client 3"), when
+// an epoch yields no batch.
+using BatchStep = std::function<double(const Tensor& x, const LabelTensor& y, int64_t k)>;
+ClientResult run_epochs(BatchLoader& loader, int64_t epochs, int64_t steps, int64_t first_epoch, const BatchStep& step,
+                        const std::string& who);
 
 using GradientHook = std::function<void(Model&)>;
 // A gradient edit that needs the batch (SPMC's LGAlign: a second forward/backward for the teacher's loss,
