@@ -98,7 +98,7 @@ void bench_fedcpa(benchmark::State& state, std::string correlation, bool steady)
   const Params params("server.fedcpa", *find_server_rule("fedcpa").info.params, {{"correlation", correlation}});
   std::unique_ptr<ServerRule> rule = make_server_rule("fedcpa", params, "", Params());
   if (steady) rule->aggregate(in);
-  const std::vector<float> fresh = rule->save_state();
+  const RuleState fresh = rule->save_state();
   for (auto _ : state) {
     AggregationOutput out = rule->aggregate(in);
     benchmark::DoNotOptimize(out.update.data());

@@ -22,7 +22,10 @@ CheckpointState small_state() {
   s.seed = 7;
   s.config_toml = "rounds = 4\n";
   s.global = {0.5f, -1.0f, 2.0f};
-  s.method_state = {3.0f};
+  s.method_state.put_floats("duals", {3.0f});
+  s.method_state.put_floats("none_yet", {});                         // an empty block stays a block
+  s.method_state.put_ints("ids", {5, (int64_t{1} << 40) + 1});      // beyond 2^24: exact as int64
+  s.method_state.put_reals("weights", {0.1, 1.0 / 3.0});             // float64, exact
   s.clients.resize(2);
   s.clients[1].vectors["momentum"] = {0.25f, 0.5f};
   s.clients[0].scalars["lambda"] = 0.1;
@@ -60,6 +63,45 @@ TEST(FlCheckpoint, AChangedPayloadFailsItsChecksum) {
   edited.metadata["config"] = "rounds = 5\n";
   expect_error([&] { through_bytes(edited); }, {"checksum"});
   EXPECT_EQ(through_bytes(without_checksum(file)).global[0], 0.5f);  // unchecked, as an older file is read
+}
+
+// The rule-state codec (fl/base/rule_state.h): typed blocks come back by name and type, exactly (int64
+// ids past 2^24, float64 weights, an empty block); a checkpoint written before the codec, with its one F32
+// "server_state" vector, loads as the legacy block; a newer codec version is refused by name.
+TEST(FlCheckpoint, RuleStateBlocksRoundTripAndOldStatesLoadAsLegacy) {
+  const CheckpointState s = small_state();
+  const CheckpointState back = through_bytes(checkpoint_file(s));
+  EXPECT_EQ(back.method_state.ints("ids")[1], (int64_t{1} << 40) + 1);
+  EXPECT_EQ(back.method_state.reals("weights")[1], 1.0 / 3.0);
+  EXPECT_TRUE(back.method_state.has("none_yet") && back.method_state.floats("none_yet").empty());
+  EXPECT_TRUE(back.method_state.legacy().empty());
+  expect_error([&] { back.method_state.floats("ids"); }, {"method server state", "'ids'", "float32", "missing"});
+  SafetensorsFile old = without_checksum(checkpoint_file(small_state()));
+  old.f32.emplace_back("server_state", Tensor::from_vector(Shape{2}, std::vector<float>{7.0f, 8.0f}));
+  const CheckpointState from_old = through_bytes(old);
+  EXPECT_EQ(std::vector<float>(from_old.server_state.legacy().begin(), from_old.server_state.legacy().end()),
+            (std::vector<float>{7.0f, 8.0f}));
+  SafetensorsFile newer = without_checksum(checkpoint_file(small_state()));
+  newer.metadata["method_state_version"] = "2";
+  expect_error([&] { through_bytes(newer); }, {"checkpoint ck", "method_state", "version 2", "reads version 1"});
+}
+
+TEST(FlRuleState, BlocksAreTypedNamedAndChecked) {
+  RuleState state("demo");
+  state.put_int("width", 3);
+  state.put_per_client("rows", {{4, {1.0f, 2.0f}}, {1, {3.0f, 4.0f}}});
+  EXPECT_EQ(state.ints("rows_ids"), (std::vector<int64_t>{1, 4}));  // ascending
+  EXPECT_EQ(state.floats("rows"), (std::vector<float>{3.0f, 4.0f, 1.0f, 2.0f}));
+  EXPECT_EQ(state.per_client("rows", 5, 2).at(4), (std::vector<float>{1.0f, 2.0f}));
+  expect_error([&] { state.per_client("rows", 4, 2); }, {"demo state", "rows_ids", "4", "[0, 4)"});
+  expect_error([&] { state.per_client("rows", 5, 3); }, {"demo state", "'rows'", "4 values", "2 clients of 3"});
+  expect_error([&] { state.int_in("width", 0, 2); }, {"demo state", "'width'", "[0, 2]"});
+  expect_error([&] { state.put_floats("width", {}); }, {"demo state", "'width' given twice"});
+  expect_error([&] { state.put_floats("Bad.Name", {}); }, {"demo state", "Bad.Name"});
+  state.put_floats("model", {1.0f, NAN});
+  expect_error([&] { state.finite_floats("model", 2); }, {"demo state", "'model'", "NaN"});
+  expect_error([&] { state.finite_floats("model", 3); }, {"demo state", "'model'", "2 values, expected 3"});
+  EXPECT_TRUE(RuleState::from_legacy({}).empty());
 }
 
 TEST(FlCheckpoint, InMemoryRoundTripKeepsEveryField) {

@@ -171,7 +171,9 @@ TEST(FlDefenseAdversarial, HugeFiniteUploadsGiveAFiniteUpdateAndRobustRulesIgnor
       std::unique_ptr<ServerRule> rule = build(entry);
       expect_valid(all.run(*rule), kN, what + " all rows");
       expect_valid(all.run(*rule), kN, what + " all rows, round 2");
-      for (const float v : rule->save_state()) ASSERT_TRUE(std::isfinite(v)) << what << ": state " << v;
+      const RuleState state = rule->save_state();  // kept: a range-for over a temporary's member dangles
+      for (const auto& [name, values] : state.float_blocks())
+        for (const float v : values) ASSERT_TRUE(std::isfinite(v)) << what << ": state " << name << " " << v;
 
       Round signs = honest_round(3);  // rows alternate +huge / -huge
       for (int64_t i = 0; i < kN; ++i) std::fill_n(signs.uploads.row(i), kD, i % 2 ? -huge : huge);
@@ -372,6 +374,19 @@ TEST(FlDefenseAdversarial, StateRestoredFromACheckpointGivesTheSameNextRounds) {
   }
 }
 
+// `state` with the float block `name` one value short, or with the block `name` left out (drop).
+RuleState edited_state(const RuleState& state, const std::string& name, bool drop) {
+  RuleState out;
+  for (const auto& [key, values] : state.float_blocks())
+    if (key != name) out.put_floats(key, values);
+    else if (!drop) out.put_floats(key, std::vector<float>(values.begin(), values.end() - 1));
+  for (const auto& [key, values] : state.int_blocks())
+    if (key != name) out.put_ints(key, values);
+  for (const auto& [key, values] : state.real_blocks())
+    if (key != name) out.put_reals(key, values);
+  return out;
+}
+
 // A truncated or garbage state is refused with bastion::Error before any round uses it; a rule without
 // memory refuses any non-empty state (a checkpoint of another rule), and every rule accepts the empty one.
 TEST(FlDefenseAdversarial, TruncatedOrGarbageStateIsRefused) {
@@ -393,14 +408,19 @@ TEST(FlDefenseAdversarial, TruncatedOrGarbageStateIsRefused) {
     rule->load_state({});  // a fresh start is always a valid state
     Round first = round_of(1);
     first.run(*rule);
-    const std::vector<float> saved = rule->save_state();
-    std::vector<std::vector<float>> states = garbage;
-    if (!saved.empty()) states.emplace_back(saved.begin(), saved.end() - 1);  // truncated by one float
-    for (const std::vector<float>& state : states) {
+    const RuleState saved = rule->save_state();
+    std::vector<RuleState> states;  // pre-codec float vectors, then the saved blocks each cut or left out
+    for (const std::vector<float>& legacy : garbage) states.push_back(RuleState::from_legacy(legacy));
+    for (const auto& [name, values] : saved.float_blocks()) {
+      if (!values.empty()) states.push_back(edited_state(saved, name, /*drop=*/false));  // one float short
+      states.push_back(edited_state(saved, name, /*drop=*/true));
+    }
+    for (const auto& [name, values] : saved.int_blocks()) states.push_back(edited_state(saved, name, /*drop=*/true));
+    for (size_t k = 0; k < states.size(); ++k) {
       std::unique_ptr<ServerRule> fresh = build(*entry, inner.empty() ? "median" : inner);
       try {
-        fresh->load_state(state);
-        ADD_FAILURE() << what << " accepted a garbage state of " << state.size() << " floats";
+        fresh->load_state(states[k]);
+        ADD_FAILURE() << what << " accepted garbage state " << k;
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("state"), std::string::npos) << what << ": " << e.what();
       }

@@ -270,26 +270,31 @@ TEST(Fedcpa, FirstRoundVariantsRememberTheirReference) {
     std::unique_ptr<ServerRule> rule = make_fedcpa(rule_params("fedcpa", fedcpa_params(), {{"k", 0.1}, {"first_round", std::string(mode)}}));
     EXPECT_TRUE(rule->save_state().empty());
     rule->aggregate(u.input());
-    const std::vector<float> state = rule->save_state();
-    ASSERT_EQ(state.size(), 101u);
-    EXPECT_EQ(state[0], 100.0f);
+    const RuleState saved = rule->save_state();
+    const std::vector<float>& state = saved.floats("previous_global");
+    ASSERT_EQ(state.size(), 100u);
     std::vector<float> want = u.global;
     if (std::string(mode) == "local-mean") {
       const std::vector<float> mean = u.mean_rows({0, 1, 2, 3});
       for (int64_t d = 0; d < u.D; ++d) want[d] = static_cast<float>(double{u.global[d]} + mean[d]);
     }
-    expect_near_all(std::vector<float>(state.begin() + 1, state.end()), want, kSumOrderTolerance);
+    expect_near_all(state, want, kSumOrderTolerance);
     // A restored rule answers round 2 like the one that ran round 1.
     std::unique_ptr<ServerRule> restored = make_fedcpa(rule_params("fedcpa", fedcpa_params(), {{"k", 0.1}, {"first_round", std::string(mode)}}));
-    restored->load_state(state);
+    restored->load_state(saved);
     Uploads next = u;
     for (int64_t d = 0; d < u.D; ++d) next.global[d] += 0.02f * static_cast<float>(d % 5);
     EXPECT_EQ(restored->aggregate(next.input()).update, rule->aggregate(next.input()).update) << mode;
   }
   std::unique_ptr<ServerRule> rule = make_fedcpa(rule_params("fedcpa", fedcpa_params()));
-  rule->load_state(std::vector<float>{3.0f, 1.0f, 2.0f, 3.0f});
+  // Checkpoints written before the codec held [P, values]: they still load, and are checked the same way.
+  rule->load_state(RuleState::from_legacy({3.0f, 1.0f, 2.0f, 3.0f}));
   expect_error([&] { rule->aggregate(u.input()); }, {"fedcpa", "3 parameters", "100"});
-  expect_error([&] { rule->load_state(std::vector<float>{2.0f, 1.0f, NAN}); }, {"fedcpa", "state", "NaN"});
+  expect_error([&] { rule->load_state(RuleState::from_legacy({2.0f, 1.0f, NAN})); }, {"fedcpa", "state", "NaN"});
+  RuleState blocks;
+  blocks.put_floats("previous_global", {1.0f, NAN});
+  blocks.put_int("parameters", 2);
+  expect_error([&] { rule->load_state(blocks); }, {"previous_global", "NaN"});
 }
 
 // The memory matters: with g_prev = 0 and g = the attacker's own shape, the global model's critical sets
@@ -299,8 +304,9 @@ TEST(Fedcpa, PreviousGlobalModelDecidesTheGlobalTerm) {
   Uploads u = shaped_round(3, 1);
   for (int64_t d = 0; d < u.D; ++d) u.global[d] = u.row(3)[d] / 1.3f;  // the attacker's shape, factor 1
   std::unique_ptr<ServerRule> remembering = make_fedcpa(rule_params("fedcpa", fedcpa_params(), {{"k", 0.1}}));
-  std::vector<float> zero_previous(101, 0.0f);
-  zero_previous[0] = 100.0f;
+  RuleState zero_previous;
+  zero_previous.put_floats("previous_global", std::vector<float>(100, 0.0f));
+  zero_previous.put_int("parameters", 100);
   remembering->load_state(zero_previous);
   EXPECT_EQ(remembering->aggregate(u.input()).flagged, (std::vector<uint8_t>{1, 1, 1, 0}));
   EXPECT_EQ(run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}}).flagged, (std::vector<uint8_t>{0, 0, 0, 1}));

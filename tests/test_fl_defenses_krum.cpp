@@ -420,14 +420,14 @@ TEST(FlBulyan, VelocitySurvivesACheckpoint) {
   const Uploads first = bulyan_example(), second = Uploads::gaussian(7, 2, 31);
   const std::unique_ptr<ServerRule> straight = make_bulyan_rule(code), resumed = make_bulyan_rule(code);
   straight->aggregate(first.input());
-  const std::vector<float> saved = straight->save_state();
-  ASSERT_EQ(saved.size(), 2u);
+  const RuleState saved = straight->save_state();
+  ASSERT_EQ(saved.floats("velocity").size(), 2u);
   resumed->load_state(saved);
   EXPECT_EQ(resumed->aggregate(second.input()).update, straight->aggregate(second.input()).update);
 }
 
 TEST(FlBulyan, RefusesAVelocityWithoutMomentumOrOfAnotherSize) {
-  const std::vector<float> velocity = {1.0f, 2.0f, 3.0f};
+  const RuleState velocity = RuleState::from_legacy({1.0f, 2.0f, 3.0f});  // a pre-codec checkpoint's layout
   expect_error([&] { make_bulyan_rule({})->load_state(velocity); }, {"bulyan", "velocity", "momentum 0"});
   const std::unique_ptr<ServerRule> rule = make_bulyan_rule({{"momentum", 0.9}});
   rule->load_state(velocity);

@@ -157,19 +157,34 @@ TEST(FlFoolsGold, StateRoundTripsThroughSaveAndLoad) {
   r2.round = 2;
   auto original = foolsgold({{"history", std::string("normalized")}});
   original->aggregate(r1.input());
-  const std::vector<float> state = original->save_state();
-  ASSERT_EQ(state.size(), 2u + 5u * (1u + 12u));  // [count, P, 5 x (id, 12 values)]
+  const RuleState state = original->save_state();
+  ASSERT_EQ(state.ints("ids"), (std::vector<int64_t>{3, 8, 11, 40, 41}));
+  ASSERT_EQ(state.floats("histories").size(), 5u * 12u);
   auto restored = foolsgold({{"history", std::string("normalized")}});
   restored->load_state(state);
   EXPECT_EQ(restored->save_state(), state);
+  // A checkpoint written before the codec: [count, P, then (id, P values) records] loads to the same state.
+  std::vector<float> legacy = {5.0f, 12.0f};
+  for (size_t c = 0; c < 5; ++c) {
+    legacy.push_back(static_cast<float>(state.ints("ids")[c]));
+    legacy.insert(legacy.end(), state.floats("histories").begin() + c * 12, state.floats("histories").begin() + (c + 1) * 12);
+  }
+  auto from_old = foolsgold({{"history", std::string("normalized")}});
+  from_old->load_state(RuleState::from_legacy(legacy));
+  EXPECT_EQ(from_old->save_state(), state);
   const AggregationOutput a = original->aggregate(r2.input());
   const AggregationOutput b = restored->aggregate(r2.input());
   EXPECT_EQ(a.update, b.update);  // bitwise: same history, same arithmetic
   EXPECT_EQ(a.flagged, b.flagged);
   // Without the state the next aggregate differs (so the comparison above can fail).
   EXPECT_NE(foolsgold({{"history", std::string("normalized")}})->aggregate(r2.input()).update, a.update);
-  expect_error([&] { restored->load_state(std::span<const float>(state.data(), state.size() - 1)); },
-               {"foolsgold", "state"});
+  legacy.pop_back();
+  expect_error([&] { restored->load_state(RuleState::from_legacy(legacy)); }, {"foolsgold", "state"});
+  RuleState twice;
+  twice.put_int("width", 1);
+  twice.put_ints("ids", {4, 4});
+  twice.put_floats("histories", {1.0f, 2.0f});
+  expect_error([&] { restored->load_state(twice); }, {"foolsgold", "client 4 twice"});
 }
 
 TEST(FlFoolsGold, PermutationOfClientsDoesNotChangeResult) {

@@ -61,8 +61,12 @@ class RecordingMean final : public ServerRule {
     }
     return out;
   }
-  std::vector<float> save_state() const override { return {static_cast<float>(count_)}; }
-  void load_state(std::span<const float> state) override { count_ = static_cast<int64_t>(state[0]); }
+  RuleState save_state() const override {
+    RuleState state;
+    state.put_int("calls", count_);
+    return state;
+  }
+  void load_state(const RuleState& state) override { count_ = state.ints("calls").at(0); }
 
  private:
   std::vector<Call>* calls_;
@@ -248,10 +252,10 @@ TEST(FlBucketing, ForwardsStateToTheInnerRule) {
   auto a = bucketing(std::make_unique<RecordingMean>(nullptr));
   a->aggregate(u.input());
   a->aggregate(u.input());
-  EXPECT_EQ(a->save_state(), (std::vector<float>{2}));
+  EXPECT_EQ(a->save_state().ints("calls"), (std::vector<int64_t>{2}));
   auto b = bucketing(std::make_unique<RecordingMean>(nullptr));
   b->load_state(a->save_state());
-  EXPECT_EQ(b->save_state(), (std::vector<float>{2}));
+  EXPECT_EQ(b->save_state().ints("calls"), (std::vector<int64_t>{2}));
 }
 
 TEST(FlBucketing, RefusesBadParameters) {
@@ -344,10 +348,10 @@ TEST(FlGas, ForwardsStateToTheInnerRule) {
   const Uploads u = Uploads::gaussian(3, 4, 1);
   auto a = gas(std::make_unique<RecordingMean>(nullptr), {{"p", int64_t{2}}});
   a->aggregate(u.input());
-  EXPECT_EQ(a->save_state(), (std::vector<float>{2}));  // one inner call per group
+  EXPECT_EQ(a->save_state().ints("calls"), (std::vector<int64_t>{2}));  // one inner call per group
   auto b = gas(std::make_unique<RecordingMean>(nullptr));
   b->load_state(a->save_state());
-  EXPECT_EQ(b->save_state(), (std::vector<float>{2}));
+  EXPECT_EQ(b->save_state().ints("calls"), (std::vector<int64_t>{2}));
 }
 
 TEST(FlGas, RefusesBadParameters) {

@@ -135,7 +135,9 @@ TEST(FedAla, TheServerSendsTheInitialModelOnlyAtFirstVisitsAfterRoundOne) {
   begin(*server, 2, later, {1, 2});
   EXPECT_TRUE(message_for(1).empty());  // trained before
   EXPECT_EQ(message_for(2).at("initial"), initial);
-  const std::vector<float> saved = server->save_state();
+  const RuleState saved = server->save_state();
+  EXPECT_EQ(saved.floats("initial"), initial);
+  EXPECT_EQ(saved.ints("seen"), (std::vector<int64_t>{1, 1, 1, 0}));
   const auto restored = client_rule("fedala", {})->make_method_server(4, 2);
   restored->load_state(saved);
   begin(*restored, 3, later, {2, 3});
@@ -144,7 +146,15 @@ TEST(FedAla, TheServerSendsTheInitialModelOnlyAtFirstVisitsAfterRoundOne) {
   restored->message(3, {}, to_3);
   EXPECT_TRUE(to_2.empty());
   EXPECT_EQ(to_3.at("initial"), initial);
-  EXPECT_THROW(restored->load_state(std::span<const float>(saved).first(saved.size() - 1)), Error);
+  // A checkpoint written before the codec ([Θ^0, one flag per client]) loads to the same state.
+  const auto from_old = client_rule("fedala", {})->make_method_server(4, 2);
+  from_old->load_state(RuleState::from_legacy({1, 2, 1, 1, 1, 0}));
+  EXPECT_EQ(from_old->save_state(), saved);
+  EXPECT_THROW(restored->load_state(RuleState::from_legacy({1, 2, 1, 1, 1})), Error);  // a flag short
+  RuleState short_model;
+  short_model.put_floats("initial", {1});
+  short_model.put_ints("seen", {1, 1, 1, 0});
+  EXPECT_THROW(restored->load_state(short_model), Error);
   EXPECT_EQ(client_rule("fedala", {{"first_visit", std::string("global")}})->make_method_server(4, 2), nullptr);
 }
 

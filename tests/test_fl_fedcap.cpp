@@ -173,7 +173,15 @@ TEST(FlFedcap, StateRoundTripGivesTheSameCustomisedModels) {
   const PlanCall a = plan(*rule, {0, 1, 2}, r1.global), b = plan(*copy, {0, 1, 2}, r1.global);
   EXPECT_EQ(a.plan->starts, b.plan->starts);
   EXPECT_EQ(b.plan->personal, (std::vector<uint8_t>{1, 0, 1}));  // the removal of client 1 survives the checkpoint
-  expect_error([&] { copy->load_state(std::vector<float>{1, 2, 3}); }, {"fedcap state"});
+  // A checkpoint written before the codec: [tag, R, removed, k, D, P, pool clients, w, models, updates].
+  const RuleState saved = rule->save_state();
+  std::vector<float> legacy = {20240.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f, 0.0f, 2.0f};
+  for (const char* block : {"pool_base", "pool_models", "pool_updates"})
+    legacy.insert(legacy.end(), saved.floats(block).begin(), saved.floats(block).end());
+  auto from_old = fedcap();
+  from_old->load_state(RuleState::from_legacy(legacy));
+  EXPECT_EQ(from_old->save_state(), saved);
+  expect_error([&] { copy->load_state(RuleState::from_legacy({1, 2, 3})); }, {"fedcap state"});  // not its tag
   expect_error([&] { fedcap({{"phi", -0.5}}); }, {"phi"});
 }
 

@@ -95,8 +95,9 @@ TEST(FedFomoChoose, GreedyTakesTheLargestAffinityAndExplorationIsSeededAndExplor
 // ---- the server part ----
 
 std::vector<float> affinity_of(const MethodServer& server, int64_t N) {
-  const std::vector<float> state = server.save_state();  // [N, D, P (N x N), ...]
-  return std::vector<float>(state.begin() + 2, state.begin() + 2 + N * N);
+  const std::vector<float> affinity = server.save_state().floats("affinity");  // P, N x N
+  EXPECT_EQ(static_cast<int64_t>(affinity.size()), N * N);
+  return affinity;
 }
 
 void server_round(MethodServer& server, const std::vector<int64_t>& clients, const std::vector<float>& uploads,
@@ -154,12 +155,26 @@ TEST(FedFomoServer, PoolAllOffersEveryStoredModelAndTheStateSurvivesACheckpoint)
   server_round(*server, {3}, {3, 3}, {{3, 0, 0, 0.1f, 1, 0.9f}}, global, update);
   // Client 3 prefers 1 (0.9 > 0.1); M = 2 sends one model; client 4 has P = 0 for all: a seeded tie-break.
   EXPECT_EQ(message_for(*server, 3, 3).at(kFomoIds), (std::vector<float>{1}));
-  const std::vector<float> saved = server->save_state();
+  const RuleState saved = server->save_state();
   const auto restored = rule->make_method_server(5, 2);
   restored->load_state(saved);
   EXPECT_EQ(restored->save_state(), saved);
   for (int64_t c = 0; c < 5; ++c) EXPECT_EQ(message_for(*restored, 3, c), message_for(*server, 3, c)) << c;
-  EXPECT_THROW(restored->load_state(std::span<const float>(saved).first(saved.size() - 1)), Error);
+  // A checkpoint written before the codec: [N, D, P, count, last ids, count, (id, D values) records].
+  std::vector<float> legacy = {5.0f, 2.0f};
+  legacy.insert(legacy.end(), saved.floats("affinity").begin(), saved.floats("affinity").end());
+  legacy.push_back(static_cast<float>(saved.ints("last").size()));
+  for (int64_t id : saved.ints("last")) legacy.push_back(static_cast<float>(id));
+  legacy.push_back(static_cast<float>(saved.ints("models_ids").size()));
+  for (size_t k = 0; k < saved.ints("models_ids").size(); ++k) {
+    legacy.push_back(static_cast<float>(saved.ints("models_ids")[k]));
+    legacy.insert(legacy.end(), saved.floats("models").begin() + 2 * k, saved.floats("models").begin() + 2 * (k + 1));
+  }
+  const auto from_old = rule->make_method_server(5, 2);
+  from_old->load_state(RuleState::from_legacy(legacy));
+  EXPECT_EQ(from_old->save_state(), saved);
+  legacy.pop_back();
+  EXPECT_THROW(restored->load_state(RuleState::from_legacy(legacy)), Error);  // truncated
   EXPECT_THROW(rule->make_method_server(6, 2)->load_state(saved), Error);  // another population
 }
 
@@ -169,7 +184,8 @@ TEST(FedFomoServer, AggregateFalseKeepsNoModelsAndSendsNothing) {
   server_round(*server, {0, 1}, {1, 1, 2, 2}, {{}, {}}, {0, 0}, update);
   EXPECT_EQ(update, (std::vector<float>{0, 0}));
   EXPECT_TRUE(message_for(*server, 2, 2).empty());
-  EXPECT_EQ(server->save_state().size(), 2u + 9u + 1u + 2u + 1u);  // N, D, P, 2 last uploaders, 0 models
+  EXPECT_EQ(server->save_state().ints("last").size(), 2u);  // the 2 last uploaders
+  EXPECT_TRUE(server->save_state().ints("models_ids").empty());  // no model kept
 }
 
 // ---- the client on constructed candidates ----

@@ -301,11 +301,29 @@ TEST(SamFamilyServer, FedSpeedAndFedSmooStateAfterTwoRoundsMatchesAHandComputati
       EXPECT_EQ(to_0.count("mu") + to_0.count("s"), 0u);
     }
     // The state survives a checkpoint; a truncated one is refused.
-    const std::vector<float> saved = server->save_state();
+    const RuleState saved = server->save_state();
     const auto restored = client_rule(rule, {{"rho", 0.1}})->make_method_server(3, 2);
     restored->load_state(saved);
     for (int64_t c = 0; c < 3; ++c) EXPECT_EQ(message_for(*restored, c), message_for(*server, c));
-    EXPECT_THROW(restored->load_state(std::span<const float>(saved).first(saved.size() - 1)), Error);
+    // A checkpoint written before the codec: [P, size + mean update, size + s, count + (id, h), count + (id, mu)].
+    std::vector<float> legacy = {2.0f};
+    for (const char* block : {"mean_update", "s"}) {
+      legacy.push_back(static_cast<float>(saved.floats(block).size()));
+      legacy.insert(legacy.end(), saved.floats(block).begin(), saved.floats(block).end());
+    }
+    for (const std::string per_client : {"h", "mu"}) {
+      const std::vector<int64_t>& ids = saved.ints(per_client + "_ids");
+      legacy.push_back(static_cast<float>(ids.size()));
+      for (size_t k = 0; k < ids.size(); ++k) {
+        legacy.push_back(static_cast<float>(ids[k]));
+        legacy.insert(legacy.end(), saved.floats(per_client).begin() + 2 * k, saved.floats(per_client).begin() + 2 * (k + 1));
+      }
+    }
+    const auto from_old = client_rule(rule, {{"rho", 0.1}})->make_method_server(3, 2);
+    from_old->load_state(RuleState::from_legacy(legacy));
+    EXPECT_EQ(from_old->save_state(), saved);
+    legacy.pop_back();
+    EXPECT_THROW(restored->load_state(RuleState::from_legacy(legacy)), Error);  // truncated
   }
 }
 

@@ -182,7 +182,10 @@ TEST(FlSpmcClient, MethodServerSendsLastRoundsWeightsOnlyToItsAcceptedClients) {
   const auto restored = client_rule("spmc", {})->make_method_server(4, 2);
   restored->load_state(server->save_state());
   EXPECT_EQ(message_for(*restored, 3), message_for(*server, 3));
-  EXPECT_THROW(restored->load_state(std::vector<float>{0.5f}), Error);
+  EXPECT_THROW(restored->load_state(RuleState::from_legacy({0.5f})), Error);  // pre-codec floats: one weight for 4
+  const auto from_old = client_rule("spmc", {})->make_method_server(4, 2);
+  from_old->load_state(RuleState::from_legacy({-1.0f, 0.25f, -1.0f, 0.75f}));  // the pre-codec float layout
+  EXPECT_EQ(message_for(*from_old, 3), message_for(*server, 3));
   expect_error([&] { server->after_aggregation(MethodRound{uploads.data(), 2, 2, 2, &clients, nullptr, {}, {}}, update); },
                {"aggregation weights", "spmc"});
 }
@@ -278,13 +281,13 @@ TEST_F(FlSpmcRun, SpmcPairsWithWeightReportingRulesAndIsThreadCountIndependent) 
   EXPECT_EQ(file("one", "rounds.csv"), file("two", "rounds.csv"));
   // The method server kept every client's weight of the last round (all 5 aggregated): a softmax over 5.
   const CheckpointState saved = load_checkpoint((dir_ / "one" / "checkpoint.safetensors").string());
-  ASSERT_EQ(saved.method_state.size(), 5u);
+  ASSERT_EQ(saved.method_state.reals("weights").size(), 5u);
   double sum = 0.0;
-  for (float a : saved.method_state) {
-    EXPECT_GT(a, 0.0f);
+  for (double a : saved.method_state.reals("weights")) {
+    EXPECT_GT(a, 0.0);
     sum += a;
   }
-  EXPECT_NEAR(sum, 1.0, 1e-5);
+  EXPECT_NEAR(sum, 1.0, 1e-12);  // float64 now: exact up to the softmax's rounding
   EXPECT_NO_THROW(run(spmc_run("fedavg"), "lgalign-only", 1));  // Table 1's LGAlign-only ablation
   expect_error([&] { run(spmc_run("median"), "median", 1); },
                {"clients.rule = 'spmc'", "server.rule = 'median'", "fedavg, spmc"});

@@ -168,12 +168,26 @@ class FedAlaServer final : public MethodServer {
     if (first_visit_[static_cast<size_t>(client)]) out[kInitialKey] = initial_;
   }
   void after_aggregation(const MethodRound&, std::span<float>) override {}
-  std::vector<float> save_state() const override {
-    std::vector<float> state(initial_);
-    state.insert(state.end(), seen_.begin(), seen_.end());
+  // Blocks: "initial" (Θ^0, P values, or none before round 1's) and "seen" (0/1 per client).
+  RuleState save_state() const override {
+    RuleState state("fedala");
+    state.put_floats("initial", initial_);
+    state.put_ints("seen", std::vector<int64_t>(seen_.begin(), seen_.end()));
     return state;
   }
-  void load_state(std::span<const float> state) override {
+  void load_state(const RuleState& state) override {
+    if (!state.legacy().empty() || state.empty()) return load_legacy(state.legacy());
+    const std::vector<float>& initial = state.floats("initial");
+    BASTION_CHECK(initial.empty() || initial.size() == static_cast<size_t>(num_parameters_), "fedala: method state's ",
+                  "initial model of ", initial.size(), " values; expected ", num_parameters_);
+    const std::vector<int64_t>& seen = state.ids_below("seen", 2);
+    BASTION_CHECK(seen.size() == seen_.size(), "fedala: method state of ", seen.size(), " client flags for ",
+                  seen_.size(), " clients");
+    initial_ = initial;
+    seen_.assign(seen.begin(), seen.end());
+  }
+  // The float layout of checkpoints written before the codec: [Θ^0 (P values or none), n client flags].
+  void load_legacy(std::span<const float> state) {
     const size_t n = seen_.size(), d = static_cast<size_t>(num_parameters_);
     BASTION_CHECK(state.size() == n || state.size() == n + d, "fedala: method state of ", state.size(),
                   " values; expected ", n + d, " (initial model + ", n, " client flags)");

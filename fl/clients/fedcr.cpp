@@ -82,12 +82,32 @@ class FedcrServer final : public MethodServer {
 
   bool needs_all_columns() const override { return false; }
 
-  std::vector<float> save_state() const override {
-    return global_.classes > 0 ? pack_class_gaussians(global_) : std::vector<float>{};
+  // Blocks: "shape" (classes, d_Z), "present" (0/1 per class), "mu" and "sigma" (classes x d_Z, float64:
+  // the server's Gaussians are doubles, so a resumed run continues exactly).
+  RuleState save_state() const override {
+    RuleState state("fedcr");
+    if (global_.classes == 0) return state;
+    state.put_ints("shape", {global_.classes, global_.dim});
+    state.put_ints("present", std::vector<int64_t>(global_.present.begin(), global_.present.end()));
+    state.put_reals("mu", global_.mu);
+    state.put_reals("sigma", global_.sigma);
+    return state;
   }
 
-  void load_state(std::span<const float> state) override {
-    global_ = state.empty() ? ClassGaussians() : unpack_class_gaussians(state);
+  void load_state(const RuleState& state) override {
+    if (state.empty()) return void(global_ = ClassGaussians());
+    if (!state.legacy().empty()) return void(global_ = unpack_class_gaussians(state.legacy()));
+    const std::vector<int64_t>& shape = state.ids_below("shape", std::numeric_limits<int32_t>::max());
+    BASTION_CHECK(shape.size() == 2 && shape[0] >= 1 && shape[1] >= 1, "fedcr state: shape should be (classes, d_Z)");
+    ClassGaussians g(shape[0], shape[1]);
+    const std::vector<int64_t>& present = state.ids_below("present", 2);
+    BASTION_CHECK(present.size() == g.present.size() && state.reals("mu").size() == g.mu.size() &&
+                      state.reals("sigma").size() == g.sigma.size(),
+                  "fedcr state: blocks of other sizes than ", shape[0], " classes of d_Z ", shape[1]);
+    g.present.assign(present.begin(), present.end());
+    g.mu = state.reals("mu");
+    g.sigma = state.reals("sigma");
+    global_ = std::move(g);
   }
 
  private:

@@ -20,6 +20,7 @@
 // (D = 44,426 on 1x28x28) 17.8 MB; x cnn-fedfsa (D = 1,258,798) 503.5 MB. Messages: (M - 1) x D floats per
 // sampled client, held for the round.
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -147,21 +148,36 @@ class FomoServer final : public MethodServer {
     std::fill(update.begin(), update.end(), 0.0f);  // no global model: it stays the initial one
   }
 
-  std::vector<float> save_state() const override {
-    std::vector<float> out{static_cast<float>(N_), static_cast<float>(width_)};
-    out.insert(out.end(), affinity_.begin(), affinity_.end());
-    out.push_back(static_cast<float>(last_.size()));
-    for (int64_t id : last_) out.push_back(static_cast<float>(id));
-    out.push_back(static_cast<float>(models_.size()));
-    for (const auto& [id, model] : models_) {
-      out.push_back(static_cast<float>(id));
-      out.insert(out.end(), model.begin(), model.end());
-    }
-    return out;
+  // Blocks: "clients" (N), "width" (D), "affinity" (N x N), "last" (ids), the per-client "models" (D each).
+  RuleState save_state() const override {
+    RuleState state("fedfomo");
+    state.put_int("clients", N_);
+    state.put_int("width", width_);
+    state.put_floats("affinity", affinity_);
+    state.put_ints("last", last_);
+    state.put_per_client("models", models_);
+    return state;
   }
 
-  void load_state(std::span<const float> state) override {
+  void load_state(const RuleState& state) override {
     if (state.empty()) return;  // a checkpoint from before the first round
+    if (!state.legacy().empty()) return load_legacy(state.legacy());
+    BASTION_CHECK(state.int_in("clients", 0, std::numeric_limits<int64_t>::max()) == N_, "fedfomo state: written for ",
+                  state.ints("clients")[0], " clients, this run has ", N_);
+    const int64_t width = state.int_in("width", 0, std::numeric_limits<int32_t>::max());
+    const std::vector<float>& affinity = state.floats("affinity");
+    BASTION_CHECK(affinity.size() == affinity_.size(), "fedfomo state: an affinity matrix of ", affinity.size(),
+                  " values, expected ", affinity_.size());
+    std::vector<int64_t> last = state.ids_below("last", N_);
+    models_ = state.per_client("models", N_, static_cast<size_t>(width));
+    width_ = width;
+    affinity_ = affinity;
+    last_ = std::move(last);
+  }
+
+  // The float layout of checkpoints written before the codec: [N, D, affinity (N N), count, ids, count,
+  // then (id, D values) records].
+  void load_legacy(std::span<const float> state) {
     size_t at = 0;
     auto next = [&]() {
       BASTION_CHECK(at < state.size(), "fedfomo state: truncated");

@@ -23,6 +23,7 @@
 #include <span>
 #include <vector>
 
+#include "fl/base/rule_state.h"
 #include "fl/clients/client_rule.h"
 
 namespace bastion {
@@ -61,9 +62,11 @@ class MethodServer {
   // True when the server reads or edits the model columns (the SAM family): the rule must then share every
   // column. FedCR's server reads only the extra uploads, so its rule may keep a personal head.
   virtual bool needs_all_columns() const { return true; }
-  virtual std::vector<float> save_state() const = 0;
-  // Throws bastion::Error when `state` does not have the layout save_state writes.
-  virtual void load_state(std::span<const float> state) = 0;
+  // Checkpointed memory as named blocks (fl/base/rule_state.h). load_state throws bastion::Error when
+  // `state` is not what save_state writes; it also reads the single float vector of a checkpoint written
+  // before the codec (RuleState::legacy) in its old layout.
+  virtual RuleState save_state() const = 0;
+  virtual void load_state(const RuleState& state) = 0;
 };
 
 }  // namespace bastion

@@ -90,25 +90,26 @@ class SamFamilyServer final : public MethodServer {
     if (variant_ == Variant::FedSmoo) update_duals(round);
   }
 
-  std::vector<float> save_state() const override {
-    std::vector<float> out{static_cast<float>(P_)};
-    append_block(out, mean_update_);
-    append_block(out, s_);
-    append_clients(out, h_);
-    append_clients(out, mu_);
-    return out;
+  // Blocks: "parameters" (P), "mean_update" and "s" (0 or P values), the per-client "h" and "mu" (P each).
+  RuleState save_state() const override {
+    RuleState state("sam-family method server");
+    state.put_int("parameters", P_);
+    state.put_floats("mean_update", mean_update_);
+    state.put_floats("s", s_);
+    state.put_per_client("h", h_);
+    state.put_per_client("mu", mu_);
+    return state;
   }
 
-  void load_state(std::span<const float> state) override {
+  void load_state(const RuleState& state) override {
     if (state.empty()) return;  // a checkpoint from before the first round
-    size_t at = 0;
-    BASTION_CHECK(static_cast<int64_t>(state[at++]) == P_, "method state: written for models of ", state[0],
-                  " parameters, this model has ", P_);
-    mean_update_ = read_block(state, at);
-    s_ = read_block(state, at);
-    h_ = read_clients(state, at);
-    mu_ = read_clients(state, at);
-    BASTION_CHECK(at == state.size(), "method state: ", state.size() - at, " values left over");
+    if (!state.legacy().empty()) return load_legacy(state.legacy());
+    BASTION_CHECK(state.int_in("parameters", 0, std::numeric_limits<int64_t>::max()) == P_, "method state: written ",
+                  "for models of ", state.ints("parameters")[0], " parameters, this model has ", P_);
+    mean_update_ = model_block(state, "mean_update");
+    s_ = model_block(state, "s");
+    h_ = state.per_client("h", clients_, static_cast<size_t>(P_));
+    mu_ = state.per_client("mu", clients_, static_cast<size_t>(P_));
   }
 
  private:
@@ -147,16 +148,24 @@ class SamFamilyServer final : public MethodServer {
     for (size_t j = 0; j < sum.size(); ++j) s_[j] = static_cast<float>(sum[j] * scale);
   }
 
-  static void append_block(std::vector<float>& out, const std::vector<float>& block) {
-    out.push_back(static_cast<float>(block.size()));
-    out.insert(out.end(), block.begin(), block.end());
+  // A block of 0 (not yet set) or P values.
+  std::vector<float> model_block(const RuleState& state, const std::string& name) const {
+    const std::vector<float>& block = state.floats(name);
+    BASTION_CHECK(block.empty() || block.size() == static_cast<size_t>(P_), "method state: block '", name, "' of ",
+                  block.size(), " values, expected 0 or ", P_);
+    return block;
   }
-  static void append_clients(std::vector<float>& out, const std::map<int64_t, std::vector<float>>& per_client) {
-    out.push_back(static_cast<float>(per_client.size()));
-    for (const auto& [client, values] : per_client) {
-      out.push_back(static_cast<float>(client));  // exact: client ids are far below 2^24
-      out.insert(out.end(), values.begin(), values.end());
-    }
+  // The float layout of checkpoints written before the codec: [P, then blocks and client maps, each led by
+  // its size or count, a client's row by its id].
+  void load_legacy(std::span<const float> state) {
+    size_t at = 0;
+    BASTION_CHECK(static_cast<int64_t>(state[at++]) == P_, "method state: written for models of ", state[0],
+                  " parameters, this model has ", P_);
+    mean_update_ = read_block(state, at);
+    s_ = read_block(state, at);
+    h_ = read_clients(state, at);
+    mu_ = read_clients(state, at);
+    BASTION_CHECK(at == state.size(), "method state: ", state.size() - at, " values left over");
   }
   std::vector<float> read_block(std::span<const float> state, size_t& at) const {
     BASTION_CHECK(at < state.size(), "method state: truncated");

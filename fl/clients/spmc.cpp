@@ -66,11 +66,20 @@ class SpmcServer final : public MethodServer {
 
   bool needs_all_columns() const override { return false; }  // reads only the weights
 
-  std::vector<float> save_state() const override { return {alpha_.begin(), alpha_.end()}; }
-  void load_state(std::span<const float> state) override {
-    BASTION_CHECK(state.size() == alpha_.size(), "spmc server state: ", state.size(), " weights for ", alpha_.size(),
-                  " clients");
-    alpha_.assign(state.begin(), state.end());
+  // Block "weights" (float64: exact across a resume; checkpoints written before the codec held floats).
+  RuleState save_state() const override {
+    RuleState state("spmc");
+    state.put_reals("weights", alpha_);
+    return state;
+  }
+  void load_state(const RuleState& state) override {
+    const std::span<const float> legacy = state.legacy();
+    const std::vector<double> weights = !legacy.empty() || state.empty()
+                                            ? std::vector<double>(legacy.begin(), legacy.end())
+                                            : state.reals("weights");
+    BASTION_CHECK(weights.size() == alpha_.size(), "spmc server state: ", weights.size(), " weights for ",
+                  alpha_.size(), " clients");
+    alpha_ = weights;
   }
 
  private:

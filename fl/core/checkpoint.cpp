@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include <zlib.h>
 
@@ -117,6 +118,79 @@ bool split_client_key(const std::string& key, size_t clients, size_t& id, std::s
   return true;
 }
 
+// A rule state's blocks (fl/base/rule_state.h) as entries "<owner>.<block>": float32 blocks F32, int64
+// blocks I64, float64 blocks I64 bit patterns. Metadata "<owner>_version" holds the codec's version and
+// "<owner>_blocks" every block as "name:f32|i64|f64", comma-separated: an empty block is listed but has no
+// entry (a tensor of 0 values shares its data offset with the next one, which makes the file's order of
+// entries, and so its checksum, ambiguous).
+void add_rule_state(SafetensorsFile& file, const std::string& owner, const RuleState& state) {
+  if (state.empty()) return;
+  std::string listed;
+  const auto list = [&](const std::string& name, const char* type) {
+    listed += (listed.empty() ? "" : ",") + name + ":" + type;
+  };
+  const auto add_i64 = [&](const std::string& name, std::vector<int64_t> values) {
+    if (!values.empty())
+      file.i64.emplace_back(owner + "." + name, std::make_pair(Shape{static_cast<int64_t>(values.size())}, std::move(values)));
+  };
+  for (const auto& [name, values] : state.float_blocks()) {
+    list(name, "f32");
+    if (!values.empty()) file.f32.emplace_back(owner + "." + name, vector_tensor(values));
+  }
+  for (const auto& [name, values] : state.int_blocks()) list(name, "i64"), add_i64(name, values);
+  for (const auto& [name, values] : state.real_blocks()) {
+    list(name, "f64");
+    std::vector<int64_t> bits;
+    for (double v : values) bits.push_back(std::bit_cast<int64_t>(v));
+    add_i64(name, std::move(bits));
+  }
+  file.metadata[owner + "_version"] = std::to_string(kRuleStateVersion);
+  file.metadata[owner + "_blocks"] = listed;
+}
+
+// The blocks add_rule_state wrote, or a checkpoint's older single F32 "<owner>" entry as the legacy block.
+RuleState load_rule_state(const SafetensorsFile& file, const std::string& owner, const std::string& path) {
+  const std::string who = owner == "server_state" ? "server rule" : "method server";  // in errors
+  if (const Tensor* legacy = file.find(owner)) return RuleState::from_legacy(legacy->to_vector(), who);
+  RuleState state(who);
+  if (!file.metadata.contains(owner + "_blocks")) return state;
+  BASTION_CHECK(metadata(file, owner + "_version", path) == std::to_string(kRuleStateVersion), "checkpoint ", path,
+                ": ", owner, " was written by rule-state codec version ", metadata(file, owner + "_version", path),
+                ", this build reads version ", kRuleStateVersion);
+  std::map<std::string, const Tensor*> f32;
+  std::map<std::string, const std::vector<int64_t>*> i64;
+  for (const auto& [key, tensor] : file.f32) f32[key] = &tensor;
+  for (const auto& [key, entry] : file.i64) i64[key] = &entry.second;
+  size_t found = 0;
+  std::string listed = metadata(file, owner + "_blocks", path);
+  for (size_t at = 0; at < listed.size();) {
+    const size_t comma = std::min(listed.find(',', at), listed.size()), colon = listed.find(':', at);
+    BASTION_CHECK(colon < comma, "checkpoint ", path, ": ", owner, "_blocks entry '", listed.substr(at, comma - at),
+                  "' is not name:type");
+    const std::string name = listed.substr(at, colon - at), type = listed.substr(colon + 1, comma - colon - 1);
+    const std::string key = owner + "." + name;
+    found += f32.contains(key) + i64.contains(key);
+    if (type == "f32") {
+      state.put_floats(name, f32.contains(key) ? f32[key]->to_vector() : std::vector<float>{});
+    } else if (type == "i64") {
+      state.put_ints(name, i64.contains(key) ? *i64[key] : std::vector<int64_t>{});
+    } else {
+      BASTION_CHECK(type == "f64", "checkpoint ", path, ": ", owner, " block '", name, "' has type '", type, "'");
+      std::vector<double> values;
+      if (i64.contains(key))
+        for (int64_t bits : *i64[key]) values.push_back(std::bit_cast<double>(bits));
+      state.put_reals(name, std::move(values));
+    }
+    at = comma + 1;
+  }
+  size_t entries = 0;
+  for (const auto& [key, tensor] : file.f32) entries += key.rfind(owner + ".", 0) == 0;
+  for (const auto& [key, entry] : file.i64) entries += key.rfind(owner + ".", 0) == 0;
+  BASTION_CHECK(entries == found, "checkpoint ", path, ": ", entries - found, " ", owner, " entries are not in ",
+                owner, "_blocks");
+  return state;
+}
+
 // The timings as the bit patterns of their doubles, (rounds, 5): the float32 tensor written before kept
 // 7 significant digits, so the summary.json of a resumed run gave another seconds_per_round.
 std::pair<Shape, std::vector<int64_t>> timing_bits(const std::vector<RoundTiming>& timings) {
@@ -173,8 +247,8 @@ SafetensorsFile checkpoint_file(const CheckpointState& state) {
                    {"pending_csv", rounds_csv({state.pending})},
                    {"clients", std::to_string(state.clients.size())}};
   file.f32.emplace_back("global", vector_tensor(state.global));
-  if (!state.server_state.empty()) file.f32.emplace_back("server_state", vector_tensor(state.server_state));
-  if (!state.method_state.empty()) file.f32.emplace_back("method_state", vector_tensor(state.method_state));
+  add_rule_state(file, "server_state", state.server_state);
+  add_rule_state(file, "method_state", state.method_state);
   for (size_t c = 0; c < state.clients.size(); ++c) {
     const std::string prefix = "client." + std::to_string(c) + ".";
     for (const auto& [name, values] : state.clients[c].vectors)
@@ -243,8 +317,8 @@ CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string&
   const Tensor* global = file.find("global");
   BASTION_CHECK(global != nullptr, "checkpoint ", path, ": tensor 'global' is missing");
   state.global = global->to_vector();
-  if (const Tensor* server = file.find("server_state")) state.server_state = server->to_vector();
-  if (const Tensor* method = file.find("method_state")) state.method_state = method->to_vector();
+  state.server_state = load_rule_state(file, "server_state", path);
+  state.method_state = load_rule_state(file, "method_state", path);
   size_t id = 0;
   std::string name;
   for (const auto& [key, tensor] : file.f32)

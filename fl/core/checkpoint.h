@@ -2,8 +2,13 @@
 // continues bit for bit (the random streams need no saving: they are derived from (seed, round,
 // client) afresh). One safetensors file, written atomically (tensor/safetensors.h):
 //   F32 "global"                 the global model's flat state (parameters then buffers)
-//   F32 "server_state"           the server rule's memory (absent when empty)
-//   F32 "method_state"           the method server's memory (fl/clients/method_server.h; absent when empty)
+//   "server_state.<block>"       the server rule's memory, one entry per non-empty block of its RuleState
+//                                (fl/base/rule_state.h): F32 for float32 blocks, I64 for int64 blocks and for
+//                                the bit patterns of float64 blocks; metadata "server_state_version" (the
+//                                codec's version) and "server_state_blocks" (every block as name:f32|i64|f64,
+//                                empty ones included). Checkpoints written before the codec hold one F32
+//                                "server_state" vector, which loads as the legacy block.
+//   "method_state.<block>"       the method server's memory (fl/clients/method_server.h), the same way
 //   F32 "client.<id>.<name>"     each client's persistent vectors (ClientState::vectors)
 //   I64 "client_flags"           (clients): the server rule's latest verdict per client, 0 or 1
 //                                (per-client detection, metrics.h; absent in older files = none flagged)
@@ -19,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "fl/base/rule_state.h"
 #include "fl/clients/client_rule.h"
 #include "fl/metrics/results.h"
 #include "tensor/safetensors.h"
@@ -29,7 +35,8 @@ struct CheckpointState {
   int64_t round = 0;
   uint64_t seed = 0;
   std::string config_toml;
-  std::vector<float> global, server_state, method_state;
+  std::vector<float> global;
+  RuleState server_state{"server_state"}, method_state{"method_state"};
   std::vector<ClientState> clients;
   std::vector<uint8_t> client_flags;  // one per client, or empty (none flagged)
   std::vector<RoundRecord> records;

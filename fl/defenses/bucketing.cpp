@@ -103,8 +103,8 @@ class Bucketing final : public ServerRule {
                         : "would fit: " + fits;
   }
 
-  std::vector<float> save_state() const override { return inner_->save_state(); }
-  void load_state(std::span<const float> state) override { inner_->load_state(state); }
+  RuleState save_state() const override { return inner_->save_state(); }
+  void load_state(const RuleState& state) override { inner_->load_state(state); }
 
  private:
   Params params_;

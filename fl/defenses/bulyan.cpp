@@ -60,14 +60,21 @@ class Bulyan final : public ServerRule {
     return out;
   }
 
-  std::vector<float> save_state() const override { return velocity_; }
+  RuleState save_state() const override {
+    RuleState state("bulyan");
+    if (!velocity_.empty()) state.put_floats("velocity", velocity_);
+    return state;
+  }
 
-  void load_state(std::span<const float> state) override {
-    BASTION_CHECK(state.empty() || momentum_ > 0.0, "bulyan: the checkpoint's server state holds a velocity of ",
-                  state.size(), " values, but this run has momentum 0");
-    for (float v : state)
+  // The "velocity" block, or a checkpoint's pre-codec vector, which was the velocity itself.
+  void load_state(const RuleState& state) override {
+    std::span<const float> velocity = state.legacy();
+    if (state.has("velocity")) velocity = state.floats("velocity");
+    BASTION_CHECK(velocity.empty() || momentum_ > 0.0, "bulyan: the checkpoint's server state holds a velocity of ",
+                  velocity.size(), " values, but this run has momentum 0");
+    for (float v : velocity)
       BASTION_CHECK(std::isfinite(v), "bulyan: the checkpoint's server state (velocity) is not finite");
-    velocity_.assign(state.begin(), state.end());
+    velocity_.assign(velocity.begin(), velocity.end());
   }
 
  private:

@@ -108,8 +108,8 @@ class ColumnSubset final : public ServerRule {
     plan->starts = std::move(starts);
     return plan;
   }
-  std::vector<float> save_state() const override { return inner_->save_state(); }
-  void load_state(std::span<const float> state) override { inner_->load_state(state); }
+  RuleState save_state() const override { return inner_->save_state(); }
+  void load_state(const RuleState& state) override { inner_->load_state(state); }
 
  private:
   std::unique_ptr<ServerRule> inner_;

@@ -17,7 +17,7 @@
 // which makes the rule FedAvg (FedCAP2, with the fedcap client's personal model).
 // If every upload of a round is removed the global model stays and the pool empties (FedCAP's code would
 // zero the global model: docs/decisions.md).
-// State (checkpointed): the removed clients, the pool and its w. Columns: parameters decide norms and
+// State (checkpointed, named blocks): the removed clients, the pool and its w. Columns: parameters decide norms and
 // cosines; BatchNorm buffers are recovered and averaged like parameters (server_rule.h).
 #include "fl/defenses/fedcap.h"
 
@@ -35,7 +35,7 @@ namespace bastion {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr float kStateTag = 20240.0f;  // first value of save_state: a state of another rule is refused
+constexpr float kStateTag = 20240.0f;  // first value of a pre-codec state: a state of another rule is refused
 
 class FedcapRule final : public ServerRule {
  public:
@@ -50,8 +50,8 @@ class FedcapRule final : public ServerRule {
 
   std::optional<RoundPlan> plan_round(const RoundPlanInput& input) override;
 
-  std::vector<float> save_state() const override;
-  void load_state(std::span<const float> state) override;
+  RuleState save_state() const override;
+  void load_state(const RuleState& state) override;
 
  private:
   double alpha_, phi_, threshold_;
@@ -63,6 +63,7 @@ class FedcapRule final : public ServerRule {
   std::map<int64_t, std::vector<float>> sent_;  // this round's customised start states
 
   std::vector<int64_t> request_clients(const std::vector<int64_t>& sampled) const;
+  void load_legacy(std::span<const float> state);
   // w_c into `out` and remembered as s_c; false (the global model) for a removed client, an empty pool, or
   // a non-uploader without a request vector (`request` empty).
   bool start_state(int64_t client, std::span<const float> request, std::span<float> out);
@@ -164,26 +165,41 @@ std::vector<int64_t> FedcapRule::request_clients(const std::vector<int64_t>& sam
   return asked;
 }
 
-// [tag, R, removed ids (R), k, D, P, pool clients (k), w (D), models (k D), updates (k D)]; ids and sizes
-// as floats are exact below 2^24 (data.clients and model sizes are far below it).
-std::vector<float> FedcapRule::save_state() const {
-  std::vector<float> s = {kStateTag, static_cast<float>(removed_.size())};
-  for (int64_t c : removed_) s.push_back(static_cast<float>(c));
-  s.insert(s.end(), {static_cast<float>(pool_clients_.size()), static_cast<float>(pool_D_), static_cast<float>(pool_P_)});
-  for (int64_t c : pool_clients_) s.push_back(static_cast<float>(c));
-  s.insert(s.end(), pool_base_.begin(), pool_base_.end());
-  s.insert(s.end(), pool_models_.begin(), pool_models_.end());
-  s.insert(s.end(), pool_updates_.begin(), pool_updates_.end());
+// Blocks: "removed" (ids), "pool_clients" (k ids), "widths" (D, P), "pool_base" (D), "pool_models" and
+// "pool_updates" (k D each).
+RuleState FedcapRule::save_state() const {
+  RuleState s("fedcap");
+  s.put_ints("removed", std::vector<int64_t>(removed_.begin(), removed_.end()));
+  s.put_ints("pool_clients", pool_clients_);
+  s.put_ints("widths", {pool_D_, pool_P_});
+  s.put_floats("pool_base", pool_base_);
+  s.put_floats("pool_models", pool_models_);
+  s.put_floats("pool_updates", pool_updates_);
   return s;
 }
 
-void FedcapRule::load_state(std::span<const float> s) {
-  if (s.empty()) {  // a fresh start (a checkpoint taken before any round)
-    removed_.clear(), pool_clients_.clear(), pool_models_.clear(), pool_updates_.clear(), pool_base_.clear();
-    pool_D_ = pool_P_ = 0;
-    sent_.clear();
-    return;
-  }
+void FedcapRule::load_state(const RuleState& s) {
+  if (!s.legacy().empty()) return load_legacy(s.legacy());
+  removed_.clear(), pool_clients_.clear(), pool_models_.clear(), pool_updates_.clear(), pool_base_.clear();
+  pool_D_ = pool_P_ = 0;
+  sent_.clear();
+  if (s.empty()) return;  // a fresh start (a checkpoint taken before any round)
+  const std::vector<int64_t>& removed = s.ids_below("removed", std::numeric_limits<int64_t>::max());
+  const std::vector<int64_t>& widths = s.ids_below("widths", std::numeric_limits<int32_t>::max());
+  BASTION_CHECK(widths.size() == 2 && widths[1] <= widths[0], "fedcap state: widths should be (D, P <= D)");
+  const int64_t D = widths[0];
+  pool_clients_ = s.ids_below("pool_clients", std::numeric_limits<int64_t>::max());
+  const size_t k = pool_clients_.size();
+  removed_.insert(removed.begin(), removed.end());
+  pool_base_ = s.finite_floats("pool_base", static_cast<size_t>(D));
+  pool_models_ = s.finite_floats("pool_models", k * static_cast<size_t>(D));
+  pool_updates_ = s.finite_floats("pool_updates", k * static_cast<size_t>(D));
+  pool_D_ = D, pool_P_ = widths[1];
+}
+
+// The float layout of checkpoints written before the codec: [tag, R, removed ids (R), k, D, P, pool
+// clients (k), w (D), models (k D), updates (k D)], ids and sizes as floats.
+void FedcapRule::load_legacy(std::span<const float> s) {
   size_t at = 0;
   const auto next_count = [&](const char* what) {
     BASTION_CHECK(at < s.size() && s[at] >= 0 && s[at] == std::trunc(s[at]) && s[at] < 16777216.0f,

@@ -11,8 +11,9 @@
 // First round (no g_prev yet): first_round = skip leaves the global term out (Eq. 6, the paper's formula
 // without a previous model); first_round = local-mean is the authors' code: g_prev := g, g := the plain mean
 // of the round's local models M, local importances |(w_i - M) * w_i|, and M is the next round's g_prev.
-// Clients with lambda_i = 0 are flagged. State: g_prev over the P parameter columns, saved as [P, values]
-// (P < 2^24, exact in a float); load_state refuses a truncated or non-finite state.
+// Clients with lambda_i = 0 are flagged. State: g_prev over the P parameter columns, the blocks "parameters" and
+// "previous_global"; load_state refuses a non-finite or cut state (and reads checkpoints written before the
+// codec, [P, values]).
 // Preconditions: n >= 1, K >= 1, P the same in every round. Cost: O(n D) for importances and the sum, two
 // nth_element passes per client (O(n K)), O(n^2 k log k) for similarities; the clients, then the pairs of
 // clients, run on in.pool, each on its own vectors and slots, so the result does not depend on the thread count.
@@ -30,7 +31,7 @@
 namespace bastion {
 
 namespace {
-constexpr double kMaxExactCount = 16777216.0;  // 2^24: larger integers are not exact in a float
+constexpr double kMaxExactCount = 16777216.0;  // 2^24: the pre-codec layout stored P in a float
 
 class FedCpa final : public ServerRule {
  public:
@@ -79,28 +80,34 @@ class FedCpa final : public ServerRule {
     return out;
   }
 
-  std::vector<float> save_state() const override {
-    if (prev_.empty()) return {};
-    BASTION_CHECK(static_cast<double>(prev_.size()) < kMaxExactCount, "fedcpa: a previous model of ", prev_.size(),
-                  " parameters cannot be saved exactly (fewer than 2^24 needed)");
-    std::vector<float> state = {static_cast<float>(prev_.size())};
-    state.insert(state.end(), prev_.begin(), prev_.end());
+  RuleState save_state() const override {
+    RuleState state("fedcpa");
+    if (prev_.empty()) return state;
+    state.put_int("parameters", static_cast<int64_t>(prev_.size()));  // so a cut block is refused at load
+    state.put_floats("previous_global", prev_);
     return state;
   }
 
-  // Refuses a state that save_state cannot have written, before changing anything.
-  void load_state(std::span<const float> state) override {
+  // Refuses a state that save_state cannot have written, before changing anything; reads the float layout
+  // of checkpoints written before the codec ([P, then P values]) too.
+  void load_state(const RuleState& state) override {
     if (state.empty()) {
       prev_.clear();
       return;
     }
-    const float count = state[0];
+    const std::span<const float> legacy = state.legacy();
+    if (legacy.empty()) {
+      const int64_t P = state.int_in("parameters", 1, std::numeric_limits<int32_t>::max());
+      prev_ = state.finite_floats("previous_global", static_cast<size_t>(P));
+      return;
+    }
+    const float count = legacy[0];
     BASTION_CHECK(count >= 1.0f && count < kMaxExactCount && count == std::floor(count) &&
-                      static_cast<double>(state.size()) == 1.0 + count,
-                  "fedcpa: state of ", state.size(), " floats does not hold a previous model of ", count, " values");
-    BASTION_CHECK(std::all_of(state.begin() + 1, state.end(), [](float v) { return std::isfinite(v); }),
+                      static_cast<double>(legacy.size()) == 1.0 + count,
+                  "fedcpa: state of ", legacy.size(), " floats does not hold a previous model of ", count, " values");
+    BASTION_CHECK(std::all_of(legacy.begin() + 1, legacy.end(), [](float v) { return std::isfinite(v); }),
                   "fedcpa: state (previous global model) holds NaN or Inf");
-    prev_.assign(state.begin() + 1, state.end());
+    prev_.assign(legacy.begin() + 1, legacy.end());
   }
 
  private:

@@ -12,9 +12,10 @@
 // parameter columns only. When every weight is 0 (all histories mutually identical, or max w = 0) the
 // update is 0: the server keeps the global model. Clients with w_i = 0 are flagged.
 // State: one history per client id ever seen (P floats each; memory O(#clients * P), as in the paper).
-// save_state layout (floats): [count, P, then count records of (id, P history values)], records in
-// ascending id; ids must be < 2^24 to be stored exactly in a float. A history saturates at +-FLT_MAX.
-// load_state refuses a truncated or inconsistent state with an error and keeps what it had.
+// save_state blocks (fl/base/rule_state.h): "width" (P), "ids" (ascending), "histories" (ids x P). A history
+// saturates at +-FLT_MAX. load_state refuses an inconsistent state with an error and keeps what it had; it
+// also reads the float layout of checkpoints written before the codec ([count, P, then (id, P values)
+// records]).
 // Preconditions: n >= 1; P equal in every round. Cost: O(n P) for histories + O(n^2 P) for cosines.
 #include <algorithm>
 #include <cfloat>
@@ -99,40 +100,35 @@ class FoolsGold final : public ServerRule {
     return out;
   }
 
-  std::vector<float> save_state() const override {
-    if (history_.empty()) return {};
-    std::vector<float> state = {static_cast<float>(history_.size()), static_cast<float>(width_)};
-    for (const auto& entry : history_) {
-      BASTION_CHECK(entry.first >= 0 && static_cast<double>(entry.first) < kMaxExactId,
-                    "foolsgold: client id ", entry.first, " cannot be saved exactly (ids must be < 2^24)");
-      state.push_back(static_cast<float>(entry.first));
-      state.insert(state.end(), entry.second.begin(), entry.second.end());
+  RuleState save_state() const override {
+    RuleState state("foolsgold");
+    if (history_.empty()) return state;
+    std::vector<int64_t> ids;
+    std::vector<float> histories;
+    for (const auto& [id, history] : history_) {
+      ids.push_back(id);
+      histories.insert(histories.end(), history.begin(), history.end());
     }
+    state.put_int("width", width_);
+    state.put_ints("ids", std::move(ids));
+    state.put_floats("histories", std::move(histories));
     return state;
   }
 
-  // Refuses a state that save_state cannot have written (truncated, NaN or fractional counts and ids, a
-  // client twice, non-finite histories) before changing anything: a checkpoint is a file from outside.
-  void load_state(std::span<const float> state) override {
+  // Refuses a state that save_state cannot have written (a client twice, a negative id, histories of
+  // another size, non-finite values) before changing anything: a checkpoint is a file from outside.
+  void load_state(const RuleState& state) override {
     std::map<int64_t, std::vector<float>> history;
     int64_t width = -1;
-    if (!state.empty()) {
-      BASTION_CHECK(state.size() >= 2, "foolsgold: state of ", state.size(), " floats has no header");
-      BASTION_CHECK(is_count(state[0]) && is_count(state[1]) &&
-                        static_cast<double>(state.size()) == 2.0 + double{state[0]} * (1.0 + state[1]),
-                    "foolsgold: state of ", state.size(), " floats does not hold ", state[0], " histories of ",
-                    state[1], " values");
-      const auto count = static_cast<int64_t>(state[0]);
-      width = static_cast<int64_t>(state[1]);
-      for (int64_t c = 0; c < count; ++c) {
-        const float* record = state.data() + 2 + c * (1 + width);
-        BASTION_CHECK(is_count(record[0]) && record[0] < kMaxExactId, "foolsgold: state record ", c,
-                      " has client id ", record[0], " (an integer in [0, 2^24) expected)");
-        const auto id = static_cast<int64_t>(record[0]);
-        BASTION_CHECK(!history.count(id), "foolsgold: state holds client ", id, " twice");
-        BASTION_CHECK(std::all_of(record + 1, record + 1 + width, [](float v) { return std::isfinite(v); }),
-                      "foolsgold: state history of client ", id, " holds NaN or Inf");
-        history[id].assign(record + 1, record + 1 + width);
+    if (!state.legacy().empty()) {
+      load_legacy(state.legacy(), history, width);
+    } else if (!state.empty()) {
+      width = state.int_in("width", 0, std::numeric_limits<int32_t>::max());
+      const std::vector<int64_t>& ids = state.ids_below("ids", std::numeric_limits<int64_t>::max());
+      const std::vector<float>& values = state.finite_floats("histories", ids.size() * static_cast<size_t>(width));
+      for (size_t c = 0; c < ids.size(); ++c) {
+        BASTION_CHECK(!history.count(ids[c]), "foolsgold: state holds client ", ids[c], " twice");
+        history[ids[c]].assign(values.begin() + c * width, values.begin() + (c + 1) * width);
       }
     }
     history_ = std::move(history);
@@ -140,6 +136,28 @@ class FoolsGold final : public ServerRule {
   }
 
  private:
+  // The float layout of checkpoints written before the codec.
+  static void load_legacy(std::span<const float> state, std::map<int64_t, std::vector<float>>& history,
+                          int64_t& width) {
+    BASTION_CHECK(state.size() >= 2, "foolsgold: state of ", state.size(), " floats has no header");
+    BASTION_CHECK(is_count(state[0]) && is_count(state[1]) &&
+                      static_cast<double>(state.size()) == 2.0 + double{state[0]} * (1.0 + state[1]),
+                  "foolsgold: state of ", state.size(), " floats does not hold ", state[0], " histories of ",
+                  state[1], " values");
+    const auto count = static_cast<int64_t>(state[0]);
+    width = static_cast<int64_t>(state[1]);
+    for (int64_t c = 0; c < count; ++c) {
+      const float* record = state.data() + 2 + c * (1 + width);
+      BASTION_CHECK(is_count(record[0]) && record[0] < kMaxExactId, "foolsgold: state record ", c,
+                    " has client id ", record[0], " (an integer in [0, 2^24) expected)");
+      const auto id = static_cast<int64_t>(record[0]);
+      BASTION_CHECK(!history.count(id), "foolsgold: state holds client ", id, " twice");
+      BASTION_CHECK(std::all_of(record + 1, record + 1 + width, [](float v) { return std::isfinite(v); }),
+                    "foolsgold: state history of client ", id, " holds NaN or Inf");
+      history[id].assign(record + 1, record + 1 + width);
+    }
+  }
+
   bool normalized_, nonzero_mean_;
   double confidence_;
   int64_t width_ = -1;                             // P of the stored histories; -1 = none yet

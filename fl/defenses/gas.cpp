@@ -90,8 +90,8 @@ class Gas final : public ServerRule {
     return mean_of_kept(in, std::move(kept), sample_weighted_);
   }
 
-  std::vector<float> save_state() const override { return inner_->save_state(); }
-  void load_state(std::span<const float> state) override { inner_->load_state(state); }
+  RuleState save_state() const override { return inner_->save_state(); }
+  void load_state(const RuleState& state) override { inner_->load_state(state); }
 
  private:
   Params params_;

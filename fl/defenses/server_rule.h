@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fl/base/params.h"
+#include "fl/base/rule_state.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -132,12 +133,14 @@ class ServerRule {
   // A round's plan (RoundPlan above): asked once per round, before the sampled clients train. Default:
   // none, every client starts from the global state.
   virtual std::optional<RoundPlan> plan_round(const RoundPlanInput& input) { return std::nullopt; }
-  // Rules with memory across rounds (FoolsGold history, ...) save it for checkpoints. load_state refuses a
-  // state it cannot have saved (bastion::Error), so a rule without memory refuses any non-empty one.
-  virtual std::vector<float> save_state() const { return {}; }
-  virtual void load_state(std::span<const float> state) {
+  // Rules with memory across rounds (FoolsGold history, ...) save it for checkpoints as named blocks
+  // (fl/base/rule_state.h). load_state refuses a state it cannot have saved (bastion::Error), so a rule
+  // without memory refuses any non-empty one; a rule with memory also reads the single float vector of a
+  // checkpoint written before the codec (RuleState::legacy) in its old layout.
+  virtual RuleState save_state() const { return {}; }
+  virtual void load_state(const RuleState& state) {
     BASTION_CHECK(state.empty(), "server rule state: this rule keeps nothing between rounds, but the checkpoint ",
-                  "gives it ", state.size(), " values");
+                  "gives it some");
   }
 };
 

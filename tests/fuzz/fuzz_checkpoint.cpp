@@ -2,8 +2,8 @@
 // layer (parse_safetensors_bytes), then the checkpoint's own decoding (parse_checkpoint).
 // Input: the whole file. bastion::Error is a correct answer; anything else is a bug.
 // Properties of a successful load: writing the state back (checkpoint_file) and loading it again gives
-// the same state, where the writer's one normalisation is that it skips empty client vectors; a
-// second round trip is then byte-identical.
+// the same state, where the writer's one normalisation is that it skips empty client vectors (a pre-codec
+// rule state comes back as the same float block, "legacy"); a second round trip is then byte-identical.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -39,9 +39,26 @@ bool same_client(const bastion::ClientState& a, const bastion::ClientState& b) {
   return true;
 }
 
+// Block by block, bitwise (NaN payloads included): the codec stores every value exactly.
+bool same_rule_state(const bastion::RuleState& a, const bastion::RuleState& b) {
+  if (a.float_blocks().size() != b.float_blocks().size() || a.int_blocks() != b.int_blocks() ||
+      a.real_blocks().size() != b.real_blocks().size())
+    return false;
+  for (const auto& [name, values] : a.float_blocks())
+    if (!b.float_blocks().contains(name) || !same_floats(values, b.float_blocks().at(name))) return false;
+  for (const auto& [name, values] : a.real_blocks()) {
+    if (!b.real_blocks().contains(name)) return false;
+    const std::vector<double>& other = b.real_blocks().at(name);
+    if (other.size() != values.size() ||
+        (!values.empty() && std::memcmp(values.data(), other.data(), values.size() * sizeof(double)) != 0))
+      return false;
+  }
+  return true;
+}
+
 bool same_state(const bastion::CheckpointState& a, const bastion::CheckpointState& b) {
   if (a.round != b.round || a.seed != b.seed || a.config_toml != b.config_toml || !same_floats(a.global, b.global) ||
-      !same_floats(a.server_state, b.server_state) || !same_floats(a.method_state, b.method_state) ||
+      !same_rule_state(a.server_state, b.server_state) || !same_rule_state(a.method_state, b.method_state) ||
       a.clients.size() != b.clients.size() || a.timings.size() != b.timings.size())
     return false;
   for (size_t c = 0; c < a.clients.size(); ++c)
