@@ -15,6 +15,7 @@
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_small.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/softmax.h"
 #include "tensor/random.h"
@@ -84,6 +85,10 @@ void check_gemm(bool trans_a, bool trans_b, const GemmCase& c, float alpha, floa
   };
   const std::vector<float> blocked = run_and_check(gemm_blocked_cpu, "gemm_blocked_cpu");
   run_and_check(gemm_cpu, "gemm_cpu");  // the dispatch everyone calls, with its panel split
+  // The AVX-512 small-batch path on every shape, not only those gemm_cpu sends it: its blocks have edge
+  // cases (rows, vectors, lanes of K) that any shape can hit. Its sums are no longer than a sequential
+  // one (16 lanes of K/16 terms, then a 4-level tree), so the same sum_tolerance(K) bounds it.
+  if (gemm_small_available() && gemm_small_supports(trans_a, trans_b)) run_and_check(gemm_small_cpu, "gemm_small_cpu");
   if (!gemm_has_openblas()) return;
   const std::vector<float> openblas = run_and_check(gemm_openblas_cpu, "gemm_openblas_cpu");
   // The two implementations agree with each other within twice the reference tolerance.
@@ -105,6 +110,23 @@ TEST(KernelsCpuGemm, BlockedAndOpenBlasAgreeWithDoubleReference) {
   // alpha = 1 with beta = 0, the call every conv and linear layer makes.
   check_gemm(false, true, {31, 47, 70}, 1.0f, 0.0f, gen);
   if (!gemm_has_openblas()) GTEST_SKIP() << "built without OpenBLAS: only the blocked GEMM was checked";
+}
+
+// The small-batch path's own shapes: FedFSA's linear layers at batch 48 and odd neighbours that leave
+// partial register blocks in every dimension (3 rows and 8 columns in the dot form, 6 rows and 4 vectors of
+// 16 in the broadcast form, K not a multiple of 16), at the three trans combinations it serves.
+TEST(KernelsCpuGemm, SmallPathAgreesWithDoubleReference) {
+  if (!gemm_small_available()) GTEST_SKIP() << "no AVX-512F on this CPU: the small path is never chosen";
+  Generator gen(2);
+  const GemmCase forward[] = {{48, 1024, 192}, {47, 1031, 193}, {49, 10, 1024}, {1, 9, 17}, {2, 7, 15}};
+  const GemmCase input_grad[] = {{48, 192, 1024}, {47, 193, 1030}, {10, 1024, 10}, {5, 65, 3}, {1, 1, 1}};
+  const GemmCase weight_grad[] = {{1024, 192, 48}, {1031, 193, 47}, {10, 1024, 48}, {7, 17, 1}, {3, 100, 9}};
+  for (const float beta : {0.0f, 1.0f, -2.0f})
+    for (const float alpha : {1.0f, 0.5f}) {
+      for (const GemmCase& c : forward) check_gemm(false, true, c, alpha, beta, gen);
+      for (const GemmCase& c : input_grad) check_gemm(false, false, c, alpha, beta, gen);
+      for (const GemmCase& c : weight_grad) check_gemm(true, false, c, alpha, beta, gen);
+    }
 }
 
 TEST(KernelsCpuGemm, TwoByTwoKnownAnswer) {
@@ -324,6 +346,33 @@ TEST(KernelsCpuDeterminism, ConvAndBatchNormDoNotDependOnThreadCount) {
                          "bn mean",         "bn invstd",      "bn running_mean",  "bn running_var", "bn dx",
                          "bn dgamma",       "bn dbeta",       "gemm_cpu"};
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bitwise_equal(one[i], two[i])) << names[i];
+}
+
+// The small path and gemm_cpu on the small path's shapes, each big enough to go parallel (kMinParallelWork
+// in gemm_small.cpp is 2^18 multiply-adds) with partial blocks at the edges; beta = 1 as the weight
+// gradient accumulates.
+TEST(KernelsCpuDeterminism, SmallGemmDoesNotDependOnThreadCount) {
+  if (!gemm_small_available()) GTEST_SKIP() << "no AVX-512F on this CPU: the small path is never chosen";
+  ThreadCountGuard guard;
+  struct Shape {
+    bool trans_a, trans_b;
+    int64_t M, N, K;
+  };
+  const Shape shapes[] = {{false, true, 47, 1031, 193}, {false, false, 47, 193, 1030}, {true, false, 1031, 193, 47}};
+  Generator gen(101);
+  for (const Shape& s : shapes) {
+    const std::vector<float> A = randn(s.M * s.K, gen), B = randn(s.K * s.N, gen), C0 = randn(s.M * s.N, gen);
+    const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
+    auto run = [&](auto gemm, int threads) {
+      set_num_threads(threads);
+      std::vector<float> C = C0;
+      gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 1.0f, C.data(), s.N);
+      return C;
+    };
+    SCOPED_TRACE(::testing::Message() << "trans_a " << s.trans_a << " trans_b " << s.trans_b << " M " << s.M);
+    EXPECT_TRUE(bitwise_equal(run(gemm_small_cpu, 1), run(gemm_small_cpu, 2))) << "gemm_small_cpu";
+    EXPECT_TRUE(bitwise_equal(run(gemm_cpu, 1), run(gemm_cpu, 2))) << "gemm_cpu";
+  }
 }
 
 }  // namespace
