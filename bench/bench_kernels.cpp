@@ -5,6 +5,9 @@
 //   gemm_cpu/<shape>/threads:T        gemm_cpu, the path every op uses: shape-determined panels over T
 //                                     OpenMP threads, each one single-threaded OpenBLAS call
 //   gemm_blocked/<shape>/threads:1    gemm_blocked_cpu (single-threaded by contract, so 1 thread only)
+//   gemm_small/<shape>/threads:T      gemm_small_cpu, the AVX-512 small-batch path (no packing), on the
+//                                     trans combinations it serves and only where the CPU has AVX-512F:
+//                                     the ladder behind gemm_cpu's choice (kernels/cpu/gemm.cpp)
 //   conv_forward/<layer>/threads:T    conv2d_forward_cpu  (im2col + one GEMM per chunk + bias scatter)
 //   conv_backward/<layer>/threads:T   conv2d_backward_cpu (grad_in null for first layers, as in training;
 //                                     workspace_holds_cols = false, i.e. it redoes its im2col)
@@ -50,6 +53,7 @@
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_small.h"
 #include "kernels/cpu/pool.h"
 #include "tensor/random.h"
 
@@ -220,19 +224,23 @@ std::vector<GemmShape> gemm_shapes() {
   std::vector<GemmShape> shapes;
   for (int64_t n : {64, 256, 1024}) shapes.push_back({"square" + std::to_string(n), false, false, n, n, n});
   // A linear layer's three GEMMs (y = x W^T; dx = dy W; dW = dy^T x) at the papers' batches:
-  // cnn-fedfsa's fc2 (1024 -> 1024) and fc1 (192 -> 1024) at FedFSA's batch 48, the MLP's fc1 (784 -> 200)
-  // and LeNet's fc1 (400 -> 120) at batch 64 (bench/RESULTS.md "Linear layers at small batch").
+  // cnn-fedfsa's fc2 (1024 -> 1024), fc1 (192 -> 1024) and fc3 (1024 -> 10) at FedFSA's batch 48, and its
+  // last partial batch of 10 (fc2), the MLP's fc1 (784 -> 200) and LeNet's fc1 (400 -> 120) at batch 64
+  // (bench/RESULTS.md "Linear layers at small batch", "The small-batch GEMM ladder"). The product
+  // accumulates dW into the gradient (beta = 1); here every GEMM has beta = 0, the same for every rung.
   struct Fc {
     const char* name;
     int64_t batch, in, out;
   };
-  for (const Fc& fc : {Fc{"fedfsa_fc2", 48, 1024, 1024}, Fc{"fedfsa_fc1", 48, 192, 1024}, Fc{"mlp_fc1", 64, 784, 200},
-                       Fc{"lenet_fc1", 64, 400, 120}}) {
+  for (const Fc& fc : {Fc{"fedfsa_fc2", 48, 1024, 1024}, Fc{"fedfsa_fc1", 48, 192, 1024}, Fc{"fedfsa_fc3", 48, 1024, 10},
+                       Fc{"fedfsa_fc2_b10", 10, 1024, 1024}, Fc{"mlp_fc1", 64, 784, 200}, Fc{"lenet_fc1", 64, 400, 120}}) {
     const std::string base = fc.name;
     shapes.push_back({base + ".fwd", false, true, fc.batch, fc.out, fc.in});
     shapes.push_back({base + ".bwd_input", false, false, fc.batch, fc.in, fc.out});
     shapes.push_back({base + ".bwd_weight", true, false, fc.out, fc.in, fc.batch});
   }
+  // cnn-fedfsa's forward at the evaluation batch (128): forward only, where the small path might stop paying.
+  shapes.push_back({"fedfsa_fc2_b128.fwd", false, true, 128, 1024, 1024});
   for (const ConvLayer& layer : conv_layers()) {
     const Conv2dGeometry& g = layer.g;
     const int64_t cols = conv2d_chunk_samples(g) * g.out_plane();  // nb * P of a full chunk
@@ -410,6 +418,9 @@ void register_all() {
           ->UseRealTime();
       if (t == 1)
         benchmark::RegisterBenchmark(("gemm_blocked" + suffix(s.name, t)).c_str(), bm_gemm, gemm_blocked_cpu, s, t, 0)
+            ->UseRealTime();
+      if (gemm_small_available() && gemm_small_supports(s.trans_a, s.trans_b))
+        benchmark::RegisterBenchmark(("gemm_small" + suffix(s.name, t)).c_str(), bm_gemm, gemm_small_cpu, s, t, 0)
             ->UseRealTime();
 
     }
