@@ -1,4 +1,5 @@
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_small.h"
 
 #include <omp.h>
 
@@ -30,6 +31,23 @@ constexpr int64_t kBlockN = 512;
 constexpr int64_t kPanelColumns = 512;
 constexpr int64_t kPanelRows = 128;
 constexpr int64_t kMinPanelWork = int64_t{1} << 18;
+
+// When gemm_cpu takes the AVX-512 small-batch path (kernels/cpu/gemm_small.h) instead of OpenBLAS: a
+// linear layer's three GEMMs at a batch of at most kSmallBatch rows, where the ladder in bench/RESULTS.md
+// ("The small-batch GEMM ladder", 2026-11-28, Intel Xeon) measured it faster. There it won on all of
+// cnn-fedfsa's fc1 and fc2 GEMMs at batch 48 and 10, and lost where a layer is thin: fc3's 10 outputs
+// (forward N = 10, input gradient K = 10) and the weight gradient of a batch of 10 rows (K = 10), whose
+// blocks are mostly edge and epilogue. So the batch side is at most kSmallBatch and the other two
+// dimensions at least kSmallMinWidth.
+constexpr int64_t kSmallBatch = 64;
+constexpr int64_t kSmallMinWidth = 32;
+
+bool small_path_wins(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
+  if (!gemm_small_available() || !gemm_small_supports(trans_a, trans_b)) return false;
+  if (!trans_a && trans_b) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;  // y = x W^T
+  if (!trans_a) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;              // dx = dy W
+  return K <= kSmallBatch && K >= kSmallMinWidth && M >= kSmallMinWidth && N >= kSmallMinWidth;     // dW = dy^T x
+}
 
 void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i) {
@@ -107,6 +125,10 @@ void gemm_openblas_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
 // the same whichever thread computes a panel and however many there are.
 void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (alpha != 0.0f && small_path_wins(trans_a, trans_b, M, N, K)) {  // splits C into panels itself
+    gemm_small_cpu(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
 #ifdef BASTION_HAVE_OPENBLAS
   const bool by_columns = N >= 2 * kPanelColumns, by_rows = !by_columns && M >= 2 * kPanelRows;
   if (M * N * K < kMinPanelWork || (!by_columns && !by_rows)) {

@@ -2,10 +2,12 @@
 // op(A) is (M, K): A is (M, K) with lda >= K, or (K, M) with lda >= M when trans_a.
 // op(B) is (K, N): B is (K, N) with ldb >= N, or (N, K) with ldb >= K when trans_b.
 // C is (M, N) with ldc >= N. beta = 0 ASSIGNS C (its old contents may be NaN); beta = 1 accumulates.
-// Two implementations, kept in agreement by tests/test_kernels_cpu.cpp:
+// Three implementations, kept in agreement by tests/test_kernels_cpu.cpp:
 //   gemm_openblas_cpu  cblas_sgemm (only when built with OpenBLAS)
 //   gemm_blocked_cpu   a plain cache-blocked fallback, always built
-// gemm_cpu dispatches to OpenBLAS when present. Threads: OpenBLAS itself always runs single-threaded
+//   gemm_small_cpu     AVX-512, unpacked, for small-batch linear layers (kernels/cpu/gemm_small.h)
+// gemm_cpu takes the small path for the shapes where bench/RESULTS.md's ladder measured it faster (the
+// rule is in gemm.cpp; never on a CPU without AVX-512F), else OpenBLAS when present. Threads: OpenBLAS itself always runs single-threaded
 // (its threaded driver sums in a thread-count-dependent order); gemm_cpu splits C into shape-determined
 // panels over set_num_threads() OpenMP threads instead, so results are bitwise independent of the thread
 // count. The blocked version is single-threaded (it is a fallback and a test oracle).
