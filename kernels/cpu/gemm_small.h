@@ -5,8 +5,10 @@
 //                                                      16 lanes along K, reduced across lanes once at the end
 //   dx           dx = dy @ W     NN  (M = batch)      broadcast blocks: 6 rows of C x 64 columns, one
 //   weight grad  dW += dy^T @ x  TN  (K = batch)      scalar of op(A) times a 64-wide row of B per k
-// Both read A and B where they lie: nothing is packed, so a call costs its multiply-adds and nothing
-// per element of the big operand (OpenBLAS copies all of W, or all of x and dy, on every call).
+// The batch-sized operands (x, dy) are read where they lie, never packed. The panel of B that several blocks
+// reuse (rows of W, or columns of x for dW) is stored into an L1 buffer by the first block that reads it,
+// while that block computes, because rows 4 KiB apart alias in L1; no separate packing pass, no transposes.
+// Stack use per thread: up to 44 KiB (broadcast) or 33 KiB (dot) of such buffers.
 // TT is not supported (no layer issues it); gemm_cpu sends it to OpenBLAS.
 // Each element of C is summed over k in one fixed order by one thread; threads take whole
 // register blocks (shape-determined), so results are bitwise independent of set_num_threads().
