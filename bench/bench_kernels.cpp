@@ -218,6 +218,7 @@ struct GemmShape {
   std::string name;
   bool trans_a, trans_b;
   int64_t M, N, K;
+  float beta = 0.0f;
 };
 
 std::vector<GemmShape> gemm_shapes() {
@@ -226,8 +227,8 @@ std::vector<GemmShape> gemm_shapes() {
   // A linear layer's three GEMMs (y = x W^T; dx = dy W; dW = dy^T x) at the papers' batches:
   // cnn-fedfsa's fc2 (1024 -> 1024), fc1 (192 -> 1024) and fc3 (1024 -> 10) at FedFSA's batch 48, and its
   // last partial batch of 10 (fc2), the MLP's fc1 (784 -> 200) and LeNet's fc1 (400 -> 120) at batch 64
-  // (bench/RESULTS.md "Linear layers at small batch", "The small-batch GEMM ladder"). The product
-  // accumulates dW into the gradient (beta = 1); here every GEMM has beta = 0, the same for every rung.
+  // (bench/RESULTS.md "Linear layers at small batch", "The small-batch GEMM ladder"). These have beta = 0;
+  // the product accumulates dW into the gradient, which the .bwd_weight_acc shapes below time (beta = 1).
   struct Fc {
     const char* name;
     int64_t batch, in, out;
@@ -239,6 +240,9 @@ std::vector<GemmShape> gemm_shapes() {
     shapes.push_back({base + ".bwd_input", false, false, fc.batch, fc.in, fc.out});
     shapes.push_back({base + ".bwd_weight", true, false, fc.out, fc.in, fc.batch});
   }
+  // cnn-fedfsa's weight gradients as the product runs them: added into the gradient (beta = 1).
+  for (const Fc& fc : {Fc{"fedfsa_fc2", 48, 1024, 1024}, Fc{"fedfsa_fc1", 48, 192, 1024}})
+    shapes.push_back({std::string(fc.name) + ".bwd_weight_acc", true, false, fc.out, fc.in, fc.batch, 1.0f});
   // cnn-fedfsa's forward at the evaluation batch (128): forward only, where the small path might stop paying.
   shapes.push_back({"fedfsa_fc2_b128.fwd", false, true, 128, 1024, 1024});
   for (const ConvLayer& layer : conv_layers()) {
@@ -261,7 +265,7 @@ void bm_gemm(benchmark::State& state, GemmFn gemm, GemmShape s, int threads, int
   set_num_threads(threads);
   Buffer a(s.M * s.K, 1), b(s.K * s.N, 2), c(s.M * s.N, 3);
   const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
-  auto call = [&] { gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.get(), lda, b.get(), ldb, 0.0f, c.get(), s.N); };
+  auto call = [&] { gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.get(), lda, b.get(), ldb, s.beta, c.get(), s.N); };
   call();
 #ifdef BASTION_HAVE_OPENBLAS
   if (openblas_threads > 0) openblas_set_num_threads(openblas_threads);
