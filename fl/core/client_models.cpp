@@ -53,14 +53,15 @@ bool plan_start_states(ServerRule& rule, const SharedColumns& shared, std::span<
   BASTION_CHECK(!plan || (plan->starts.size() == sampled.size() * width && plan->personal.size() == sampled.size()),
                 "server rule's round plan: ", plan ? plan->starts.size() : 0, " start values and ",
                 plan ? plan->personal.size() : 0, " flags for ", sampled.size(), " clients of ", width, " columns");
+  starts.clear();
+  if (!plan) return false;  // every client starts from the global state: no (m, D) copy of it per round
   starts.resize(sampled.size() * D);
   for (size_t i = 0; i < sampled.size(); ++i) {
     const std::span<float> start(starts.data() + i * D, D);
     std::copy(global.begin(), global.end(), start.begin());
-    if (plan && plan->personal[i])
-      shared.assign_into(std::span<const float>(plan->starts.data() + i * width, width), start);
+    if (plan->personal[i]) shared.assign_into(std::span<const float>(plan->starts.data() + i * width, width), start);
   }
-  return plan.has_value();
+  return true;
 }
 
 std::vector<ColumnRange> ranges_within_shared(const std::vector<ColumnRange>& ranges, const SharedColumns& shared) {

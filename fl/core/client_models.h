@@ -42,7 +42,7 @@ SharedColumns shared_columns(const Model& model, SharedPart part);
 // (ServerRule::plan_round), (sampled.size(), D) row-major in `starts`: the global state, with the shared
 // columns replaced by the plan's row where the plan gives the client its own. `global_shared` is the
 // global state's shared columns (the rule's view); `request_updates` answers the plan's extra update
-// requests (empty: none can be trained). Returns false when the rule has no plan (every row is global).
+// requests (empty: none can be trained). Returns false, with `starts` empty, when the rule has no plan.
 bool plan_start_states(ServerRule& rule, const SharedColumns& shared, std::span<const float> global,
                        std::span<const float> global_shared, const std::vector<int64_t>& sampled,
                        const RequestUpdates& request_updates, std::vector<float>& starts);

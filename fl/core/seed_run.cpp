@@ -133,9 +133,7 @@ void SeedRun::prepare_start_states(int64_t round, const std::vector<int64_t>& sa
   const RequestUpdates request = [&](const std::vector<int64_t>& asked, std::span<const float> base) {
     return request_updates(round, asked, base, attack_on);
   };
-  std::vector<float> starts;
-  if (plan_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, request, starts))
-    starts_ = std::move(starts);
+  plan_start_states(*server_rule_, sharing_, global_, global_shared(), sampled, request, starts_);
 }
 
 // A round plan's request path (FedCAP's non-uploaders): the asked clients train from the rule's `base`

@@ -144,7 +144,9 @@ PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
       c_.eval.text("personal_received_final") == "next") {
     BASTION_CHECK(!spread(), "eval.personal_received_final = \"next\" asks the server rule for every client's next ",
                   "start state, which mpirun does not spread over ranks: run it in one process");
-    plan_start_states(*server_rule_, sharing_, global_, global_shared(), input.clients, {}, next_received);
+    if (!plan_start_states(*server_rule_, sharing_, global_, global_shared(), input.clients, {}, next_received))
+      for (size_t i = 0; i < input.clients.size(); ++i)  // no plan: every client would receive the global state
+        next_received.insert(next_received.end(), global_.begin(), global_.end());
     input.received_rows = next_received;
   }
   const PersonalRecord record = evaluate_personal(input, pool_, replicas_, &net_, &devices_);
