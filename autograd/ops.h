@@ -15,14 +15,14 @@
 namespace bastion {
 
 // ---- elementwise.cpp ----
-Tensor add(const Tensor& a, const Tensor& b);          // same shapes
+Tensor add(const Tensor& a, const Tensor& b);  // same shapes
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor scale(const Tensor& a, float alpha);
-Tensor sum(const Tensor& a);                           // -> shape (1)
-Tensor mean(const Tensor& a);                          // -> shape (1)
-Tensor reshape(const Tensor& a, const Shape& shape);   // contiguous, same numel; shares storage
-Tensor flatten(const Tensor& a);                       // (N, ...) -> (N, rest)
+Tensor sum(const Tensor& a);                          // -> shape (1)
+Tensor mean(const Tensor& a);                         // -> shape (1)
+Tensor reshape(const Tensor& a, const Shape& shape);  // contiguous, same numel; shares storage
+Tensor flatten(const Tensor& a);                      // (N, ...) -> (N, rest)
 
 // ---- activation.cpp ----
 Tensor relu(const Tensor& x);
@@ -49,8 +49,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
                   const Tensor& running_var, bool training, float momentum, float eps);
 
 // ---- softmax.cpp ----
-Tensor log_softmax(const Tensor& x);                               // (N, C)
-Tensor cross_entropy(const Tensor& logits, const LabelTensor& y);  // mean over N -> (1)
+Tensor log_softmax(const Tensor& x);                                                           // (N, C)
+Tensor cross_entropy(const Tensor& logits, const LabelTensor& y);                              // mean over N -> (1)
 Tensor kl_div(const Tensor& student_logits, const Tensor& teacher_logits, float temperature);  // -> (1)
 
 // ---- balanced_softmax.cpp ----

@@ -91,7 +91,9 @@ const UploadCache& uploads(int64_t n, int64_t D) {
 class StubServerData final : public ServerData {
  public:
   int64_t size() const override { return 6000; }
-  std::vector<float> train(std::span<const float> state, const ServerTrainSpec&) override { return {state.begin(), state.end()}; }
+  std::vector<float> train(std::span<const float> state, const ServerTrainSpec&) override {
+    return {state.begin(), state.end()};
+  }
   ServerEval evaluate(std::span<const float>) override { return {0.5, 1.0, 6000}; }
 };
 
@@ -102,7 +104,8 @@ bool is_distance_based(const std::string& rule) { return rule == "krum" || rule 
 constexpr double kResidualBaseMaxN2D = 1.5e9;
 
 void bench_rule(benchmark::State& state, const ServerRuleEntry* entry, ModelSize model, int64_t n) {
-  if (entry->info.name == "residual-base" && static_cast<double>(n * n) * static_cast<double>(model.D) > kResidualBaseMaxN2D) {
+  if (entry->info.name == "residual-base" &&
+      static_cast<double>(n * n) * static_cast<double>(model.D) > kResidualBaseMaxN2D) {
     state.SkipWithError("skipped: O(n^2 D) repeated-median fits, estimated over a minute per aggregation");
     return;
   }
@@ -158,10 +161,12 @@ void register_all() {
     for (int64_t n : {10, 50, 100}) {
       const std::string suffix = "/" + model.name + "/n:" + std::to_string(n);
       benchmark::RegisterBenchmark(("sgemm_gram" + suffix).c_str(), bench_sgemm_gram, model, n)
-          ->Unit(benchmark::kMillisecond)->UseRealTime();
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
       for (const ServerRuleEntry& entry : server_rule_registry())
         benchmark::RegisterBenchmark(("rule/" + entry.info.name + suffix).c_str(), bench_rule, &entry, model, n)
-            ->Unit(benchmark::kMillisecond)->UseRealTime();
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     }
   }
 }

@@ -109,8 +109,8 @@ void bench_fedcpa(benchmark::State& state, std::string correlation, bool steady)
   int64_t K = 0;
   for (const ColumnRange& c : r.weights) K += c.end - c.begin;
   state.counters["K"] = static_cast<double>(K);
-  state.counters["GBps"] = benchmark::Counter(4.0 * kClients * r.D * static_cast<double>(state.iterations()),
-                                              benchmark::Counter::kIsRate);
+  state.counters["GBps"] =
+      benchmark::Counter(4.0 * kClients * r.D * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void bench_fedavg(benchmark::State& state) {
@@ -129,9 +129,11 @@ void register_all() {
     for (const bool steady : {false, true})
       benchmark::RegisterBenchmark((prefix + correlation + (steady ? "/steady" : "/first")).c_str(), bench_fedcpa,
                                    std::string(correlation), steady)
-          ->Unit(benchmark::kMillisecond)->UseRealTime();
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
   benchmark::RegisterBenchmark(("fedavg/resnet18/n:" + std::to_string(kClients)).c_str(), bench_fedavg)
-      ->Unit(benchmark::kMillisecond)->UseRealTime();
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
 }
 
 }  // namespace

@@ -99,9 +99,7 @@ std::vector<ConvLayer> conv_layers() {
   };
 }
 
-double conv_forward_flops(const Conv2dGeometry& g) {
-  return 2.0 * g.N * g.K * g.crs() * g.out_plane();
-}
+double conv_forward_flops(const Conv2dGeometry& g) { return 2.0 * g.N * g.K * g.crs() * g.out_plane(); }
 
 // ---- candidate kernel variants (not used by the library; see bench/RESULTS.md) ----
 
@@ -233,8 +231,9 @@ std::vector<GemmShape> gemm_shapes() {
     const char* name;
     int64_t batch, in, out;
   };
-  for (const Fc& fc : {Fc{"fedfsa_fc2", 48, 1024, 1024}, Fc{"fedfsa_fc1", 48, 192, 1024}, Fc{"fedfsa_fc3", 48, 1024, 10},
-                       Fc{"fedfsa_fc2_b10", 10, 1024, 1024}, Fc{"mlp_fc1", 64, 784, 200}, Fc{"lenet_fc1", 64, 400, 120}}) {
+  for (const Fc& fc :
+       {Fc{"fedfsa_fc2", 48, 1024, 1024}, Fc{"fedfsa_fc1", 48, 192, 1024}, Fc{"fedfsa_fc3", 48, 1024, 10},
+        Fc{"fedfsa_fc2_b10", 10, 1024, 1024}, Fc{"mlp_fc1", 64, 784, 200}, Fc{"lenet_fc1", 64, 400, 120}}) {
     const std::string base = fc.name;
     shapes.push_back({base + ".fwd", false, true, fc.batch, fc.out, fc.in});
     shapes.push_back({base + ".bwd_input", false, false, fc.batch, fc.in, fc.out});
@@ -265,7 +264,9 @@ void bm_gemm(benchmark::State& state, GemmFn gemm, GemmShape s, int threads, int
   set_num_threads(threads);
   Buffer a(s.M * s.K, 1), b(s.K * s.N, 2), c(s.M * s.N, 3);
   const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
-  auto call = [&] { gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.get(), lda, b.get(), ldb, s.beta, c.get(), s.N); };
+  auto call = [&] {
+    gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.get(), lda, b.get(), ldb, s.beta, c.get(), s.N);
+  };
   call();
 #ifdef BASTION_HAVE_OPENBLAS
   if (openblas_threads > 0) openblas_set_num_threads(openblas_threads);
@@ -334,8 +335,8 @@ void bm_conv_direct_backward(benchmark::State& state, ConvLayer layer, int threa
       workspace(conv2d_direct_workspace_floats(g, threads), 7);
   float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
   for (auto _ : state) {
-    conv2d_direct_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(),
-                               weight.get(), g, workspace.get(), threads, variant);
+    conv2d_direct_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(), weight.get(),
+                               g, workspace.get(), threads, variant);
     benchmark::ClobberMemory();
   }
   const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
@@ -415,34 +416,30 @@ void register_all() {
   for (const GemmShape& s : gemm_shapes()) {
     for (int t : kThreads) {
       if (gemm_has_openblas())
-        benchmark::RegisterBenchmark(("gemm_openblas" + suffix(s.name, t)).c_str(), bm_gemm, gemm_openblas_cpu, s, 1,
-                                     t)
+        benchmark::RegisterBenchmark(("gemm_openblas" + suffix(s.name, t)).c_str(), bm_gemm, gemm_openblas_cpu, s, 1, t)
             ->UseRealTime();
-      benchmark::RegisterBenchmark(("gemm_cpu" + suffix(s.name, t)).c_str(), bm_gemm, gemm_cpu, s, t, 0)
-          ->UseRealTime();
+      benchmark::RegisterBenchmark(("gemm_cpu" + suffix(s.name, t)).c_str(), bm_gemm, gemm_cpu, s, t, 0)->UseRealTime();
       if (t == 1)
         benchmark::RegisterBenchmark(("gemm_blocked" + suffix(s.name, t)).c_str(), bm_gemm, gemm_blocked_cpu, s, t, 0)
             ->UseRealTime();
       if (gemm_small_available() && gemm_small_supports(s.trans_a, s.trans_b))
         benchmark::RegisterBenchmark(("gemm_small" + suffix(s.name, t)).c_str(), bm_gemm, gemm_small_cpu, s, t, 0)
             ->UseRealTime();
-
     }
   }
   for (const ConvLayer& layer : conv_layers()) {
     for (int t : kThreads) {
       benchmark::RegisterBenchmark(("conv_forward" + suffix(layer.name, t)).c_str(), bm_conv_forward, layer, t)
           ->UseRealTime();
-      benchmark::RegisterBenchmark(("conv_backward" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer, t,
-                                   false)
+      benchmark::RegisterBenchmark(("conv_backward" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer, t, false)
           ->UseRealTime();
       if (conv2d_chunk_samples(layer.g) >= layer.g.N)
-        benchmark::RegisterBenchmark(("conv_backward_kept" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer,
-                                     t, true)
+        benchmark::RegisterBenchmark(("conv_backward_kept" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer, t,
+                                     true)
             ->UseRealTime();
-      for (const auto& [rung, variant] : {std::pair{"rows", ConvDirectVariant::RowStrided},
-                                          std::pair{"channels", ConvDirectVariant::ChannelVector},
-                                          std::pair{"scatter", ConvDirectVariant::ChannelScatter}}) {
+      for (const auto& [rung, variant] :
+           {std::pair{"rows", ConvDirectVariant::RowStrided}, std::pair{"channels", ConvDirectVariant::ChannelVector},
+            std::pair{"scatter", ConvDirectVariant::ChannelScatter}}) {
         // channels: K % 16 == 0 (else every pass would fall back to rows); its grad_in needs C % 16 too.
         if (!conv2d_direct_supported(layer.g) || (variant != ConvDirectVariant::RowStrided && layer.g.K % 16 != 0))
           continue;
@@ -453,8 +450,7 @@ void register_all() {
                                      bm_conv_direct_backward, layer, t, variant)
             ->UseRealTime();
       }
-      benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)
-          ->UseRealTime();
+      benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)->UseRealTime();
       if (!layer.first_layer) {
         benchmark::RegisterBenchmark(("conv_col2im" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
                                      col2im_add_cpu)
@@ -471,14 +467,14 @@ void register_all() {
   // LeNet's conv1 output at batch 64 on 28x28 input: 64 x 6 planes of 24x24, 2x2 window, stride 2.
   const Pool2dGeometry pool = pool2d_geometry(64 * 6, 24, 24, 2, 2, 0);
   for (int t : kThreads) {
-    benchmark::RegisterBenchmark(("max_pool2d_forward" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_forward,
-                                 pool, t)
+    benchmark::RegisterBenchmark(("max_pool2d_forward" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_forward, pool,
+                                 t)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("max_pool2d_backward" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_backward,
                                  pool, t, max_pool2d_backward_cpu)
         ->UseRealTime();
-    benchmark::RegisterBenchmark(("max_pool2d_backward_v1" + suffix("lenet28.pool1", t)).c_str(),
-                                 bm_max_pool_backward, pool, t, max_pool2d_backward_v1)
+    benchmark::RegisterBenchmark(("max_pool2d_backward_v1" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_backward,
+                                 pool, t, max_pool2d_backward_v1)
         ->UseRealTime();
   }
 }

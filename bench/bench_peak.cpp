@@ -130,9 +130,8 @@ int main(int argc, char** argv) {
   if (json) {
     std::printf("{\"peak\": [");
     for (size_t i = 0; i < results.size(); ++i)
-      std::printf("%s{\"isa\": \"%s\", \"threads\": %d, \"median_gflops\": %.2f, \"best_gflops\": %.2f}",
-                  i ? ", " : "", results[i].isa, results[i].threads, results[i].median_gflops,
-                  results[i].best_gflops);
+      std::printf("%s{\"isa\": \"%s\", \"threads\": %d, \"median_gflops\": %.2f, \"best_gflops\": %.2f}", i ? ", " : "",
+                  results[i].isa, results[i].threads, results[i].median_gflops, results[i].best_gflops);
     std::printf("]}\n");
   } else {
     std::printf("FP32 FMA peak (%d chains, %d trials of ~%.1f s; hardware threads: %u)\n", kChains, kTrials,

@@ -167,9 +167,12 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("openblas_core", blas_core);
   const TrainCase cases[] = {
-      {"mlp", {1, 28, 28}, kBatch, 0},         {"lenet", {1, 28, 28}, kBatch, 0},
-      {"lenet", {3, 32, 32}, kBatch, 0},       {"cnn-fedcap", {3, 32, 32}, kBatch, 0},
-      {"cnn-fedfsa", {1, 28, 28}, kFedfsaBatch, 0}, {"cnn-spmc", {3, 32, 32}, kBatch, 0},
+      {"mlp", {1, 28, 28}, kBatch, 0},
+      {"lenet", {1, 28, 28}, kBatch, 0},
+      {"lenet", {3, 32, 32}, kBatch, 0},
+      {"cnn-fedcap", {3, 32, 32}, kBatch, 0},
+      {"cnn-fedfsa", {1, 28, 28}, kFedfsaBatch, 0},
+      {"cnn-spmc", {3, 32, 32}, kBatch, 0},
       {"resnet18", {3, 32, 32}, kBatch, 3},
   };
   for (const TrainCase& c : cases) {

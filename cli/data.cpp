@@ -117,8 +117,7 @@ int run_stats(const DataArgs& args) {
   std::printf("client sizes: min %lld, median %.1f, max %lld, total %lld; classes per client: mean %.2f\n",
               static_cast<long long>(stats.min_size), stats.median_size, static_cast<long long>(stats.max_size),
               static_cast<long long>(stats.total), stats.mean_classes);
-  if (!partition.server.empty())
-    std::printf("server holds %zu samples\n", partition.server.size());
+  if (!partition.server.empty()) std::printf("server holds %zu samples\n", partition.server.size());
   std::printf("heat-map: one column per class 0..%lld, share of the client's samples ' '=0 .:-=+*#%%@ =all\n",
               static_cast<long long>(data.num_classes - 1));
   std::printf("%6s %6s %5s %4s  %s\n", "client", "size", "test", "cls", "classes");
@@ -131,7 +130,8 @@ int run_stats(const DataArgs& args) {
                 heat_row(counts, static_cast<int64_t>(partition.train[i].size())).c_str());
   }
   if (shown < partition.num_clients())
-    std::printf("... %lld more clients (--rows -1 shows all)\n", static_cast<long long>(partition.num_clients() - shown));
+    std::printf("... %lld more clients (--rows -1 shows all)\n",
+                static_cast<long long>(partition.num_clients() - shown));
   if (!args.out.empty()) {
     write_stats_csv(args.out, partition, histogram);
     std::printf("wrote %s\n", args.out.c_str());
@@ -144,8 +144,7 @@ int run_stats(const DataArgs& args) {
 // Maps the model's normalised input back to 8-bit pixels (x * std + mean, clamped to [0, 1]). Float sets
 // (WISDM) have no pixel scale, so each of their channels is min-max stretched instead.
 std::vector<uint8_t> to_display_pixels(const std::vector<float>& chw, const SampleShape& shape,
-                                       const std::vector<float>& mean, const std::vector<float>& std,
-                                       bool float_set) {
+                                       const std::vector<float>& mean, const std::vector<float>& std, bool float_set) {
   const int64_t plane = shape.height * shape.width;
   std::vector<uint8_t> out(chw.size());
   for (int64_t c = 0; c < shape.channels; ++c) {
@@ -179,8 +178,8 @@ std::vector<uint8_t> interleave_scaled(const std::vector<uint8_t>& chw, const Sa
 int run_show(DataArgs args) {
   Dataset data = select_split(args);
   apply_normalization_preset(data, args.normalization);
-  BASTION_CHECK(0 <= args.index && args.index < data.size(), "--index ", args.index, " is outside [0, ",
-                data.size(), ") of the ", args.split, " split of '", data.name, "'");
+  BASTION_CHECK(0 <= args.index && args.index < data.size(), "--index ", args.index, " is outside [0, ", data.size(),
+                ") of the ", args.split, " split of '", data.name, "'");
   TransformSpec spec;
   if (args.augment) spec = default_train_transform(data.name);
   const SampleShape shape = transformed_shape(data, spec);
@@ -229,7 +228,8 @@ int64_t source_bytes(const DatasetSource& source) {
 int run_get(const DataArgs& args) {
   const std::string root = args.data_dir.empty() ? default_download_root() : args.data_dir;
   if (args.names.empty()) {  // what it can get, and where it would go
-    std::printf("bastion data get NAME... downloads into %s/<folder> (--data-dir DIR for another root):\n", root.c_str());
+    std::printf("bastion data get NAME... downloads into %s/<folder> (--data-dir DIR for another root):\n",
+                root.c_str());
     for (const std::string& name : downloadable_dataset_names()) {
       const DatasetSource& source = dataset_source(name);
       std::printf("  %-9s %6.1f MB  %s/\n", name.c_str(), static_cast<double>(source_bytes(source)) / 1e6,
@@ -242,11 +242,16 @@ int run_get(const DataArgs& args) {
   options.mirror = args.mirror;
   options.retries = args.retries;
   options.progress = !args.quiet && isatty(fileno(stderr)) != 0;
-  if (!args.quiet) options.log = [](const std::string& line) { std::printf("%s\n", line.c_str()); std::fflush(stdout); };
+  if (!args.quiet)
+    options.log = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
   for (const std::string& name : args.names) {
     const DatasetSource& source = dataset_source(name);
-    if (!args.quiet) std::printf("%s: %.1f MB into %s/%s\n", name.c_str(), static_cast<double>(source_bytes(source)) / 1e6,
-                                 root.c_str(), source.folder.c_str());
+    if (!args.quiet)
+      std::printf("%s: %.1f MB into %s/%s\n", name.c_str(), static_cast<double>(source_bytes(source)) / 1e6,
+                  root.c_str(), source.folder.c_str());
     const std::string folder = download_dataset(source, root, options);
     find_dataset_dir(name, root);  // the loaders find what was written, or this says where they looked
     std::printf("%s: ready in %s (%s)\n", name.c_str(), folder.c_str(), source.citation.c_str());
@@ -256,7 +261,8 @@ int run_get(const DataArgs& args) {
 
 void add_common_options(CLI::App* sub, DataArgs& args) {
   sub->add_option("--dataset", args.dataset, "Dataset name (bastion list datasets)")->capture_default_str();
-  sub->add_option("--data-dir", args.data_dir, "Folder with the dataset files (else $BASTION_DATA, ./data, /usr/share/datasets)");
+  sub->add_option("--data-dir", args.data_dir,
+                  "Folder with the dataset files (else $BASTION_DATA, ./data, /usr/share/datasets)");
   sub->add_option("--split", args.split, "train, test, or pooled (train then test)")
       ->check(CLI::IsMember({"train", "test", "pooled"}))
       ->capture_default_str();
@@ -284,7 +290,9 @@ Command add_data_command(CLI::App& app) {
   stats->add_flag("--client-prior", args->client_prior, "Dirichlet: FedFSA's per-client class prior, equal sizes");
   stats->add_option("--max-per-client", args->max_per_client, "Cap on samples per client (0 = none)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  stats->add_option("--client-test-fraction", args->client_test_fraction, "Share of each client moved to its local test split")
+  stats
+      ->add_option("--client-test-fraction", args->client_test_fraction,
+                   "Share of each client moved to its local test split")
       ->check(CLI::Range(0.0, 0.99));
   stats->add_option("--server-fraction", args->server_fraction, "Hold out this last share of the split for the server")
       ->check(CLI::Range(0.0, 0.99));
@@ -294,7 +302,8 @@ Command add_data_command(CLI::App& app) {
   auto* show = data->add_subcommand("show", "Write one sample (with augmentation/trigger) as a PNG");
   add_common_options(show, *args);
   show->add_option("--index", args->index, "Sample index in the split")->capture_default_str();
-  show->add_option("--trigger", args->trigger, "Backdoor trigger to paint (spmc, fedcpa, bapfl, dba, dba:K, square, grid)");
+  show->add_option("--trigger", args->trigger,
+                   "Backdoor trigger to paint (spmc, fedcpa, bapfl, dba, dba:K, square, grid)");
   show->add_flag("--augment", args->augment, "Apply the dataset's default training augmentation (seeded by --seed)");
   show->add_option("--normalization", args->normalization, "Normalisation preset: dataset, mnist, imagenet, half, none")
       ->capture_default_str();

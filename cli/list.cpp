@@ -27,7 +27,8 @@ template <typename Entry>
 void print_units(const char* title, const std::vector<Entry>& table) {
   std::printf("%s:\n", title);
   for (const Entry& entry : table) {
-    std::printf("  %-14s %s  [%s]\n", entry.info.name.c_str(), entry.info.description.c_str(), entry.info.paper.c_str());
+    std::printf("  %-14s %s  [%s]\n", entry.info.name.c_str(), entry.info.description.c_str(),
+                entry.info.paper.c_str());
     std::printf("%s", describe_params(*entry.info.params, "      ").c_str());
   }
 }
@@ -35,8 +36,11 @@ void print_units(const char* title, const std::vector<Entry>& table) {
 void print_server_rules() {
   std::printf("server rules (defenses; fl/README.md has the table with preconditions and costs):\n");
   for (const ServerRuleEntry& entry : server_rule_registry()) {
-    const char* note = entry.wrap ? "  (wraps server.inner)" : entry.needs_server_data ? "  (needs data.server_fraction)" : "";
-    std::printf("  %-14s %s  [%s]%s\n", entry.info.name.c_str(), entry.info.description.c_str(), entry.info.paper.c_str(), note);
+    const char* note = entry.wrap                ? "  (wraps server.inner)"
+                       : entry.needs_server_data ? "  (needs data.server_fraction)"
+                                                 : "";
+    std::printf("  %-14s %s  [%s]%s\n", entry.info.name.c_str(), entry.info.description.c_str(),
+                entry.info.paper.c_str(), note);
     std::printf("%s", describe_params(*entry.info.params, "      ").c_str());
   }
 }
@@ -75,11 +79,12 @@ void print_presets() {
     try {
       const Preset preset = load_preset(path);
       const size_t runs = preset_grid(preset).runs.size();
-      const std::string cost = preset.estimated_minutes > 0
-                                   ? "~" + std::to_string(static_cast<long long>(preset.estimated_minutes + 0.5)) + " min measured"
-                                   : "cost not measured";
-      std::printf("  %-22s %s\n  %-22s %zu run(s) x %lld seeds, %s\n", preset.name.c_str(), preset.title.c_str(), "", runs,
-                  static_cast<long long>(preset.seeds), cost.c_str());
+      const std::string cost =
+          preset.estimated_minutes > 0
+              ? "~" + std::to_string(static_cast<long long>(preset.estimated_minutes + 0.5)) + " min measured"
+              : "cost not measured";
+      std::printf("  %-22s %s\n  %-22s %zu run(s) x %lld seeds, %s\n", preset.name.c_str(), preset.title.c_str(), "",
+                  runs, static_cast<long long>(preset.seeds), cost.c_str());
     } catch (const Error& e) {
       std::printf("  %s: invalid: %s\n", path.c_str(), e.what());
     }
@@ -111,9 +116,12 @@ int print_markdown(const std::string& what) {
 }  // namespace
 
 Command add_list_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("list", "List models, datasets, partitions, triggers, client rules, server rules, attacks, config keys and presets");
+  auto* sub = app.add_subcommand(
+      "list",
+      "List models, datasets, partitions, triggers, client rules, server rules, attacks, config keys and presets");
   auto what = std::make_shared<std::string>("all");
-  sub->add_option("what", *what, "models | datasets | partitions | triggers | clients | defenses | attacks | config | presets | all")
+  sub->add_option("what", *what,
+                  "models | datasets | partitions | triggers | clients | defenses | attacks | config | presets | all")
       ->check(CLI::IsMember({"models", "datasets", "partitions", "triggers", "clients", "defenses", "attacks", "config",
                              "presets", "all"}));
   auto markdown = std::make_shared<bool>(false);

@@ -19,13 +19,14 @@ int main(int argc, char** argv) {
   CLI::App app{"Bastion: a from-scratch deep-learning engine and federated-learning security lab"};
   app.require_subcommand(1);
   const std::string commit = bastion::cli::build_commit();
-  app.set_version_flag("--version", "bastion, built from " + (commit.empty() ? std::string("an unknown commit") : commit));
+  app.set_version_flag("--version",
+                       "bastion, built from " + (commit.empty() ? std::string("an unknown commit") : commit));
   bool verbose = false;
-  app.add_flag("--verbose", verbose, "Errors name the source file and line where they were raised (also BASTION_DEBUG=1)");
+  app.add_flag("--verbose", verbose,
+               "Errors name the source file and line where they were raised (also BASTION_DEBUG=1)");
   std::map<CLI::App*, bastion::cli::Command> commands;
-  for (auto add : {bastion::cli::add_train_command, bastion::cli::add_list_command,
-                   bastion::cli::add_data_command, bastion::cli::add_run_command, bastion::cli::add_plot_command,
-                   bastion::cli::add_report_command}) {
+  for (auto add : {bastion::cli::add_train_command, bastion::cli::add_list_command, bastion::cli::add_data_command,
+                   bastion::cli::add_run_command, bastion::cli::add_plot_command, bastion::cli::add_report_command}) {
     bastion::cli::Command command = add(app);
     commands[app.get_subcommands({}).back()] = command;
   }
@@ -46,10 +47,12 @@ int main(int argc, char** argv) {
   try {
     // Under mpirun with K > 1 only reproduce (fl/core/mpi_grid.h) and run (fl/core/mpi_run.h) divide
     // their work; any other command would run K times over the same files.
-    BASTION_CHECK(bastion::launcher_size() <= 1 || app.got_subcommand("reproduce") || app.got_subcommand("run") ||
-                      app.got_subcommand("list"),
-                  "started by mpirun with ", bastion::launcher_size(), " processes, but only `bastion reproduce` "
-                  "and `bastion run` spread their work over MPI ranks (docs/scale-out.md); run this command without mpirun");
+    BASTION_CHECK(
+        bastion::launcher_size() <= 1 || app.got_subcommand("reproduce") || app.got_subcommand("run") ||
+            app.got_subcommand("list"),
+        "started by mpirun with ", bastion::launcher_size(),
+        " processes, but only `bastion reproduce` "
+        "and `bastion run` spread their work over MPI ranks (docs/scale-out.md); run this command without mpirun");
     for (auto& [sub, command] : commands)
       if (sub->parsed()) return command();
   } catch (const bastion::Error& e) {

@@ -83,11 +83,12 @@ Command add_plot_command(CLI::App& app) {
   auto* sub = app.add_subcommand("plot", "Draw one metric of several runs over rounds in one SVG (runs side by side)");
   sub->add_option("paths", args->paths, "Run folders (rounds.csv or seed-*/rounds.csv) or reproduce folders (runs/*)")
       ->required();
-  sub->add_option("--metric", args->metric, "What to draw: " + [] {
-    std::string names;
-    for (const std::string& name : overlay_metrics()) names += (names.empty() ? "" : ", ") + name;
-    return names;
-  }() + " (default acc)");
+  sub->add_option(
+      "--metric", args->metric, "What to draw: " + [] {
+        std::string names;
+        for (const std::string& name : overlay_metrics()) names += (names.empty() ? "" : ", ") + name;
+        return names;
+      }() + " (default acc)");
   sub->add_option("--out", args->out, "The SVG file (default plot-<metric>.svg)");
   sub->add_option("--title", args->title, "The plot's title (default: the number of runs)");
   return [args]() { return run_plot(*args); };

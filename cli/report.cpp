@@ -81,11 +81,13 @@ std::string summary_section(const fs::path& dir) {
 
 std::string curves_section(const std::vector<fs::path>& seeds, const std::string& title) {
   std::vector<std::vector<RoundRecord>> records;
-  for (const fs::path& seed : seeds) records.push_back(parse_rounds_csv(read_text_file((seed / "rounds.csv").string())));
+  for (const fs::path& seed : seeds)
+    records.push_back(parse_rounds_csv(read_text_file((seed / "rounds.csv").string())));
   std::string out = without_xml_declaration(curves_svg(title, records));
   std::vector<LabelledRuns> one = {{title, records}};
   for (const std::string& metric : overlay_metrics()) {
-    if (metric == "acc" || metric == "asr" || !overlay_metric_measured(records, metric)) continue;  // above / not measured
+    if (metric == "acc" || metric == "asr" || !overlay_metric_measured(records, metric))
+      continue;  // above / not measured
     out += without_xml_declaration(overlay_svg(title + ": " + metric, metric, one));
   }
   return out;
@@ -105,7 +107,8 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& v
     svg << "<rect x=\"" << 20 + 32 * b << "\" y=\"" << 170 - height << "\" width=\"28\" height=\"" << height
         << "\" fill=\"#4c78a8\"/><text x=\"" << 22 + 32 * b << "\" y=\"185\">" << b / 10.0 << "</text>";
     if (bins[static_cast<size_t>(b)] > 0)
-      svg << "<text x=\"" << 28 + 32 * b << "\" y=\"" << 166 - height << "\">" << bins[static_cast<size_t>(b)] << "</text>";
+      svg << "<text x=\"" << 28 + 32 * b << "\" y=\"" << 166 - height << "\">" << bins[static_cast<size_t>(b)]
+          << "</text>";
   }
   return svg.str() + "</svg>";
 }
@@ -139,8 +142,8 @@ std::string detection_section(const fs::path& dir) {
                     std::to_string(r.false_negative), number_text(r.client_detection.dacc, 3),
                     number_text(r.client_detection.fpr, 3), number_text(r.client_detection.fnr, 3)});
   }
-  return table({"round", "sampled", "malicious", "rejected", "TP", "FP", "FN", "client DAcc", "client FPR", "client FNR"},
-               rows);
+  return table(
+      {"round", "sampled", "malicious", "rejected", "TP", "FP", "FN", "client DAcc", "client FPR", "client FNR"}, rows);
 }
 
 std::string timing_section(const fs::path& dir) {
@@ -185,7 +188,8 @@ std::string partition_section(const fs::path& dir) {
 }
 
 std::string provenance_section(const fs::path& dir) {
-  if (!fs::exists(dir / "provenance.tsv")) return "<p>No provenance.tsv (written by <code>bastion reproduce</code>).</p>";
+  if (!fs::exists(dir / "provenance.tsv"))
+    return "<p>No provenance.tsv (written by <code>bastion reproduce</code>).</p>";
   std::vector<std::vector<std::string>> rows;
   for (const std::string& line : split_fields(read_text_file((dir / "provenance.tsv").string()), '\n'))
     if (!line.empty()) rows.push_back(split_fields(line, '\t'));
@@ -220,9 +224,12 @@ std::vector<std::string> csv_cells(const std::string& line) {
   std::vector<std::string> cells(1);
   bool quoted = false;
   for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) cells.emplace_back();
-    else cells.back() += c;
+    if (c == '"')
+      quoted = !quoted;
+    else if (c == ',' && !quoted)
+      cells.emplace_back();
+    else
+      cells.back() += c;
   }
   return cells;
 }
@@ -251,15 +258,17 @@ std::string table_section(const TableFiles& files) {
   std::string line;
   std::getline(lines, line);
   BASTION_CHECK(line.rfind("row,column,metric", 0) == 0, files.csv.string(), ": not a reproduce table");
-  std::string out = "<table><tr><th>row</th><th>column</th><th>metric</th><th>ours (mean ± std)</th><th>seeds</th>"
-                    "<th>paper</th><th>Δ</th></tr>";
+  std::string out =
+      "<table><tr><th>row</th><th>column</th><th>metric</th><th>ours (mean ± std)</th><th>seeds</th>"
+      "<th>paper</th><th>Δ</th></tr>";
   while (std::getline(lines, line)) {
     const std::vector<std::string> c = csv_cells(line);
     BASTION_CHECK(c.size() >= 8, files.csv.string(), ": short row '", line, "'");
     std::string run = results_folder_slug(c[0]);
     if (!fs::is_directory(files.runs / run)) run += "--" + results_folder_slug(c[1]);
     const std::string row = fs::is_directory(files.runs / run)
-                                ? "<a href=\"#run-" + xml_escape(run) + "\">" + xml_escape(c[0]) + "</a>" : xml_escape(c[0]);
+                                ? "<a href=\"#run-" + xml_escape(run) + "\">" + xml_escape(c[0]) + "</a>"
+                                : xml_escape(c[0]);
     out += "<tr><td>" + row + "</td><td>" + xml_escape(c[1]) + "</td><td>" + xml_escape(c[2]) + "</td><td>" +
            xml_escape(c[3]) + " ± " + xml_escape(c[4]) + "</td><td>" + xml_escape(c[5]) + "</td><td>" +
            xml_escape(c[6]) + "</td><td>" + xml_escape(c[7]) + "</td></tr>";
@@ -279,7 +288,8 @@ std::string table_report(const fs::path& dir, const TableFiles& files) {
   } catch (const Error&) {  // the title falls back to the folder name
   }
   std::string html = page_head(title) + "<h1>" + xml_escape(title) + "</h1>\n<p>Folder: <code>" +
-                     xml_escape(dir.string()) + "</code>; the settings and scale are in table.md. Made by <code>bastion "
+                     xml_escape(dir.string()) +
+                     "</code>; the settings and scale are in table.md. Made by <code>bastion "
                      "report</code>.</p>\n";
   html += section("table", "The table (" + files.csv.filename().string() + ")", [&] {
     std::string svg;
@@ -309,7 +319,8 @@ void write_grid_report(const fs::path& dir, const std::vector<GridFolderCell>& c
   const fs::path stem = fs::path(out).parent_path() / fs::path(out).stem();
   write_file_atomic(stem.string() + "-accuracy.svg", grid.accuracy_svg);
   std::printf("report: %s-accuracy.svg\n", stem.string().c_str());
-  for (const auto& [suffix, svg] : {std::pair{"-asr.svg", &grid.success_svg}, std::pair{"-detection.svg", &grid.detection_svg}}) {
+  for (const auto& [suffix, svg] :
+       {std::pair{"-asr.svg", &grid.success_svg}, std::pair{"-detection.svg", &grid.detection_svg}}) {
     if (svg->empty()) continue;
     write_file_atomic(stem.string() + suffix, *svg);
     std::printf("report: %s%s\n", stem.string().c_str(), suffix);
@@ -318,12 +329,15 @@ void write_grid_report(const fs::path& dir, const std::vector<GridFolderCell>& c
 
 int report(const ReportArgs& args) {
   const fs::path dir(args.run_dir);
-  BASTION_CHECK(fs::is_directory(dir), "report: '", args.run_dir, "' is not a folder (give a run, reproduce or grid folder)");
+  BASTION_CHECK(fs::is_directory(dir), "report: '", args.run_dir,
+                "' is not a folder (give a run, reproduce or grid folder)");
   const std::optional<TableFiles> table = table_files(dir);
   const std::vector<GridFolderCell> grid = table ? std::vector<GridFolderCell>{} : grid_folder_cells(dir);
-  BASTION_CHECK(table || !grid.empty() || fs::exists(dir / "config.toml") || fs::exists(dir / "rounds.csv"), "report: '",
-                args.run_dir, "' holds no config.toml, rounds.csv or table.csv with runs/ (nor is it a published "
-                "NAME-runs/ beside NAME.csv, or a grid of RULE/ATTACK/summary.json): not a run, reproduce or grid folder");
+  BASTION_CHECK(
+      table || !grid.empty() || fs::exists(dir / "config.toml") || fs::exists(dir / "rounds.csv"), "report: '",
+      args.run_dir,
+      "' holds no config.toml, rounds.csv or table.csv with runs/ (nor is it a published "
+      "NAME-runs/ beside NAME.csv, or a grid of RULE/ATTACK/summary.json): not a run, reproduce or grid folder");
   const std::string out = args.out.empty() ? (dir / "report.html").string() : args.out;
   if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path());
   if (!grid.empty())
@@ -338,10 +352,13 @@ int report(const ReportArgs& args) {
 
 Command add_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
-  auto* sub = app.add_subcommand("report", "One self-contained HTML page for a run folder (settings, derived values, "
-                                           "curves, clients, detection, timing, data, provenance), a reproduce table "
-                                           "or a defense grid (heatmaps)");
-  sub->add_option("folder", args->run_dir, "A run folder (bastion run's --out), a reproduce output folder or a grid folder (RULE/ATTACK/)")->required();
+  auto* sub = app.add_subcommand("report",
+                                 "One self-contained HTML page for a run folder (settings, derived values, "
+                                 "curves, clients, detection, timing, data, provenance), a reproduce table "
+                                 "or a defense grid (heatmaps)");
+  sub->add_option("folder", args->run_dir,
+                  "A run folder (bastion run's --out), a reproduce output folder or a grid folder (RULE/ATTACK/)")
+      ->required();
   sub->add_option("--out", args->out, "HTML file to write (default RUN/report.html)");
   return [args]() { return report(*args); };
 }

@@ -87,7 +87,8 @@ Grid read_grid(const std::vector<GridFolderCell>& folders) {
   Grid grid;
   std::vector<std::string> attacks;
   for (const GridFolderCell& folder : folders) {
-    if (std::find(grid.rules.begin(), grid.rules.end(), folder.rule) == grid.rules.end()) grid.rules.push_back(folder.rule);
+    if (std::find(grid.rules.begin(), grid.rules.end(), folder.rule) == grid.rules.end())
+      grid.rules.push_back(folder.rule);
     if (std::find(attacks.begin(), attacks.end(), folder.attack) == attacks.end()) attacks.push_back(folder.attack);
     grid.cells[{folder.rule, folder.attack}] = read_cell(folder.dir);
   }
@@ -192,7 +193,8 @@ Heatmap detection_map(const Grid& grid, const std::vector<std::string>& rules, c
   return map;
 }
 
-std::string ranking_section(const Grid& grid, const std::vector<std::string>& rules, const std::vector<std::string>& backdoors) {
+std::string ranking_section(const Grid& grid, const std::vector<std::string>& rules,
+                            const std::vector<std::string>& backdoors) {
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < rules.size(); ++i) {
     std::string attack = "-";
@@ -266,7 +268,8 @@ GridReport grid_report(const fs::path& dir, const std::vector<GridFolderCell>& c
   if (!detection.rows.empty())
     html += section("detection", "Detection (rules that flag uploads)", [&] {
       return "<p>Correctly judged uploads / all uploads over every round (in the \"none\" column every flag is a "
-             "false positive).</p>" + without_xml_declaration(report.detection_svg);
+             "false positive).</p>" +
+             without_xml_declaration(report.detection_svg);
     });
   html += section("ranking", "Ranking", [&] { return ranking_section(grid, rules, backdoors); });
   html += section("cells", "Cells without values", [&] { return problems_section(grid); });

@@ -18,10 +18,10 @@ struct GridFolderCell {
 std::vector<GridFolderCell> grid_folder_cells(const std::filesystem::path& dir);
 
 struct GridReport {
-  std::string html;          // the whole page
-  std::string accuracy_svg;  // the accuracy heatmap (also inline in the page)
-  std::string success_svg;   // the attack-success heatmap, "" when no cell measured asr
-  std::string detection_svg; // the detection heatmap of the rules that flag uploads, "" when none does
+  std::string html;           // the whole page
+  std::string accuracy_svg;   // the accuracy heatmap (also inline in the page)
+  std::string success_svg;    // the attack-success heatmap, "" when no cell measured asr
+  std::string detection_svg;  // the detection heatmap of the rules that flag uploads, "" when none does
 };
 
 GridReport grid_report(const std::filesystem::path& dir, const std::vector<GridFolderCell>& cells);

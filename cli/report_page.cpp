@@ -30,7 +30,8 @@ std::map<std::string, std::string> toml_values(const std::string& text) {
       continue;
     }
     const size_t eq = line.find(" = ");
-    if (eq != std::string::npos) values[(section.empty() ? "" : section + ".") + line.substr(0, eq)] = line.substr(eq + 3);
+    if (eq != std::string::npos)
+      values[(section.empty() ? "" : section + ".") + line.substr(0, eq)] = line.substr(eq + 3);
   }
   return values;
 }
@@ -40,7 +41,8 @@ std::map<std::string, std::string> toml_values(const std::string& text) {
 std::map<std::string, std::string> default_values() {
   std::map<std::string, std::string> defaults;
   for (const auto& [section, specs] : config_sections())
-    for (const ParamSpec& spec : specs) defaults[(section.empty() ? "" : section + ".") + spec.name] = param_default_text(spec);
+    for (const ParamSpec& spec : specs)
+      defaults[(section.empty() ? "" : section + ".") + spec.name] = param_default_text(spec);
   const auto add_units = [&](const std::string& prefix, const auto& registry) {
     for (const auto& entry : registry)
       for (const ParamSpec& spec : *entry.info.params)
@@ -73,7 +75,6 @@ std::string table(const std::vector<std::string>& header, const std::vector<std:
   return out + "</table>";
 }
 
-
 // Every resolved key whose value is not its default (config.toml holds them all: docs/config.md).
 std::string settings_section(const fs::path& dir) {
   const ExperimentConfig run = load_config((dir / "config.toml").string());
@@ -81,7 +82,8 @@ std::string settings_section(const fs::path& dir) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& [key, value] : toml_values(config_to_toml(run))) {
     const auto found = defaults.find(key);
-    if (found == defaults.end() || found->second != value) rows.push_back({key, value, found == defaults.end() ? "" : found->second});
+    if (found == defaults.end() || found->second != value)
+      rows.push_back({key, value, found == defaults.end() ? "" : found->second});
   }
   return "<p>" + xml_escape(run.experiment.text("description")) + "</p>" +
          table({"setting", "this run", "default"}, rows);
@@ -95,11 +97,9 @@ nlohmann::json read_summary(const fs::path& dir) {
   }
 }
 
-
 std::string without_xml_declaration(const std::string& svg) {
   return svg.rfind("<?xml", 0) == 0 ? svg.substr(svg.find('\n') + 1) : svg;
 }
-
 
 // One section: its body, or the error that stopped it (naming the file), so the other sections still render.
 std::string section(const std::string& id, const std::string& heading, const std::function<std::string()>& body) {
@@ -120,6 +120,5 @@ std::string page_head(const std::string& title) {
          "2px 8px;text-align:left;font-size:13px}th{background:#f2f2f2}.missing{color:#b00020}svg{"
          "display:block;margin:0.5em 0}</style></head><body>\n";
 }
-
 
 }  // namespace bastion::cli

@@ -55,7 +55,8 @@ std::string machine_description() {
 // The preset file, or with --grid the sweep over the experiment config args.preset.
 Preset preset_of(const ReproduceArgs& args) {
   if (args.grid.empty()) {
-    BASTION_CHECK(args.metrics.empty(), "--metric chooses a --grid sweep's columns; a preset's columns are in its file");
+    BASTION_CHECK(args.metrics.empty(),
+                  "--metric chooses a --grid sweep's columns; a preset's columns are in its file");
     return load_preset(resolve_preset(args.preset));
   }
   BASTION_CHECK(!args.quick, "--quick runs a preset's own small scale; a --grid sweep has none (use --set rounds=N)");
@@ -77,7 +78,8 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   Preset preset = preset_of(args);
   if (!args.rows.empty()) preset = select_rows(preset, args.rows);
   ReproduceOptions options;
-  options.out_dir = args.out_dir.empty() ? "results/reproduce/" + preset.name + (args.quick ? "-quick" : "") : args.out_dir;
+  options.out_dir =
+      args.out_dir.empty() ? "results/reproduce/" + preset.name + (args.quick ? "-quick" : "") : args.out_dir;
   options.quick = args.quick;
   options.overrides = args.overrides;
   options.seeds = args.seeds;
@@ -114,7 +116,8 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
 
 Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
   auto args = std::make_shared<ReproduceArgs>();
-  auto* sub = app.add_subcommand("reproduce", "Run a paper table's preset and write table.md beside the paper's numbers");
+  auto* sub =
+      app.add_subcommand("reproduce", "Run a paper table's preset and write table.md beside the paper's numbers");
   sub->add_option("preset", args->preset,
                   "Preset file, or a name in configs/papers (bastion list presets); with --grid, an experiment config")
       ->required();
@@ -140,7 +143,8 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
                   "Clients trained in parallel (default: each config's run.threads); under mpirun per rank "
                   "(keep ranks x threads <= cores)")
       ->check(CLI::Range(1, 256));
-  sub->add_option("--device", args->device, "cpu or cuda: where clients train and models are evaluated (default: each "
+  sub->add_option("--device", args->device,
+                  "cpu or cuda: where clients train and models are evaluated (default: each "
                   "config's run.device; docs/cuda.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_flag("--resume", args->resume, "Skip finished runs and continue the others from their checkpoints");

@@ -25,7 +25,8 @@ struct RunArgs {
 // Without a config file, `--resume --out DIR` continues the run in DIR from the config.toml it recorded.
 std::string config_path(const RunArgs& args) {
   if (!args.config_path.empty()) return args.config_path;
-  BASTION_CHECK(args.resume && !args.out_dir.empty(), "run: give a config file (e.g. configs/demo.toml), or --resume "
+  BASTION_CHECK(args.resume && !args.out_dir.empty(),
+                "run: give a config file (e.g. configs/demo.toml), or --resume "
                 "--out DIR to continue the run in DIR from its config.toml");
   return args.out_dir + "/config.toml";
 }
@@ -44,22 +45,25 @@ int run_run(const RunArgs& args) {
   options.spread_over_ranks = true;
   // Under mpirun -np K (fl/core/mpi_run.h) rank 0 alone reports; the other ranks train and stay quiet.
   const bool reports = launcher_rank() == 0;
-  if (!args.quiet && reports) options.log = [](const std::string& line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  };
-  if (reports) std::printf("run %s: %s on %s, %lld clients (%lld per round), %lld rounds, rule %s/%s, attacks %s, out %s\n",
-              config.experiment.text("name").c_str(), config.model.text("name").c_str(),
-              config.data.text("dataset").c_str(), static_cast<long long>(config.data.integer("clients")),
-              static_cast<long long>(config.clients.integer("per_round")),
-              static_cast<long long>(config.experiment.integer("rounds")), config.clients.text("rule").c_str(),
-              config.server.text("rule").c_str(), param_value_to_toml(config.attack.list("names")).c_str(),
-              options.out_dir.c_str());
+  if (!args.quiet && reports)
+    options.log = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+  if (reports)
+    std::printf("run %s: %s on %s, %lld clients (%lld per round), %lld rounds, rule %s/%s, attacks %s, out %s\n",
+                config.experiment.text("name").c_str(), config.model.text("name").c_str(),
+                config.data.text("dataset").c_str(), static_cast<long long>(config.data.integer("clients")),
+                static_cast<long long>(config.clients.integer("per_round")),
+                static_cast<long long>(config.experiment.integer("rounds")), config.clients.text("rule").c_str(),
+                config.server.text("rule").c_str(), param_value_to_toml(config.attack.list("names")).c_str(),
+                options.out_dir.c_str());
   std::fflush(stdout);
   const std::vector<RunSummary> summaries = run_experiment(config, options);
   if (!reports) return 0;
   // With several seeds each has its own seed-<s>/ folder; the summary and the plot cover them all.
-  const std::string rounds = config.experiment.integer("repeat") > 1 ? "seed-*/rounds.csv (one per seed)" : "rounds.csv";
+  const std::string rounds =
+      config.experiment.integer("repeat") > 1 ? "seed-*/rounds.csv (one per seed)" : "rounds.csv";
   std::printf("results: %s/%s and %s/summary.json; plot: %s/curves.svg\n", options.out_dir.c_str(), rounds.c_str(),
               options.out_dir.c_str(), options.out_dir.c_str());
   std::printf("%s\n", summary_line(summaries).c_str());
@@ -75,8 +79,10 @@ Command add_run_command(CLI::App& app) {
                   "Experiment file, e.g. configs/demo.toml (optional with --resume --out DIR: DIR/config.toml)");
   sub->add_option("--set", args->overrides, "Override a key: --set clients.sgd.lr=0.05 (repeatable)");
   sub->add_option("--out", args->out_dir, "Results folder (default results/<name>)");
-  sub->add_option("--threads", args->threads, "Clients trained in parallel (default: run.threads)")->check(CLI::Range(1, 256));
-  sub->add_option("--device", args->device, "cpu or cuda: where clients train and models are evaluated (default: "
+  sub->add_option("--threads", args->threads, "Clients trained in parallel (default: run.threads)")
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--device", args->device,
+                  "cpu or cuda: where clients train and models are evaluated (default: "
                   "run.device; docs/cuda.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_flag("--resume", args->resume, "Continue from the checkpoints in the results folder");

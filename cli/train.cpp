@@ -65,7 +65,8 @@ std::string json_array(const std::vector<float>& values) {
 }
 
 void save_model(const Model& model, const Dataset& train, const std::string& path) {
-  save_model_file(model, path, {{"dataset", train.name}, {"mean", json_array(train.mean)}, {"std", json_array(train.std)}});
+  save_model_file(model, path,
+                  {{"dataset", train.name}, {"mean", json_array(train.mean)}, {"std", json_array(train.std)}});
 }
 
 struct EpochStats {
@@ -109,7 +110,8 @@ EpochStats train_epoch(Model& model, BatchLoader& loader, Sgd& sgd, Sam* sam) {
 Device select_device(const TrainArgs& args) {
   if (args.device == "cpu") return Device::CPU;
   BASTION_CHECK(cuda_available(), "--device cuda: ", cuda_device_description());
-  BASTION_CHECK(args.optimizer != "sam", "--optimizer sam runs on the CPU only (its perturbation is not ported to CUDA)");
+  BASTION_CHECK(args.optimizer != "sam",
+                "--optimizer sam runs on the CPU only (its perturbation is not ported to CUDA)");
   cuda_set_debug_sync(args.cuda_sync || cuda_debug_sync());
   gemm_cuda_set_precision(args.gemm_precision == "tf32" ? GemmPrecision::TF32 : GemmPrecision::FP32);
   std::printf("device: %s%s, GEMM %s\n", cuda_device_description(), cuda_debug_sync() ? ", debug sync" : "",
@@ -124,9 +126,8 @@ int run_train(const TrainArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   const DatasetSplit split = load_dataset(args.dataset, args.data_dir);
   const Generator root(args.seed);
-  std::unique_ptr<Model> model = make_model(
-      args.model, {split.train.channels, split.train.height, split.train.width}, split.train.num_classes,
-      root.fork(1).next_u64());
+  std::unique_ptr<Model> model = make_model(args.model, {split.train.channels, split.train.height, split.train.width},
+                                            split.train.num_classes, root.fork(1).next_u64());
   if (!args.init_path.empty()) load_model_file(*model, args.init_path);  // names and shapes checked
   model->to(device);  // before the optimizer, whose momentum buffer follows the model's device
   std::vector<int64_t> indices;
@@ -137,7 +138,8 @@ int run_train(const TrainArgs& args) {
   std::unique_ptr<Sam> sam = args.optimizer == "sam" ? std::make_unique<Sam>(*model, sgd, args.rho) : nullptr;
   const StepDecay decay{args.lr, args.lr_step, args.lr_gamma};
   std::printf("train %s on %s: %lld train / %lld test samples, %lld parameters, %lld thread(s), seed %llu\n",
-              args.model.c_str(), args.dataset.c_str(), static_cast<long long>(indices.empty() ? split.train.size() : indices.size()),
+              args.model.c_str(), args.dataset.c_str(),
+              static_cast<long long>(indices.empty() ? split.train.size() : indices.size()),
               static_cast<long long>(split.test.size()), static_cast<long long>(model->num_parameters()),
               static_cast<long long>(args.threads), static_cast<unsigned long long>(args.seed));
   EvalResult test;
@@ -150,11 +152,13 @@ int run_train(const TrainArgs& args) {
     const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
     test = evaluate(*model, split.test);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("epoch %lld/%lld  lr %.4g  loss %.6f  train_acc %.4f  test_loss %.4f  test_acc %.4f  samples/s %.0f  elapsed %.1fs\n",
-                static_cast<long long>(epoch + 1), static_cast<long long>(args.epochs), sgd.lr(),
-                stats.loss / std::max<int64_t>(stats.samples, 1),
-                static_cast<double>(stats.correct) / std::max<int64_t>(stats.samples, 1), test.loss, test.accuracy,
-                stats.samples / std::max(train_seconds, 1e-9), elapsed);
+    std::printf(
+        "epoch %lld/%lld  lr %.4g  loss %.6f  train_acc %.4f  test_loss %.4f  test_acc %.4f  samples/s %.0f  elapsed "
+        "%.1fs\n",
+        static_cast<long long>(epoch + 1), static_cast<long long>(args.epochs), sgd.lr(),
+        stats.loss / std::max<int64_t>(stats.samples, 1),
+        static_cast<double>(stats.correct) / std::max<int64_t>(stats.samples, 1), test.loss, test.accuracy,
+        stats.samples / std::max(train_seconds, 1e-9), elapsed);
     std::fflush(stdout);
   }
   if (args.epochs == 0) {  // evaluation only: the model as initialised or loaded with --init
@@ -178,20 +182,32 @@ Command add_train_command(CLI::App& app) {
   auto* sub = app.add_subcommand("train", "Centralized training of one model on one dataset");
   sub->add_option("--dataset", args->dataset, "Dataset name (bastion list datasets)")->capture_default_str();
   sub->add_option("--model", args->model, "Model name (bastion list models)")->capture_default_str();
-  sub->add_option("--data-dir", args->data_dir, "Folder with the dataset files (else $BASTION_DATA, ./data, /usr/share/datasets)");
-  sub->add_option("--epochs", args->epochs, "Epochs (0: evaluate the model, e.g. one loaded with --init, without training)")
+  sub->add_option("--data-dir", args->data_dir,
+                  "Folder with the dataset files (else $BASTION_DATA, ./data, /usr/share/datasets)");
+  sub->add_option("--epochs", args->epochs,
+                  "Epochs (0: evaluate the model, e.g. one loaded with --init, without training)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   sub->add_option("--batch", args->batch, "Batch size")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   sub->add_option("--lr", args->lr, "Learning rate")->check(CLI::Range(0.0, 100.0))->capture_default_str();
-  sub->add_option("--momentum", args->momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
-  sub->add_option("--weight-decay", args->weight_decay, "L2 weight decay")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  sub->add_option("--momentum", args->momentum, "SGD momentum")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->capture_default_str();
+  sub->add_option("--weight-decay", args->weight_decay, "L2 weight decay")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   sub->add_flag("--nesterov", args->nesterov, "Nesterov momentum");
-  sub->add_option("--lr-step", args->lr_step, "Multiply the lr by --lr-gamma every this many epochs (0 = never)")->check(CLI::Range(0, 100000));
-  sub->add_option("--lr-gamma", args->lr_gamma, "Step decay factor")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  sub->add_option("--optimizer", args->optimizer, "sgd or sam")->check(CLI::IsMember({"sgd", "sam"}))->capture_default_str();
+  sub->add_option("--lr-step", args->lr_step, "Multiply the lr by --lr-gamma every this many epochs (0 = never)")
+      ->check(CLI::Range(0, 100000));
+  sub->add_option("--lr-gamma", args->lr_gamma, "Step decay factor")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  sub->add_option("--optimizer", args->optimizer, "sgd or sam")
+      ->check(CLI::IsMember({"sgd", "sam"}))
+      ->capture_default_str();
   sub->add_option("--rho", args->rho, "SAM radius")->check(CLI::Range(0.0, 10.0))->capture_default_str();
-  sub->add_option("--init", args->init_path, "Start from the weights in this .safetensors file (from --save or run --save-model)")
+  sub->add_option("--init", args->init_path,
+                  "Start from the weights in this .safetensors file (from --save or run --save-model)")
       ->check(CLI::ExistingFile);
   sub->add_option("--device", args->device, "cpu or cuda (the CUDA backend; see docs/cuda.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
@@ -199,10 +215,14 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--gemm-precision", args->gemm_precision, "CUDA GEMM: fp32 (exact) or tf32 (tensor cores)")
       ->check(CLI::IsMember({"fp32", "tf32"}))
       ->capture_default_str();
-  sub->add_flag("--cuda-sync", args->cuda_sync, "Synchronise after every CUDA kernel (debugging; also BASTION_CUDA_SYNC=1)");
-  sub->add_option("--threads", args->threads, "Threads for kernels and BLAS")->check(CLI::Range(1, 256))->capture_default_str();
+  sub->add_flag("--cuda-sync", args->cuda_sync,
+                "Synchronise after every CUDA kernel (debugging; also BASTION_CUDA_SYNC=1)");
+  sub->add_option("--threads", args->threads, "Threads for kernels and BLAS")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   sub->add_option("--seed", args->seed, "Seed for initialisation and shuffling")->capture_default_str();
-  sub->add_option("--limit-train", args->limit_train, "Use only the first N training samples (0 = all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  sub->add_option("--limit-train", args->limit_train, "Use only the first N training samples (0 = all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   sub->add_option("--save", args->save_path, "Write the trained weights as safetensors (PyTorch names)")
       ->each([args](const std::string&) { args->save_given = true; });
   return [args]() { return run_train(*args); };

@@ -94,7 +94,7 @@ void append_cifar_file(const std::string& path, uint64_t size, int label_bytes, 
 }
 
 struct CifarSet {
-  const char* name;        // for messages
+  const char* name;  // for messages
   int label_bytes;
   int64_t num_classes;
   const char* names_file;  // class names, one per line
@@ -114,8 +114,8 @@ Dataset load_cifar_split(const fs::path& dir, const std::vector<std::string>& fi
     sizes.push_back(size);
     total += size;
   }
-  BASTION_CHECK(total <= kMaxSplitBytes, dir.string(), ": ", set.name, " files total ", total,
-                " bytes, more than the ", kMaxSplitBytes, " a split may hold");
+  BASTION_CHECK(total <= kMaxSplitBytes, dir.string(), ": ", set.name, " files total ", total, " bytes, more than the ",
+                kMaxSplitBytes, " a split may hold");
   Dataset d;
   set_cifar_shape(d, set.num_classes);
   d.pixels.reserve(total);
@@ -150,8 +150,8 @@ DatasetSplit load_cifar(const fs::path& dir, const std::vector<std::string>& tra
 
 }  // namespace
 
-void parse_cifar_bytes(const uint8_t* bytes, size_t size, const std::string& file, int label_bytes,
-                       int64_t num_classes, Dataset& out) {
+void parse_cifar_bytes(const uint8_t* bytes, size_t size, const std::string& file, int label_bytes, int64_t num_classes,
+                       Dataset& out) {
   BASTION_CHECK(out.pixels.size() == out.labels.size() * static_cast<size_t>(kCifarImageBytes), file,
                 ": parse_cifar_bytes appends to a Dataset holding ", out.labels.size(), " labels but ",
                 out.pixels.size(), " pixel bytes (expected ", kCifarImageBytes, " per label)");

@@ -21,7 +21,7 @@ constexpr int64_t kCifarImageBytes = 3 * 32 * 32;
 // (with the byte offset of the partial record) or a label is >= num_classes (with its record and offset).
 // Also throws on an empty buffer and, for CIFAR-100, a coarse label >= 20. Everything is checked before
 // `out` is touched, so a throw leaves `out` as it was.
-void parse_cifar_bytes(const uint8_t* bytes, size_t size, const std::string& file, int label_bytes,
-                       int64_t num_classes, Dataset& out);
+void parse_cifar_bytes(const uint8_t* bytes, size_t size, const std::string& file, int label_bytes, int64_t num_classes,
+                       Dataset& out);
 
 }  // namespace bastion

@@ -36,34 +36,122 @@ struct DatasetInfo {
 // CIFAR-100 as in SPMC's loaders; SVHN as FedCPA's loader; TinyImageNet the ImageNet constants (SPMC).
 // A paper that uses other constants overrides them in its experiment config.
 constexpr DatasetInfo kDatasets[] = {
-    {"mnist", {"mnist"}, "train-images-idx3-ubyte", 10, 1, {0.1307f}, {0.3081f}, load_idx_mnist_dir,
+    {"mnist",
+     {"mnist"},
+     "train-images-idx3-ubyte",
+     10,
+     1,
+     {0.1307f},
+     {0.3081f},
+     load_idx_mnist_dir,
      "MNIST digits, 1x28x28, 60000/10000 (IDX)"},
-    {"fmnist", {"fashion-mnist", "fmnist"}, "train-images-idx3-ubyte", 10, 1, {0.2860f}, {0.3530f},
-     load_idx_mnist_dir, "Fashion-MNIST, 1x28x28, 60000/10000 (IDX)"},
-    {"emnist", {"emnist", "emnist/gzip"}, "emnist-byclass-train-images-idx3-ubyte", 62, 0, {}, {},
-     load_emnist_byclass_dir, "EMNIST byclass: digits, upper, lower; 1x28x28, 62 classes (IDX)"},
-    {"emnist-letters", {"emnist", "emnist/gzip"}, "emnist-letters-train-images-idx3-ubyte", 26, 0, {}, {},
-     load_emnist_letters_dir, "EMNIST letters, 1x28x28, 26 classes (IDX; labels 1..26 stored as 0..25)"},
-    {"cifar10", {"cifar10/cifar-10-batches-bin", "cifar-10-batches-bin", "cifar10"}, "data_batch_1.bin", 10, 3,
-     {0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2615f}, load_cifar10_dir,
+    {"fmnist",
+     {"fashion-mnist", "fmnist"},
+     "train-images-idx3-ubyte",
+     10,
+     1,
+     {0.2860f},
+     {0.3530f},
+     load_idx_mnist_dir,
+     "Fashion-MNIST, 1x28x28, 60000/10000 (IDX)"},
+    {"emnist",
+     {"emnist", "emnist/gzip"},
+     "emnist-byclass-train-images-idx3-ubyte",
+     62,
+     0,
+     {},
+     {},
+     load_emnist_byclass_dir,
+     "EMNIST byclass: digits, upper, lower; 1x28x28, 62 classes (IDX)"},
+    {"emnist-letters",
+     {"emnist", "emnist/gzip"},
+     "emnist-letters-train-images-idx3-ubyte",
+     26,
+     0,
+     {},
+     {},
+     load_emnist_letters_dir,
+     "EMNIST letters, 1x28x28, 26 classes (IDX; labels 1..26 stored as 0..25)"},
+    {"cifar10",
+     {"cifar10/cifar-10-batches-bin", "cifar-10-batches-bin", "cifar10"},
+     "data_batch_1.bin",
+     10,
+     3,
+     {0.4914f, 0.4822f, 0.4465f},
+     {0.2470f, 0.2435f, 0.2615f},
+     load_cifar10_dir,
      "CIFAR-10, 3x32x32, 50000/10000 (binary version)"},
-    {"cifar100", {"cifar100/cifar-100-binary", "cifar-100-binary", "cifar100"}, "train.bin", 100, 3,
-     {0.50708f, 0.48655f, 0.44092f}, {0.26733f, 0.25644f, 0.27615f}, load_cifar100_dir,
+    {"cifar100",
+     {"cifar100/cifar-100-binary", "cifar-100-binary", "cifar100"},
+     "train.bin",
+     100,
+     3,
+     {0.50708f, 0.48655f, 0.44092f},
+     {0.26733f, 0.25644f, 0.27615f},
+     load_cifar100_dir,
      "CIFAR-100 (fine labels), 3x32x32, 50000/10000 (binary version)"},
-    {"svhn", {"svhn"}, "train_32x32.mat", 10, 3, {0.4377f, 0.4438f, 0.4728f}, {0.1980f, 0.2010f, 0.1970f},
-     load_svhn_dir, "SVHN cropped digits, 3x32x32, 73257/26032 (train_32x32.mat, test_32x32.mat)"},
-    {"tinyimagenet", {"tiny-imagenet-200", "tinyimagenet"}, "wnids.txt", 200, 3, {0.485f, 0.456f, 0.406f},
-     {0.229f, 0.224f, 0.225f}, load_tinyimagenet_dir,
+    {"svhn",
+     {"svhn"},
+     "train_32x32.mat",
+     10,
+     3,
+     {0.4377f, 0.4438f, 0.4728f},
+     {0.1980f, 0.2010f, 0.1970f},
+     load_svhn_dir,
+     "SVHN cropped digits, 3x32x32, 73257/26032 (train_32x32.mat, test_32x32.mat)"},
+    {"tinyimagenet",
+     {"tiny-imagenet-200", "tinyimagenet"},
+     "wnids.txt",
+     200,
+     3,
+     {0.485f, 0.456f, 0.406f},
+     {0.229f, 0.224f, 0.225f},
+     load_tinyimagenet_dir,
      "TinyImageNet, 3x64x64, 100000/10000 (train/<wnid>/images, val/ + val_annotations.txt)"},
-    {"image-folder", {"image-folder"}, "train", 0, 0, {}, {}, load_image_folder_dir,
+    {"image-folder",
+     {"image-folder"},
+     "train",
+     0,
+     0,
+     {},
+     {},
+     load_image_folder_dir,
      "any image tree: train/<class>/*.png|jpg and test/ (or val/) alike; classes = sorted folder names"},
-    {"wisdm", {"wisdm"}, "WISDM_ar_v1.1_raw.txt", 6, 0, {}, {}, load_wisdm_raw_dir,
+    {"wisdm",
+     {"wisdm"},
+     "WISDM_ar_v1.1_raw.txt",
+     6,
+     0,
+     {},
+     {},
+     load_wisdm_raw_dir,
      "WISDM v1.1 raw accelerometer, 3x1x200 windows, 6 activities, one group per user (no test split)"},
-    {"wisdm-features", {"wisdm"}, "WISDM_ar_v1.1_transformed.arff", 6, 0, {}, {}, load_wisdm_features_dir,
+    {"wisdm-features",
+     {"wisdm"},
+     "WISDM_ar_v1.1_transformed.arff",
+     6,
+     0,
+     {},
+     {},
+     load_wisdm_features_dir,
      "WISDM v1.1 transformed features (ARFF), 1x1x43, 6 activities, one group per user (no test split)"},
-    {"digits", {"sklearn-digits", "digits"}, "digits.csv", 10, 0, {}, {}, load_digits_dir,
+    {"digits",
+     {"sklearn-digits", "digits"},
+     "digits.csv",
+     10,
+     0,
+     {},
+     {},
+     load_digits_dir,
      "scikit-learn 8x8 digits, 1x8x8, 1797 samples, values 0..16 scaled to [0,1] (no test split)"},
-    {"synthetic", {}, "", 10, 0, {}, {}, nullptr,
+    {"synthetic",
+     {},
+     "",
+     10,
+     0,
+     {},
+     {},
+     nullptr,
      "seeded synthetic images for tests, 1x8x8, 10 classes, 2000/500, no files"},
 };
 
@@ -156,8 +244,8 @@ Dataset load_idx_split(const fs::path& dir, const char* images_file, const char*
   IdxImages images = read_idx_images((dir / images_file).string());
   Dataset d;
   d.labels = read_idx_labels((dir / labels_file).string(), 10);
-  BASTION_CHECK(images.count == d.size(), dir.string(), ": ", images_file, " holds ", images.count,
-                " images but ", labels_file, " holds ", d.size(), " labels");
+  BASTION_CHECK(images.count == d.size(), dir.string(), ": ", images_file, " holds ", images.count, " images but ",
+                labels_file, " holds ", d.size(), " labels");
   // An empty split is a damaged file, not a dataset: it evaluated to acc = 0 and trained nothing, exit 0.
   BASTION_CHECK(images.count > 0, dir.string(), ": ", images_file, " holds no images: the file is truncated or empty");
   d.channels = 1;
@@ -200,8 +288,7 @@ std::vector<std::string> dataset_descriptions() {
 std::string find_dataset_dir(const std::string& name, const std::string& data_dir) {
   const DatasetInfo& info = dataset_info(name);
   if (info.load == nullptr) return "";  // generated, no files
-  BASTION_CHECK(data_dir.empty() || fs::is_directory(data_dir), "--data-dir '", data_dir,
-                "' is not a directory");
+  BASTION_CHECK(data_dir.empty() || fs::is_directory(data_dir), "--data-dir '", data_dir, "' is not a directory");
   std::ostringstream looked;
   for (const std::string& root : search_roots(data_dir)) {
     std::vector<fs::path> candidates;
@@ -215,8 +302,8 @@ std::string find_dataset_dir(const std::string& name, const std::string& data_di
       looked << "\n  " << dir.string();
     }
   }
-  BASTION_FAIL("dataset '", name, "' not found: looked for ", info.probe, " (or ", info.probe,
-               ".gz) in:", looked.str(), "\n(pass --data-dir or set BASTION_DATA)");
+  BASTION_FAIL("dataset '", name, "' not found: looked for ", info.probe, " (or ", info.probe, ".gz) in:", looked.str(),
+               "\n(pass --data-dir or set BASTION_DATA)");
 }
 
 DatasetSplit load_dataset(const std::string& name, const std::string& data_dir) {
@@ -263,17 +350,17 @@ void check_dataset_layout(const Dataset& d) {
   BASTION_CHECK(d.channels > 0 && d.height > 0 && d.width > 0 && d.num_classes > 0, "dataset '", d.name,
                 "': bad shape ", d.channels, "x", d.height, "x", d.width, " or classes ", d.num_classes);
   if (d.is_float()) {
-    BASTION_CHECK(d.pixels.empty() && d.values.size() == expected, "dataset '", d.name, "' holds ",
-                  d.values.size(), " float values (and ", d.pixels.size(), " pixels), expected ", expected);
+    BASTION_CHECK(d.pixels.empty() && d.values.size() == expected, "dataset '", d.name, "' holds ", d.values.size(),
+                  " float values (and ", d.pixels.size(), " pixels), expected ", expected);
   } else {
     BASTION_CHECK(d.pixels.size() == expected, "dataset '", d.name, "' holds ", d.pixels.size(),
                   " pixel bytes, expected ", d.size(), " samples of ", d.sample_numel());
   }
-  BASTION_CHECK(d.groups.empty() || d.groups.size() == d.labels.size(), "dataset '", d.name, "' has ",
-                d.groups.size(), " group ids for ", d.size(), " samples");
+  BASTION_CHECK(d.groups.empty() || d.groups.size() == d.labels.size(), "dataset '", d.name, "' has ", d.groups.size(),
+                " group ids for ", d.size(), " samples");
   BASTION_CHECK(static_cast<int64_t>(d.mean.size()) == d.channels && static_cast<int64_t>(d.std.size()) == d.channels,
-                "dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(), " means and ",
-                d.std.size(), " stds");
+                "dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(), " means and ", d.std.size(),
+                " stds");
 }
 
 Dataset concat_datasets(const Dataset& a, const Dataset& b) {
@@ -282,8 +369,8 @@ Dataset concat_datasets(const Dataset& a, const Dataset& b) {
   out.pixels.insert(out.pixels.end(), b.pixels.begin(), b.pixels.end());
   out.values.insert(out.values.end(), b.values.begin(), b.values.end());
   out.labels.insert(out.labels.end(), b.labels.begin(), b.labels.end());
-  BASTION_CHECK(a.groups.empty() == b.groups.empty(), "concat_datasets: only one of '", a.name,
-                "' and '", b.name, "' has group ids");
+  BASTION_CHECK(a.groups.empty() == b.groups.empty(), "concat_datasets: only one of '", a.name, "' and '", b.name,
+                "' has group ids");
   out.groups.insert(out.groups.end(), b.groups.begin(), b.groups.end());
   return out;
 }
@@ -296,8 +383,8 @@ Dataset subset_dataset(const Dataset& d, const std::vector<int64_t>& indices) {
   out.groups.clear();
   const int64_t numel = d.sample_numel();
   for (int64_t index : indices) {
-    BASTION_CHECK(0 <= index && index < d.size(), "subset_dataset: index ", index, " out of range for '",
-                  d.name, "' of ", d.size(), " samples");
+    BASTION_CHECK(0 <= index && index < d.size(), "subset_dataset: index ", index, " out of range for '", d.name,
+                  "' of ", d.size(), " samples");
     if (d.is_float()) {
       out.values.insert(out.values.end(), d.values.begin() + index * numel, d.values.begin() + (index + 1) * numel);
     } else {

@@ -23,11 +23,11 @@ namespace bastion {
 struct Dataset {
   std::string name;  // registered name: "mnist", "cifar10", ...
   int64_t channels = 1, height = 0, width = 0, num_classes = 0;
-  std::vector<uint8_t> pixels;      // image sets: N*C*H*W, raw 0..255
-  std::vector<float> values;        // float sets: N*C*H*W (then pixels is empty)
-  std::vector<int32_t> labels;      // N
-  std::vector<int32_t> groups;      // N group ids (WISDM user) or empty
-  std::vector<float> mean, std;     // per channel, applied after scaling (see above)
+  std::vector<uint8_t> pixels;           // image sets: N*C*H*W, raw 0..255
+  std::vector<float> values;             // float sets: N*C*H*W (then pixels is empty)
+  std::vector<int32_t> labels;           // N
+  std::vector<int32_t> groups;           // N group ids (WISDM user) or empty
+  std::vector<float> mean, std;          // per channel, applied after scaling (see above)
   std::vector<std::string> class_names;  // num_classes names when the files carry them, else empty
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }

@@ -24,7 +24,7 @@ constexpr int64_t kPixels = kSide * kSide;
 constexpr int64_t kColumns = kPixels + 1;  // 64 values, then the label
 constexpr int kMaxValue = 16;              // a 4x4 block has 16 pixels
 constexpr int64_t kClasses = 10;
-constexpr size_t kQuoteLimit = 20;         // characters of a bad field echoed in a message
+constexpr size_t kQuoteLimit = 20;  // characters of a bad field echoed in a message
 
 std::string_view trim(std::string_view s) {
   const size_t begin = s.find_first_not_of(" \t\r");

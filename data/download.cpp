@@ -31,7 +31,8 @@ namespace {
 // site no longer serves the files reliably.
 const std::vector<DatasetSource>& sources() {
   static const std::vector<DatasetSource> table = {
-      {"mnist", "mnist",
+      {"mnist",
+       "mnist",
        {{"https://storage.googleapis.com/cvdf-datasets/mnist/train-images-idx3-ubyte.gz",
          "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", 9912422},
         {"https://storage.googleapis.com/cvdf-datasets/mnist/train-labels-idx1-ubyte.gz",
@@ -41,7 +42,8 @@ const std::vector<DatasetSource>& sources() {
         {"https://storage.googleapis.com/cvdf-datasets/mnist/t10k-labels-idx1-ubyte.gz",
          "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542}},
        "MNIST: Y. LeCun, C. Cortes, C. Burges; cite LeCun et al. 1998"},
-      {"fmnist", "fashion-mnist",
+      {"fmnist",
+       "fashion-mnist",
        {{"http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/train-images-idx3-ubyte.gz",
          "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84", 26421880},
         {"http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/train-labels-idx1-ubyte.gz",
@@ -51,15 +53,18 @@ const std::vector<DatasetSource>& sources() {
         {"http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/t10k-labels-idx1-ubyte.gz",
          "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5", 5148}},
        "Fashion-MNIST: Zalando Research (MIT licence); cite Xiao, Rasul, Vollgraf 2017"},
-      {"cifar10", "cifar10",
+      {"cifar10",
+       "cifar10",
        {{"https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz",
          "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd", 170052171, true}},
        "CIFAR-10: A. Krizhevsky, V. Nair, G. Hinton; cite Krizhevsky 2009"},
-      {"cifar100", "cifar100",
+      {"cifar100",
+       "cifar100",
        {{"https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz",
          "58a81ae192c23a4be8b1804d68e518ed807d710a4eb253b1f2a199162a40d8ec", 168513733, true}},
        "CIFAR-100: A. Krizhevsky, V. Nair, G. Hinton; cite Krizhevsky 2009"},
-      {"svhn", "svhn",
+      {"svhn",
+       "svhn",
        {{"http://ufldl.stanford.edu/housenumbers/train_32x32.mat",
          "435e94d69a87fde4fd4d7f3dd208dfc32cb6ae8af2240d066de1df7508d083b8", 182040794},
         {"http://ufldl.stanford.edu/housenumbers/test_32x32.mat",
@@ -77,7 +82,8 @@ std::string how_to_get(const std::string& name) {
            "DATA/wisdm/ (no published checksum to verify a download against)";
   if (name == "digits") return "it ships with Debian's python3-sklearn (data/README.md says where to copy it from)";
   if (name == "emnist" || name == "emnist-letters")
-    return "get gzip.zip from https://www.nist.gov/itl/products-and-services/emnist-dataset and unpack it into DATA/emnist/";
+    return "get gzip.zip from https://www.nist.gov/itl/products-and-services/emnist-dataset and unpack it into "
+           "DATA/emnist/";
   if (name == "tinyimagenet")
     return "get tiny-imagenet-200.zip from http://cs231n.stanford.edu/ and unpack it into DATA/";
   if (name == "synthetic") return "it is generated and has no files";
@@ -164,7 +170,8 @@ int64_t size_or_zero(const fs::path& path) {
 
 // One attempt at the rest of `url` into `part`. Throws on what a retry cannot mend (offline, HTTP errors,
 // a full disk); returns `interrupted` when the connection broke off.
-Attempt fetch_once(const std::string& url, const fs::path& part, const RemoteFile& file, const DownloadOptions& options) {
+Attempt fetch_once(const std::string& url, const fs::path& part, const RemoteFile& file,
+                   const DownloadOptions& options) {
   CurlHandle handle;
   BASTION_CHECK(handle.curl != nullptr, "cannot start libcurl");
   Transfer t;
@@ -245,7 +252,8 @@ fs::path safe_member_path(const std::string& name, const fs::path& archive_path)
   const fs::path path = fs::path(name).lexically_normal();
   bool safe = !name.empty() && path.is_relative();
   for (const auto& part : path) safe = safe && part != "..";
-  BASTION_CHECK(safe, archive_path.string(), ": member '", name, "' would be written outside the dataset folder; refused");
+  BASTION_CHECK(safe, archive_path.string(), ": member '", name,
+                "' would be written outside the dataset folder; refused");
   return path;
 }
 
@@ -303,7 +311,8 @@ void get_plain_file(const RemoteFile& file, const fs::path& folder, const Downlo
   fetch(file, part, options);
   verify_or_remove(file, part, options);
   fs::rename(part, final_path);
-  if (options.log) options.log("  " + final_path.filename().string() + ": " + mb(size_or_zero(final_path)) + ", sha256 ok");
+  if (options.log)
+    options.log("  " + final_path.filename().string() + ": " + mb(size_or_zero(final_path)) + ", sha256 ok");
 }
 
 // An archive: its checksum, once extracted, is kept in ARCHIVE.sha256 beside the files, so a second run

@@ -46,7 +46,7 @@ struct DownloadOptions {
   std::string mirror;  // "": canonical URLs; else each file is fetched from MIRROR/<its file name>
   int retries = 2;     // further attempts, each resuming, after an interrupted transfer
   long connect_timeout_s = 20;
-  bool progress = false;  // a progress bar on stderr (the CLI turns it on for a terminal)
+  bool progress = false;                        // a progress bar on stderr (the CLI turns it on for a terminal)
   std::function<void(const std::string&)> log;  // one line per file: fetched, verified, extracted
 };
 

@@ -42,15 +42,14 @@ void transpose_images(IdxImages& images) {
 void shift_letter_labels(std::vector<int32_t>& labels, const std::string& file) {
   for (size_t i = 0; i < labels.size(); ++i) {
     const int32_t label = labels[i];
-    BASTION_CHECK(1 <= label && label <= kLettersClasses, file, ": label ", label, " at index ", i,
-                  " (byte offset ", kIdxLabelsHeaderBytes + static_cast<int64_t>(i),
+    BASTION_CHECK(1 <= label && label <= kLettersClasses, file, ": label ", label, " at index ", i, " (byte offset ",
+                  kIdxLabelsHeaderBytes + static_cast<int64_t>(i),
                   ") is out of range: EMNIST letters labels must be 1..26");
     labels[i] = label - 1;
   }
 }
 
-Dataset load_emnist_split(const fs::path& dir, const std::string& split, const std::string& part,
-                          int64_t num_classes) {
+Dataset load_emnist_split(const fs::path& dir, const std::string& split, const std::string& part, int64_t num_classes) {
   const std::string stem = "emnist-" + split + "-" + part;
   const std::string images_file = (dir / (stem + "-images-idx3-ubyte")).string();
   const std::string labels_file = (dir / (stem + "-labels-idx1-ubyte")).string();

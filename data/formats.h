@@ -13,17 +13,17 @@
 
 namespace bastion {
 
-DatasetSplit load_idx_mnist_dir(const std::filesystem::path& dir);     // data/dataset.cpp (mnist, fmnist)
+DatasetSplit load_idx_mnist_dir(const std::filesystem::path& dir);       // data/dataset.cpp (mnist, fmnist)
 DatasetSplit load_emnist_byclass_dir(const std::filesystem::path& dir);  // data/emnist.cpp
 DatasetSplit load_emnist_letters_dir(const std::filesystem::path& dir);  // data/emnist.cpp
-DatasetSplit load_cifar10_dir(const std::filesystem::path& dir);       // data/cifar.cpp
-DatasetSplit load_cifar100_dir(const std::filesystem::path& dir);      // data/cifar.cpp
-DatasetSplit load_svhn_dir(const std::filesystem::path& dir);          // data/svhn.cpp
-DatasetSplit load_tinyimagenet_dir(const std::filesystem::path& dir);  // data/image_folder.cpp
-DatasetSplit load_image_folder_dir(const std::filesystem::path& dir);  // data/image_folder.cpp
-DatasetSplit load_wisdm_raw_dir(const std::filesystem::path& dir);     // data/wisdm.cpp
+DatasetSplit load_cifar10_dir(const std::filesystem::path& dir);         // data/cifar.cpp
+DatasetSplit load_cifar100_dir(const std::filesystem::path& dir);        // data/cifar.cpp
+DatasetSplit load_svhn_dir(const std::filesystem::path& dir);            // data/svhn.cpp
+DatasetSplit load_tinyimagenet_dir(const std::filesystem::path& dir);    // data/image_folder.cpp
+DatasetSplit load_image_folder_dir(const std::filesystem::path& dir);    // data/image_folder.cpp
+DatasetSplit load_wisdm_raw_dir(const std::filesystem::path& dir);       // data/wisdm.cpp
 DatasetSplit load_wisdm_features_dir(const std::filesystem::path& dir);  // data/wisdm.cpp
-DatasetSplit load_digits_dir(const std::filesystem::path& dir);        // data/digits.cpp
-DatasetSplit load_synthetic_default();                                 // data/synthetic.cpp
+DatasetSplit load_digits_dir(const std::filesystem::path& dir);          // data/digits.cpp
+DatasetSplit load_synthetic_default();                                   // data/synthetic.cpp
 
 }  // namespace bastion

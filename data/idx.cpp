@@ -81,8 +81,8 @@ class IdxStream {
   void check_zlib(int64_t at, int r) {
     int errnum = Z_OK;
     const char* message = gzerror(file_, &errnum);
-    BASTION_CHECK(errnum == Z_OK && r >= 0, path_, ": corrupt gzip stream near decompressed byte ", at, ": ",
-                  message, " (zlib error ", errnum, ")");
+    BASTION_CHECK(errnum == Z_OK && r >= 0, path_, ": corrupt gzip stream near decompressed byte ", at, ": ", message,
+                  " (zlib error ", errnum, ")");
   }
 
   std::string path_;
@@ -157,8 +157,7 @@ IdxImages parse_images(IdxStream& in) {
   images.cols = header[2];
   const __int128 bytes = static_cast<__int128>(images.count) * images.rows * images.cols;
   BASTION_CHECK(images.rows > 0 && images.cols > 0 && bytes <= kMaxPayload, in.path(),
-                ": implausible header at byte 4: count ", images.count, ", rows ", images.rows, ", cols ",
-                images.cols);
+                ": implausible header at byte 4: count ", images.count, ", rows ", images.rows, ", cols ", images.cols);
   images.pixels = read_payload(in, static_cast<int64_t>(bytes), "pixels");
   check_at_end(in, std::to_string(images.count) + " images of " + std::to_string(images.rows) + "x" +
                        std::to_string(images.cols));
@@ -173,8 +172,8 @@ std::vector<int32_t> parse_labels(IdxStream& in, int64_t num_classes) {
   check_at_end(in, std::to_string(count) + " labels");
   std::vector<int32_t> labels(raw.begin(), raw.end());
   for (int64_t i = 0; i < count; ++i) {
-    BASTION_CHECK(labels[i] < num_classes, in.path(), ": label ", labels[i], " at index ", i,
-                  " (byte offset ", start + i, ") is out of range: expected < num_classes ", num_classes);
+    BASTION_CHECK(labels[i] < num_classes, in.path(), ": label ", labels[i], " at index ", i, " (byte offset ",
+                  start + i, ") is out of range: expected < num_classes ", num_classes);
   }
   return labels;
 }

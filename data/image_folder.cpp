@@ -36,7 +36,7 @@ constexpr int64_t kMaxImagePixels = int64_t{1} << 24;
 // allocate and decode hundreds of MB (found by fuzz_image_folder). Small images always pass (floor).
 constexpr int64_t kMaxPixelsPerByte = 8 * 1032;
 constexpr int64_t kMinPixelBound = int64_t{1} << 16;
-constexpr size_t kMaxQuotedLine = 80;                    // characters of a bad line quoted in a message
+constexpr size_t kMaxQuotedLine = 80;  // characters of a bad line quoted in a message
 
 enum class ImageFormat { kPng, kJpeg, kBmp };
 
@@ -119,9 +119,9 @@ std::string read_text(const fs::path& path) {
 // 1 for gray (or gray + alpha) images, 3 for colour.
 int natural_channels(const std::vector<uint8_t>& bytes, const std::string& file) {
   int w = 0, h = 0, comp = 0;
-  BASTION_CHECK(bytes.size() <= INT_MAX && stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w,
-                                                                   &h, &comp),
-                file, ": cannot decode image: ", stb_reason());
+  BASTION_CHECK(
+      bytes.size() <= INT_MAX && stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &comp),
+      file, ": cannot decode image: ", stb_reason());
   return comp <= 2 ? 1 : 3;
 }
 
@@ -180,8 +180,8 @@ std::vector<Sample> test_samples(const fs::path& test_dir, const std::vector<std
   for (const fs::path& folder : sorted_entries(test_dir, true)) {
     const std::string name = folder.filename().string();
     const auto found = std::find(classes.begin(), classes.end(), name);
-    BASTION_CHECK(found != classes.end(), folder.string(), ": class folder '", name,
-                  "' is not among the ", classes.size(), " classes of train/");
+    BASTION_CHECK(found != classes.end(), folder.string(), ": class folder '", name, "' is not among the ",
+                  classes.size(), " classes of train/");
     const std::vector<Sample> one = class_samples(test_dir, {name});
     for (const Sample& s : one) samples.push_back({s.file, static_cast<int32_t>(found - classes.begin())});
   }
@@ -247,8 +247,8 @@ DecodedImage decode_image_bytes(const uint8_t* bytes, size_t size, const std::st
   BASTION_CHECK(w > 0 && h > 0 && int64_t{w} * h <= kMaxImagePixels, file, ": image header says ", w, "x", h,
                 ": expected at most ", kMaxImagePixels, " pixels");
   const int64_t plausible = std::max(kMinPixelBound, static_cast<int64_t>(size) * kMaxPixelsPerByte);
-  BASTION_CHECK(int64_t{w} * h <= plausible, file, ": image header says ", w, "x", h, " but the file has only ",
-                size, " bytes: expected at most ", plausible, " pixels for that size");
+  BASTION_CHECK(int64_t{w} * h <= plausible, file, ": image header says ", w, "x", h, " but the file has only ", size,
+                " bytes: expected at most ", plausible, " pixels for that size");
   std::unique_ptr<stbi_uc, void (*)(void*)> hwc(
       stbi_load_from_memory(bytes, static_cast<int>(size), &w, &h, &comp, channels), &stbi_image_free);
   BASTION_CHECK(hwc != nullptr, file, ": cannot decode image: ", stb_reason());

@@ -13,22 +13,20 @@ namespace {
 void check_trigger_fits(const Dataset& d, const TransformSpec& spec, const Trigger& trigger) {
   const bool raw = trigger.space == TriggerSpace::kRaw;
   const SampleShape shape = trigger_stage_shape(d, spec, trigger.space);
-  BASTION_CHECK(trigger.channels == shape.channels && trigger.height == shape.height &&
-                    trigger.width == shape.width,
-                "BatchLoader: poison trigger '", trigger.name, "' was made for ", trigger.channels, "x",
-                trigger.height, "x", trigger.width, " but its ", raw ? "raw" : "normalised", " step sees ",
-                shape.channels, "x", shape.height, "x", shape.width, " images");
+  BASTION_CHECK(trigger.channels == shape.channels && trigger.height == shape.height && trigger.width == shape.width,
+                "BatchLoader: poison trigger '", trigger.name, "' was made for ", trigger.channels, "x", trigger.height,
+                "x", trigger.width, " but its ", raw ? "raw" : "normalised", " step sees ", shape.channels, "x",
+                shape.height, "x", shape.width, " images");
 }
 
 }  // namespace
 
 void normalize_into(float* out, const Dataset& d, int64_t index) {
-  BASTION_CHECK(0 <= index && index < d.size(), "normalize_into: index ", index,
-                " out of range for dataset '", d.name, "' of ", d.size(), " samples");
-  BASTION_CHECK(
-      static_cast<int64_t>(d.mean.size()) == d.channels && static_cast<int64_t>(d.std.size()) == d.channels,
-      "normalize_into: dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(),
-      " means and ", d.std.size(), " stds");
+  BASTION_CHECK(0 <= index && index < d.size(), "normalize_into: index ", index, " out of range for dataset '", d.name,
+                "' of ", d.size(), " samples");
+  BASTION_CHECK(static_cast<int64_t>(d.mean.size()) == d.channels && static_cast<int64_t>(d.std.size()) == d.channels,
+                "normalize_into: dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(),
+                " means and ", d.std.size(), " stds");
   const int64_t plane = d.height * d.width;
   if (d.is_float()) {
     const float* values = d.values.data() + index * d.sample_numel();
@@ -50,11 +48,7 @@ void normalize_into(float* out, const Dataset& d, int64_t index) {
 
 BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed,
                          std::vector<int64_t> indices, bool drop_last)
-    : data_(data),
-      batch_size_(batch_size),
-      shuffle_(shuffle),
-      seed_(seed),
-      drop_last_(drop_last),
+    : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed), drop_last_(drop_last),
       indices_(std::move(indices)) {
   BASTION_CHECK(batch_size > 0, "BatchLoader: batch_size must be positive, got ", batch_size);
   check_dataset_layout(data);  // labels were checked once, at load time
@@ -63,9 +57,8 @@ BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, 
     for (int64_t i = 0; i < data.size(); ++i) indices_[i] = i;
   }
   for (size_t k = 0; k < indices_.size(); ++k) {
-    BASTION_CHECK(0 <= indices_[k] && indices_[k] < data.size(), "BatchLoader: indices[", k,
-                  "] = ", indices_[k], " out of range for dataset '", data.name, "' of ", data.size(),
-                  " samples");
+    BASTION_CHECK(0 <= indices_[k] && indices_[k] < data.size(), "BatchLoader: indices[", k, "] = ", indices_[k],
+                  " out of range for dataset '", data.name, "' of ", data.size(), " samples");
   }
   allocate_batches({data.channels, data.height, data.width});
   start_epoch(0);
@@ -140,8 +133,8 @@ void BatchLoader::check_label_override(const std::vector<int32_t>& overrides) co
   BASTION_CHECK(static_cast<int64_t>(overrides.size()) == data_.size(), "BatchLoader::set_poison: label_override has ",
                 overrides.size(), " entries but dataset '", data_.name, "' has ", data_.size(), " samples");
   for (size_t i = 0; i < overrides.size(); ++i) {
-    BASTION_CHECK(overrides[i] < data_.num_classes, "BatchLoader::set_poison: label_override[", i, "] = ",
-                  overrides[i], " out of range for dataset '", data_.name, "' of ", data_.num_classes, " classes");
+    BASTION_CHECK(overrides[i] < data_.num_classes, "BatchLoader::set_poison: label_override[", i, "] = ", overrides[i],
+                  " out of range for dataset '", data_.name, "' of ", data_.num_classes, " classes");
   }
 }
 
@@ -159,8 +152,7 @@ void BatchLoader::fill_transformed(float* x, int32_t* y, int64_t n) {
     const int64_t index = order_[cursor_ + r];
     const bool poison = poisoned_ && (r < per_batch_ || (!sample_mask_.empty() && sample_mask_[index] != 0));
     Generator rng = augmentation_.fork(static_cast<uint64_t>(cursor_ + r));
-    transform_sample_into(x + r * numel, data_, index, transform_, poison ? &trigger_ : nullptr, rng,
-                          scratch_.data());
+    transform_sample_into(x + r * numel, data_, index, transform_, poison ? &trigger_ : nullptr, rng, scratch_.data());
     y[r] = label_of(index, poison);
   }
 }

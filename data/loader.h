@@ -52,7 +52,8 @@ struct PoisonSpec {
   int32_t target = -1;
   int64_t per_batch = 0;
   std::vector<uint8_t> sample_mask;  // empty, or one entry per sample of the Dataset
-  std::vector<int32_t> label_override{};  // empty, or one entry per dataset sample: >= 0 replaces that sample's label (label-flip attacks; no trigger)
+  std::vector<int32_t>
+      label_override{};  // empty, or one entry per dataset sample: >= 0 replaces that sample's label (label-flip attacks; no trigger)
 };
 
 class BatchLoader {
@@ -61,8 +62,8 @@ class BatchLoader {
   static constexpr uint64_t kAugmentationStream = 0x61756721;
 
   // indices: the samples to iterate, in their unshuffled order; empty means all of `data`.
-  BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed,
-              std::vector<int64_t> indices = {}, bool drop_last = false);
+  BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed, std::vector<int64_t> indices = {},
+              bool drop_last = false);
 
   // Resets to the start of `epoch` (and reshuffles when shuffling). The constructor starts epoch 0.
   void start_epoch(int64_t epoch);
@@ -98,17 +99,17 @@ class BatchLoader {
   int64_t cursor_ = 0;            // position in order_ of the next batch's first sample
   Tensor x_full_, x_partial_;     // (batch_size, C, H, W) buffer and its view for the last partial batch
   LabelTensor y_full_, y_partial_;
-  Generator augmentation_;        // this epoch's augmentation stream; forked per position
+  Generator augmentation_;  // this epoch's augmentation stream; forked per position
 
-  bool transformed_ = false;      // set_transform was called
-  TransformSpec transform_;       // identity until set_transform
-  bool poisoned_ = false;         // set_poison with a trigger
-  Trigger trigger_;               // the loader's copy of the poison trigger
+  bool transformed_ = false;  // set_transform was called
+  TransformSpec transform_;   // identity until set_transform
+  bool poisoned_ = false;     // set_poison with a trigger
+  Trigger trigger_;           // the loader's copy of the poison trigger
   int32_t target_ = -1;
   int64_t per_batch_ = 0;
   std::vector<uint8_t> sample_mask_;
   std::vector<int32_t> label_override_;  // empty or one per dataset sample (-1 = keep the label)
-  std::vector<float> scratch_;    // transform_scratch_numel floats, sized by set_transform/set_poison
+  std::vector<float> scratch_;           // transform_scratch_numel floats, sized by set_transform/set_poison
 
   void allocate_batches(const SampleShape& shape);
   void fill_transformed(float* x, int32_t* y, int64_t n);

@@ -20,7 +20,7 @@ static_assert(std::endian::native == std::endian::little, "the MAT reader copies
 
 constexpr size_t kHeaderBytes = 128;
 constexpr size_t kTagBytes = 8;
-constexpr uint64_t kMaxDeflateRatio = 1032;      // deflate's best case: 258 bytes per 2-bit code
+constexpr uint64_t kMaxDeflateRatio = 1032;       // deflate's best case: 258 bytes per 2-bit code
 constexpr size_t kInflateStep = size_t{1} << 28;  // grow inflated output at most 256 MiB ahead of the data
 constexpr size_t kFeedChunk = size_t{1} << 30;    // zlib counts in 32-bit unsigned
 constexpr __int128 kMaxNumel = __int128{1} << 40;
@@ -32,19 +32,29 @@ uint32_t le_u32(const uint8_t* p) {
 // Bytes per value of a numeric element type, 0 for anything else.
 int numeric_type_bytes(uint32_t type) {
   switch (type) {
-    case kMiInt8: case kMiUint8: return 1;
-    case kMiInt16: case kMiUint16: return 2;
-    case kMiInt32: case kMiUint32: case kMiSingle: return 4;
-    case kMiDouble: case kMiInt64: case kMiUint64: return 8;
-    default: return 0;
+    case kMiInt8:
+    case kMiUint8:
+      return 1;
+    case kMiInt16:
+    case kMiUint16:
+      return 2;
+    case kMiInt32:
+    case kMiUint32:
+    case kMiSingle:
+      return 4;
+    case kMiDouble:
+    case kMiInt64:
+    case kMiUint64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 std::string type_name(uint32_t type) {
-  static const char* const names[] = {"?",        "miINT8",   "miUINT8", "miINT16", "miUINT16",
-                                      "miINT32",  "miUINT32", "miSINGLE", "?",      "miDOUBLE",
-                                      "?",        "?",        "miINT64", "miUINT64", "miMATRIX",
-                                      "miCOMPRESSED", "miUTF8", "miUTF16", "miUTF32"};
+  static const char* const names[] = {
+      "?", "miINT8", "miUINT8", "miINT16",  "miUINT16", "miINT32",      "miUINT32", "miSINGLE", "?",      "miDOUBLE",
+      "?", "?",      "miINT64", "miUINT64", "miMATRIX", "miCOMPRESSED", "miUTF8",   "miUTF16",  "miUTF32"};
   const std::string known = type < std::size(names) ? names[type] : "?";
   return (known == "?" ? std::string("unknown type") : known) + " (" + std::to_string(type) + ")";
 }
@@ -87,8 +97,8 @@ Element read_element(const Region& r, size_t at, size_t end) {
   e.type = first;
   e.bytes = le_u32(r.data + at + 4);
   e.data_at = at + kTagBytes;
-  BASTION_CHECK(e.bytes <= end - e.data_at, r.file, ": data element ", type_name(e.type), " at ", r.at(at),
-                " claims ", e.bytes, " bytes but only ", end - e.data_at, " remain");
+  BASTION_CHECK(e.bytes <= end - e.data_at, r.file, ": data element ", type_name(e.type), " at ", r.at(at), " claims ",
+                e.bytes, " bytes but only ", end - e.data_at, " remain");
   // Data is padded to 8 bytes, except miCOMPRESSED's (its count is the zlib stream's exact length). A
   // missing final pad at the end of the enclosing element is tolerated.
   const size_t padded = e.type == kMiCompressed ? e.bytes : (e.bytes + 7) / 8 * 8;
@@ -152,8 +162,8 @@ std::vector<uint8_t> inflate_element(const Region& r, const Element& e) {
   const uint32_t first = le_u32(out.data());
   const uint64_t claimed = (first >> 16) != 0 ? 0 : le_u32(out.data() + 4);
   const uint64_t bound = kMaxDeflateRatio * e.bytes + 64;
-  BASTION_CHECK(kTagBytes + claimed <= bound, r.file, ": the element inside the miCOMPRESSED element at ",
-                r.at(e.at), " claims ", claimed, " bytes: expected at most ", bound, " from ", e.bytes,
+  BASTION_CHECK(kTagBytes + claimed <= bound, r.file, ": the element inside the miCOMPRESSED element at ", r.at(e.at),
+                " claims ", claimed, " bytes: expected at most ", bound, " from ", e.bytes,
                 " compressed bytes (deflate's limit is 1032:1)");
   const size_t total = kTagBytes + static_cast<size_t>((claimed + 7) / 8 * 8);
   while (!ended && out.size() < total) {
@@ -187,8 +197,7 @@ std::vector<int64_t> read_dims(const Region& r, const Element& e, __int128& nume
   numel = 1;
   for (size_t i = 0; i < e.bytes / 4; ++i) {
     const int32_t d = static_cast<int32_t>(le_u32(r.data + e.data_at + 4 * i));
-    BASTION_CHECK(d >= 0, r.file, ": dimension ", i, " at ", r.at(e.data_at + 4 * i), " is ", d,
-                  ": expected >= 0");
+    BASTION_CHECK(d >= 0, r.file, ": dimension ", i, " at ", r.at(e.data_at + 4 * i), " is ", d, ": expected >= 0");
     numel *= d;
     BASTION_CHECK(numel <= kMaxNumel, r.file, ": dimensions at ", r.at(e.at), " describe more than 2^40 values");
     dims.push_back(d);
@@ -219,9 +228,9 @@ std::optional<MatrixView> parse_matrix(const Region& r, const Element& matrix) {
   const int value_bytes = numeric_type_bytes(real.type);
   BASTION_CHECK(value_bytes > 0, r.file, ": real part of '", view.array.name, "' at ", r.at(real.at),
                 ": expected a numeric type, found ", type_name(real.type));
-  BASTION_CHECK(real.bytes == numel * value_bytes, r.file, ": real part of '", view.array.name, "' at ",
-                r.at(real.at), ": expected ", static_cast<int64_t>(numel), " values of ", value_bytes,
-                " bytes, found ", real.bytes, " bytes");
+  BASTION_CHECK(real.bytes == numel * value_bytes, r.file, ": real part of '", view.array.name, "' at ", r.at(real.at),
+                ": expected ", static_cast<int64_t>(numel), " values of ", value_bytes, " bytes, found ", real.bytes,
+                " bytes");
   view.array.stored_type = real.type;
   view.data_at = real.data_at;
   view.data_bytes = real.bytes;
@@ -275,16 +284,26 @@ double MatArray::value(int64_t i) const {
     return static_cast<double>(v);
   };
   switch (stored_type) {
-    case kMiInt8: return load(int8_t{});
-    case kMiUint8: return load(uint8_t{});
-    case kMiInt16: return load(int16_t{});
-    case kMiUint16: return load(uint16_t{});
-    case kMiInt32: return load(int32_t{});
-    case kMiUint32: return load(uint32_t{});
-    case kMiSingle: return load(float{});
-    case kMiDouble: return load(double{});
-    case kMiInt64: return load(int64_t{});
-    default: return load(uint64_t{});
+    case kMiInt8:
+      return load(int8_t{});
+    case kMiUint8:
+      return load(uint8_t{});
+    case kMiInt16:
+      return load(int16_t{});
+    case kMiUint16:
+      return load(uint16_t{});
+    case kMiInt32:
+      return load(int32_t{});
+    case kMiUint32:
+      return load(uint32_t{});
+    case kMiSingle:
+      return load(float{});
+    case kMiDouble:
+      return load(double{});
+    case kMiInt64:
+      return load(int64_t{});
+    default:
+      return load(uint64_t{});
   }
 }
 

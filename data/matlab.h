@@ -30,16 +30,16 @@ namespace bastion {
 // MATLAB array classes (the low byte of the array flags) of the numeric arrays returned.
 constexpr int kMxDoubleClass = 6, kMxSingleClass = 7, kMxInt8Class = 8, kMxUint8Class = 9, kMxUint64Class = 15;
 // Data element types.
-constexpr uint32_t kMiInt8 = 1, kMiUint8 = 2, kMiInt16 = 3, kMiUint16 = 4, kMiInt32 = 5, kMiUint32 = 6,
-                   kMiSingle = 7, kMiDouble = 9, kMiInt64 = 12, kMiUint64 = 13, kMiMatrix = 14, kMiCompressed = 15;
+constexpr uint32_t kMiInt8 = 1, kMiUint8 = 2, kMiInt16 = 3, kMiUint16 = 4, kMiInt32 = 5, kMiUint32 = 6, kMiSingle = 7,
+                   kMiDouble = 9, kMiInt64 = 12, kMiUint64 = 13, kMiMatrix = 14, kMiCompressed = 15;
 
 struct MatArray {
   std::string name;
-  int mx_class = 0;            // kMxDoubleClass .. kMxUint64Class: the class MATLAB reports
-  uint32_t stored_type = 0;    // kMiInt8 .. kMiUint64: how `data` is encoded (may be narrower than the class)
-  std::vector<int64_t> dims;   // MATLAB order: column-major, the first index varies fastest
-  std::vector<uint8_t> data;   // numel() values of stored_type, little-endian
-  std::string position;        // where the array's element starts, for messages ("byte 128", ...)
+  int mx_class = 0;           // kMxDoubleClass .. kMxUint64Class: the class MATLAB reports
+  uint32_t stored_type = 0;   // kMiInt8 .. kMiUint64: how `data` is encoded (may be narrower than the class)
+  std::vector<int64_t> dims;  // MATLAB order: column-major, the first index varies fastest
+  std::vector<uint8_t> data;  // numel() values of stored_type, little-endian
+  std::string position;       // where the array's element starts, for messages ("byte 128", ...)
 
   int64_t numel() const;
   double value(int64_t i) const;  // element i converted to double (exact for every integer type <= 2^53)

@@ -18,8 +18,13 @@ using Lists = std::vector<std::vector<int64_t>>;
 // One forked stream per purpose: turning on an option (e.g. client_test_fraction) never changes the
 // split itself, and each dirichlet attempt is reproducible on its own.
 enum Stream : uint64_t {
-  kStreamIid = 1, kStreamDirichlet, kStreamClientPrior, kStreamPathological, kStreamEmnistGroups,
-  kStreamMaxPerClient, kStreamClientTest,
+  kStreamIid = 1,
+  kStreamDirichlet,
+  kStreamClientPrior,
+  kStreamPathological,
+  kStreamEmnistGroups,
+  kStreamMaxPerClient,
+  kStreamClientTest,
 };
 
 constexpr const char* kValidForms =
@@ -47,8 +52,8 @@ Lists indices_by_class(const Dataset& data, int64_t pool) {
   Lists by_class(static_cast<size_t>(data.num_classes));
   for (int64_t i = 0; i < pool; ++i) {
     const int32_t label = data.labels[static_cast<size_t>(i)];
-    BASTION_CHECK(label >= 0 && label < data.num_classes, "partition: sample ", i, " of '", data.name,
-                  "' has label ", label, " outside [0, ", data.num_classes, ")");
+    BASTION_CHECK(label >= 0 && label < data.num_classes, "partition: sample ", i, " of '", data.name, "' has label ",
+                  label, " outside [0, ", data.num_classes, ")");
     by_class[static_cast<size_t>(label)].push_back(i);
   }
   return by_class;
@@ -56,8 +61,8 @@ Lists indices_by_class(const Dataset& data, int64_t pool) {
 
 void check_spec(const PartitionSpec& spec) {
   const std::string name = partition_name(spec);
-  BASTION_CHECK(spec.kind != PartitionKind::kDirichlet || (spec.beta > 0.0 && std::isfinite(spec.beta)),
-                name, ": beta must be finite and > 0, got ", spec.beta);
+  BASTION_CHECK(spec.kind != PartitionKind::kDirichlet || (spec.beta > 0.0 && std::isfinite(spec.beta)), name,
+                ": beta must be finite and > 0, got ", spec.beta);
   BASTION_CHECK(spec.kind != PartitionKind::kPathological || spec.shards >= 1, name,
                 ": classes per client S must be >= 1, got ", spec.shards);
   BASTION_CHECK(spec.min_size >= 0, name, ": min_size must be >= 0, got ", spec.min_size);
@@ -91,8 +96,7 @@ Lists split_iid(int64_t pool, int64_t n, uint64_t seed) {
 
 // One whole draw of NIID-Bench's partition_data (FedCPA utils.py; SPMC partition_label_skew_loaders),
 // class by class in label order, since the capping rule depends on what earlier classes handed out.
-Lists dirichlet_class_draw(const Lists& by_class, int64_t pool, int64_t n, const PartitionSpec& spec,
-                           Generator& rng) {
+Lists dirichlet_class_draw(const Lists& by_class, int64_t pool, int64_t n, const PartitionSpec& spec, Generator& rng) {
   Lists lists(static_cast<size_t>(n));
   const double cap = static_cast<double>(pool) / static_cast<double>(n);  // numpy: len(idx_j) < N / n
   std::vector<double> log_p(static_cast<size_t>(n));
@@ -122,11 +126,11 @@ Lists dirichlet_class_draw(const Lists& by_class, int64_t pool, int64_t n, const
   return lists;
 }
 
-Lists split_dirichlet_classes(const Dataset& data, int64_t pool, int64_t n, const PartitionSpec& spec,
-                              uint64_t seed) {
+Lists split_dirichlet_classes(const Dataset& data, int64_t pool, int64_t n, const PartitionSpec& spec, uint64_t seed) {
   const std::string advice = "; use a larger beta, a smaller min_size or fewer clients";
-  BASTION_CHECK(spec.min_size * n <= pool, partition_name(spec), ": ", n, " clients with at least min_size = ",
-                spec.min_size, " samples need ", spec.min_size * n, " samples, only ", pool, " are split", advice);
+  BASTION_CHECK(spec.min_size * n <= pool, partition_name(spec), ": ", n,
+                " clients with at least min_size = ", spec.min_size, " samples need ", spec.min_size * n,
+                " samples, only ", pool, " are split", advice);
   const Lists by_class = indices_by_class(data, pool);
   const Generator base = Generator(seed).fork(kStreamDirichlet);
   int64_t smallest = 0;
@@ -146,8 +150,8 @@ Lists split_dirichlet_classes(const Dataset& data, int64_t pool, int64_t n, cons
 // A class from `prior` restricted to the classes with samples left (by_class[k] past next[k]). When the
 // prior has no mass left there (all of it sat on exhausted classes, or underflowed for a tiny beta), the
 // class of a uniformly random unused sample is drawn instead, so every client still fills its quota.
-int64_t draw_available_class(const std::vector<double>& prior, const Lists& by_class,
-                             const std::vector<int64_t>& next, Generator& rng) {
+int64_t draw_available_class(const std::vector<double>& prior, const Lists& by_class, const std::vector<int64_t>& next,
+                             Generator& rng) {
   const size_t classes = by_class.size();
   auto left = [&](size_t k) { return static_cast<double>(by_class[k].size()) - static_cast<double>(next[k]); };
   double mass = 0.0, unused = 0.0;
@@ -187,8 +191,8 @@ Lists split_dirichlet_client_prior(const Dataset& data, int64_t pool, int64_t n,
   while (!active.empty()) {
     const auto slot = static_cast<size_t>(rng.below(active.size()));
     auto& list = lists[static_cast<size_t>(active[slot])];
-    const auto k = static_cast<size_t>(draw_available_class(prior[static_cast<size_t>(active[slot])],
-                                                            by_class, next, rng));
+    const auto k =
+        static_cast<size_t>(draw_available_class(prior[static_cast<size_t>(active[slot])], by_class, next, rng));
     list.push_back(by_class[k][static_cast<size_t>(next[k]++)]);
     if (list.size() == quota) {
       active[slot] = active.back();
@@ -215,15 +219,18 @@ int64_t shard_supply(const Lists& by_class, int64_t shard, int64_t n) {
 int64_t pathological_shard_size(const Lists& by_class, int64_t pool, int64_t n, const PartitionSpec& spec) {
   const int64_t need = n * spec.shards;
   const int64_t largest = pool / need;
-  BASTION_CHECK(largest >= 1, partition_name(spec), ": ", pool, " samples cannot give ", n, " clients ",
-                spec.shards, " shards of at least one sample each");
+  BASTION_CHECK(largest >= 1, partition_name(spec), ": ", pool, " samples cannot give ", n, " clients ", spec.shards,
+                " shards of at least one sample each");
   BASTION_CHECK(shard_supply(by_class, 1, n) >= need, partition_name(spec), ": ", n, " clients x ", spec.shards,
                 " distinct classes need ", need, " shards, but the classes supply only ", shard_supply(by_class, 1, n),
                 " even with one-sample shards (at most one per client and class); use a smaller S or fewer clients");
   int64_t low = 1, high = largest;  // supply(low) >= need; find the largest such size
   while (low < high) {
     const int64_t mid = low + (high - low + 1) / 2;
-    if (shard_supply(by_class, mid, n) >= need) low = mid; else high = mid - 1;
+    if (shard_supply(by_class, mid, n) >= need)
+      low = mid;
+    else
+      high = mid - 1;
   }
   return low;
 }
@@ -231,8 +238,8 @@ int64_t pathological_shard_size(const Lists& by_class, int64_t pool, int64_t n, 
 // How many shards each class gives (t_k <= min(count_k / shard, n)), summing to n·S. Spread as evenly
 // as the capacities allow, dealing one shard per class in a seeded class order, so no class is drained
 // while another still has many shards.
-std::vector<int64_t> choose_shard_counts(const Lists& by_class, int64_t shard, int64_t n,
-                                         const PartitionSpec& spec, Generator& rng) {
+std::vector<int64_t> choose_shard_counts(const Lists& by_class, int64_t shard, int64_t n, const PartitionSpec& spec,
+                                         Generator& rng) {
   std::vector<int64_t> capacity(by_class.size());
   for (size_t k = 0; k < by_class.size(); ++k)
     capacity[k] = std::min<int64_t>(static_cast<int64_t>(by_class[k].size()) / shard, n);
@@ -282,8 +289,8 @@ std::vector<size_t> draw_client_classes(const std::vector<int64_t>& remaining, i
 
 Lists split_pathological(const Dataset& data, int64_t pool, int64_t n, const PartitionSpec& spec, uint64_t seed) {
   const int64_t s = spec.shards;
-  BASTION_CHECK(s <= data.num_classes, partition_name(spec), ": each client needs ", s,
-                " distinct classes but '", data.name, "' has ", data.num_classes);
+  BASTION_CHECK(s <= data.num_classes, partition_name(spec), ": each client needs ", s, " distinct classes but '",
+                data.name, "' has ", data.num_classes);
   Generator rng = Generator(seed).fork(kStreamPathological);
   Lists by_class = indices_by_class(data, pool);
   const int64_t shard = pathological_shard_size(by_class, pool, n, spec);
@@ -328,8 +335,8 @@ Lists split_emnist_groups(const Dataset& data, int64_t pool, int64_t n, const Pa
   for (int64_t i = 0; i < pool; ++i) by_group[emnist_group(data.labels[static_cast<size_t>(i)])].push_back(i);
   for (auto& list : by_group) shuffle_indices(list, rng);
   const int64_t size = emnist_client_size(by_group, pool, n);
-  BASTION_CHECK(size >= 1, partition_name(spec), ": the groups (", by_group[0].size(), " digits, ",
-                by_group[1].size(), " upper, ", by_group[2].size(), " lower) cannot give ", n,
+  BASTION_CHECK(size >= 1, partition_name(spec), ": the groups (", by_group[0].size(), " digits, ", by_group[1].size(),
+                " upper, ", by_group[2].size(), " lower) cannot give ", n,
                 " clients 80 % of their samples from their group");
   const int64_t dominant = std::llround(kEmnistDominantShare * static_cast<double>(size));
   Lists lists(static_cast<size_t>(n));
@@ -417,8 +424,9 @@ PartitionSpec parse_partition(const std::string& text) {
   PartitionSpec spec;
   if (kind == "iid" || kind == "emnist-groups" || kind == "natural") {
     BASTION_CHECK(!has_param, "partition '", text, "': ", kind, " takes no parameter; ", kValidForms);
-    spec.kind = kind == "iid" ? PartitionKind::kIid
-                : kind == "natural" ? PartitionKind::kNatural : PartitionKind::kEmnistGroups;
+    spec.kind = kind == "iid"       ? PartitionKind::kIid
+                : kind == "natural" ? PartitionKind::kNatural
+                                    : PartitionKind::kEmnistGroups;
   } else if (kind == "dirichlet") {
     spec.kind = PartitionKind::kDirichlet;
     const auto [end, ec] = std::from_chars(first, last, spec.beta);
@@ -440,10 +448,14 @@ PartitionSpec parse_partition(const std::string& text) {
 
 std::string partition_name(const PartitionSpec& spec) {
   switch (spec.kind) {
-    case PartitionKind::kIid: return "iid";
-    case PartitionKind::kEmnistGroups: return "emnist-groups";
-    case PartitionKind::kNatural: return "natural";
-    case PartitionKind::kPathological: return "pathological:" + std::to_string(spec.shards);
+    case PartitionKind::kIid:
+      return "iid";
+    case PartitionKind::kEmnistGroups:
+      return "emnist-groups";
+    case PartitionKind::kNatural:
+      return "natural";
+    case PartitionKind::kPathological:
+      return "pathological:" + std::to_string(spec.shards);
     case PartitionKind::kDirichlet: {
       char buffer[32];
       const auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), spec.beta);  // shortest round trip
@@ -459,20 +471,27 @@ Partition make_partition(const Dataset& data, const PartitionSpec& spec, int64_t
   const int64_t held_out = floor_fraction(spec.server_fraction, data.size());
   const int64_t pool = data.size() - held_out;
   const bool natural_default = spec.kind == PartitionKind::kNatural && clients == 0;
-  BASTION_CHECK(natural_default || (clients >= 1 && clients <= pool), partition_name(spec), ": cannot split ",
-                pool, " samples of '", data.name, "' over ", clients, " clients (", held_out,
-                " held out for the server)");
+  BASTION_CHECK(natural_default || (clients >= 1 && clients <= pool), partition_name(spec), ": cannot split ", pool,
+                " samples of '", data.name, "' over ", clients, " clients (", held_out, " held out for the server)");
   Partition part;
   for (int64_t i = pool; i < data.size(); ++i) part.server.push_back(i);
   switch (spec.kind) {
-    case PartitionKind::kIid: part.train = split_iid(pool, clients, seed); break;
+    case PartitionKind::kIid:
+      part.train = split_iid(pool, clients, seed);
+      break;
     case PartitionKind::kDirichlet:
       part.train = spec.dirichlet_client_prior ? split_dirichlet_client_prior(data, pool, clients, spec, seed)
                                                : split_dirichlet_classes(data, pool, clients, spec, seed);
       break;
-    case PartitionKind::kPathological: part.train = split_pathological(data, pool, clients, spec, seed); break;
-    case PartitionKind::kEmnistGroups: part.train = split_emnist_groups(data, pool, clients, spec, seed); break;
-    case PartitionKind::kNatural: part.train = split_natural(data, pool, clients, spec); break;
+    case PartitionKind::kPathological:
+      part.train = split_pathological(data, pool, clients, spec, seed);
+      break;
+    case PartitionKind::kEmnistGroups:
+      part.train = split_emnist_groups(data, pool, clients, spec, seed);
+      break;
+    case PartitionKind::kNatural:
+      part.train = split_natural(data, pool, clients, spec);
+      break;
   }
   apply_max_per_client(part.train, spec.max_per_client, seed);
   part.test = split_client_test(part.train, spec.client_test_fraction, seed);

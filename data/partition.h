@@ -48,15 +48,15 @@ enum class PartitionKind { kIid, kDirichlet, kPathological, kEmnistGroups, kNatu
 
 struct PartitionSpec {
   PartitionKind kind = PartitionKind::kIid;
-  double beta = 0.5;       // dirichlet concentration, > 0
-  int64_t shards = 2;      // pathological: classes per client, in [1, num_classes]
-  int64_t min_size = 10;   // dirichlet (class mode): redraw until every client has at least this many
-  bool dirichlet_cap = true;              // NIID-Bench capping rule (see above)
-  bool dirichlet_client_prior = false;    // FedFSA's per-client-prior variant
-  int64_t max_attempts = 1000;            // dirichlet redraws before giving up with an error
-  int64_t max_per_client = 0;             // 0 = no cap
-  double client_test_fraction = 0.0;      // in [0, 1)
-  double server_fraction = 0.0;           // in [0, 1)
+  double beta = 0.5;                    // dirichlet concentration, > 0
+  int64_t shards = 2;                   // pathological: classes per client, in [1, num_classes]
+  int64_t min_size = 10;                // dirichlet (class mode): redraw until every client has at least this many
+  bool dirichlet_cap = true;            // NIID-Bench capping rule (see above)
+  bool dirichlet_client_prior = false;  // FedFSA's per-client-prior variant
+  int64_t max_attempts = 1000;          // dirichlet redraws before giving up with an error
+  int64_t max_per_client = 0;           // 0 = no cap
+  double client_test_fraction = 0.0;    // in [0, 1)
+  double server_fraction = 0.0;         // in [0, 1)
 };
 
 // Parses "iid", "dirichlet:0.5", "pathological:5", "emnist-groups", "natural". Unknown names, a
@@ -82,17 +82,16 @@ struct Partition {
 Partition make_partition(const Dataset& data, const PartitionSpec& spec, int64_t clients, uint64_t seed);
 
 // Per-client class histogram: counts[client][class] over `lists` (e.g. Partition::train).
-std::vector<std::vector<int64_t>> class_histogram(const Dataset& data,
-                                                  const std::vector<std::vector<int64_t>>& lists);
+std::vector<std::vector<int64_t>> class_histogram(const Dataset& data, const std::vector<std::vector<int64_t>>& lists);
 
 // Summary of a partition for the CLI and the tests. Sizes are list lengths; a client "has" a class when
 // it holds at least one sample of it.
 struct PartitionStats {
-  int64_t clients = 0;         // number of lists
-  int64_t total = 0;           // samples over all lists
+  int64_t clients = 0;  // number of lists
+  int64_t total = 0;    // samples over all lists
   int64_t min_size = 0, max_size = 0;
-  double median_size = 0.0;    // mean of the two middle sizes for an even count
-  double mean_classes = 0.0;   // classes held, averaged over clients (the heterogeneity measure)
+  double median_size = 0.0;   // mean of the two middle sizes for an even count
+  double mean_classes = 0.0;  // classes held, averaged over clients (the heterogeneity measure)
   int64_t min_classes = 0, max_classes = 0;
 };
 PartitionStats partition_stats(const Dataset& data, const std::vector<std::vector<int64_t>>& lists);

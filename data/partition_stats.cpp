@@ -7,17 +7,16 @@
 
 namespace bastion {
 
-std::vector<std::vector<int64_t>> class_histogram(const Dataset& data,
-                                                  const std::vector<std::vector<int64_t>>& lists) {
+std::vector<std::vector<int64_t>> class_histogram(const Dataset& data, const std::vector<std::vector<int64_t>>& lists) {
   std::vector<std::vector<int64_t>> counts(lists.size(),
-                                          std::vector<int64_t>(static_cast<size_t>(data.num_classes), 0));
+                                           std::vector<int64_t>(static_cast<size_t>(data.num_classes), 0));
   for (size_t j = 0; j < lists.size(); ++j) {
     for (int64_t index : lists[j]) {
       BASTION_CHECK(index >= 0 && index < data.size(), "class_histogram: client ", j, " holds index ", index,
                     " outside '", data.name, "' (", data.size(), " samples)");
       const int32_t label = data.labels[static_cast<size_t>(index)];
-      BASTION_CHECK(label >= 0 && label < data.num_classes, "class_histogram: sample ", index, " has label ",
-                    label, " outside [0, ", data.num_classes, ")");
+      BASTION_CHECK(label >= 0 && label < data.num_classes, "class_histogram: sample ", index, " has label ", label,
+                    " outside [0, ", data.num_classes, ")");
       ++counts[j][static_cast<size_t>(label)];
     }
   }
@@ -42,8 +41,8 @@ PartitionStats partition_stats(const std::vector<std::vector<int64_t>>& histogra
   const size_t mid = sizes.size() / 2;
   stats.min_size = sizes.front();
   stats.max_size = sizes.back();
-  stats.median_size = sizes.size() % 2 ? static_cast<double>(sizes[mid])
-                                       : 0.5 * static_cast<double>(sizes[mid - 1] + sizes[mid]);
+  stats.median_size =
+      sizes.size() % 2 ? static_cast<double>(sizes[mid]) : 0.5 * static_cast<double>(sizes[mid - 1] + sizes[mid]);
   stats.mean_classes = static_cast<double>(std::accumulate(classes.begin(), classes.end(), int64_t{0})) /
                        static_cast<double>(classes.size());
   stats.min_classes = *std::min_element(classes.begin(), classes.end());

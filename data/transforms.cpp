@@ -16,8 +16,8 @@ namespace {
 // Step 1: the stored sample in [0, 1] units. `pixels / 255.0f` is the float division torchvision's
 // ToTensor performs, and the one normalize_into performs, so the identity pipeline matches it exactly.
 void read_sample(float* dst, const Dataset& d, int64_t index) {
-  BASTION_CHECK(0 <= index && index < d.size(), "transform_sample_into: index ", index,
-                " out of range for dataset '", d.name, "' of ", d.size(), " samples");
+  BASTION_CHECK(0 <= index && index < d.size(), "transform_sample_into: index ", index, " out of range for dataset '",
+                d.name, "' of ", d.size(), " samples");
   const int64_t numel = d.sample_numel();
   if (d.is_float()) {
     std::copy_n(d.values.data() + index * numel, numel, dst);
@@ -43,8 +43,8 @@ LinearTap linear_tap(int64_t dst, int64_t in_size, int64_t out_size) {
 }
 
 // Step 3: (C, H, W) → (C, OH, OW), bilinear with half-pixel centres (align_corners=False).
-void resize_bilinear(float* dst, const float* src, int64_t channels, int64_t height, int64_t width,
-                     int64_t out_height, int64_t out_width) {
+void resize_bilinear(float* dst, const float* src, int64_t channels, int64_t height, int64_t width, int64_t out_height,
+                     int64_t out_width) {
   for (int64_t c = 0; c < channels; ++c) {
     const float* plane = src + c * height * width;
     float* out = dst + c * out_height * out_width;
@@ -108,12 +108,11 @@ void normalize_channels(float* out, const float* src, int64_t out_channels, int6
   }
 }
 
-void check_trigger_shape(const Trigger& trigger, int64_t channels, int64_t height, int64_t width,
-                         const char* step) {
+void check_trigger_shape(const Trigger& trigger, int64_t channels, int64_t height, int64_t width, const char* step) {
   BASTION_CHECK(trigger.channels == channels && trigger.height == height && trigger.width == width,
                 "transform_sample_into: trigger '", trigger.name, "' was made for ", trigger.channels, "x",
-                trigger.height, "x", trigger.width, " but the image at the ", step, " step is ", channels, "x",
-                height, "x", width);
+                trigger.height, "x", trigger.width, " but the image at the ", step, " step is ", channels, "x", height,
+                "x", width);
 }
 
 }  // namespace
@@ -133,21 +132,21 @@ TransformSpec default_train_transform(const std::string& dataset_name) {
 SampleShape transformed_shape(const Dataset& d, const TransformSpec& spec) {
   BASTION_CHECK(d.channels > 0 && d.height > 0 && d.width > 0, "transform: dataset '", d.name,
                 "' has an empty sample shape ", d.channels, "x", d.height, "x", d.width);
-  BASTION_CHECK(spec.resize >= 0 && spec.crop_padding >= 0 && spec.replicate_channels >= 0,
-                "transform: resize (", spec.resize, "), crop_padding (", spec.crop_padding,
-                ") and replicate_channels (", spec.replicate_channels, ") must be >= 0");
-  BASTION_CHECK(spec.replicate_channels == 0 || d.channels == 1, "transform: replicate_channels = ",
-                spec.replicate_channels, " needs a 1-channel set, but '", d.name, "' has ", d.channels);
-  BASTION_CHECK(static_cast<int64_t>(d.mean.size()) == d.channels &&
-                    static_cast<int64_t>(d.std.size()) == d.channels,
-                "transform: dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(),
-                " means and ", d.std.size(), " stds");
+  BASTION_CHECK(spec.resize >= 0 && spec.crop_padding >= 0 && spec.replicate_channels >= 0, "transform: resize (",
+                spec.resize, "), crop_padding (", spec.crop_padding, ") and replicate_channels (",
+                spec.replicate_channels, ") must be >= 0");
+  BASTION_CHECK(spec.replicate_channels == 0 || d.channels == 1,
+                "transform: replicate_channels = ", spec.replicate_channels, " needs a 1-channel set, but '", d.name,
+                "' has ", d.channels);
+  BASTION_CHECK(static_cast<int64_t>(d.mean.size()) == d.channels && static_cast<int64_t>(d.std.size()) == d.channels,
+                "transform: dataset '", d.name, "' has ", d.channels, " channels but ", d.mean.size(), " means and ",
+                d.std.size(), " stds");
   SampleShape shape{d.channels, d.height, d.width};
   if (spec.replicate_channels > 0) shape.channels = spec.replicate_channels;
   if (spec.resize > 0) shape.height = shape.width = spec.resize;
   BASTION_CHECK(spec.pad_mode != PadMode::kReflect || spec.crop_padding < std::min(shape.height, shape.width),
-                "transform: reflect padding ", spec.crop_padding, " must be smaller than the image (",
-                shape.height, "x", shape.width, ")");
+                "transform: reflect padding ", spec.crop_padding, " must be smaller than the image (", shape.height,
+                "x", shape.width, ")");
   return shape;
 }
 
@@ -191,8 +190,7 @@ void transform_sample_into(float* out, const Dataset& d, int64_t index, const Tr
   if (spec.horizontal_flip && rng.uniform() < 0.5) flip_horizontal(cur, channels, height, width);
   normalize_channels(out, cur, final_shape.channels, channels, height * width, d);
   if (trigger != nullptr && trigger->space == TriggerSpace::kNormalized) {
-    check_trigger_shape(*trigger, final_shape.channels, final_shape.height, final_shape.width,
-                        "normalised-trigger");
+    check_trigger_shape(*trigger, final_shape.channels, final_shape.height, final_shape.width, "normalised-trigger");
     apply_trigger(out, final_shape.channels, final_shape.height, final_shape.width, *trigger);
   }
 }
@@ -210,8 +208,8 @@ void apply_normalization_preset(Dataset& d, const std::string& preset) {
     d.mean.assign(channels, 0.1307f);
     d.std.assign(channels, 0.3081f);
   } else if (preset == "imagenet") {
-    BASTION_CHECK(d.channels == 3, "normalisation preset 'imagenet' needs a 3-channel set, but '", d.name,
-                  "' has ", d.channels, " channels");
+    BASTION_CHECK(d.channels == 3, "normalisation preset 'imagenet' needs a 3-channel set, but '", d.name, "' has ",
+                  d.channels, " channels");
     d.mean = {0.485f, 0.456f, 0.406f};
     d.std = {0.229f, 0.224f, 0.225f};
   } else if (preset == "half") {

@@ -39,8 +39,8 @@ namespace bastion {
 enum class PadMode { kZero, kReflect };
 
 struct TransformSpec {
-  int64_t resize = 0;              // 0 = keep H×W; else resize to resize×resize (square)
-  int64_t crop_padding = 0;        // 0 = no random crop
+  int64_t resize = 0;        // 0 = keep H×W; else resize to resize×resize (square)
+  int64_t crop_padding = 0;  // 0 = no random crop
   PadMode pad_mode = PadMode::kZero;
   bool horizontal_flip = false;
   int64_t replicate_channels = 0;  // 0 = keep C; else C must be 1 and becomes this

@@ -13,8 +13,8 @@ namespace {
 constexpr int64_t kEveryChannel = -1;
 
 // Appends the rectangle rows [row, row + rows) × cols [col, col + cols) with `value`.
-void add_rect(std::vector<TriggerPixel>& out, int64_t channel, int64_t row, int64_t col, int64_t rows,
-              int64_t cols, float value) {
+void add_rect(std::vector<TriggerPixel>& out, int64_t channel, int64_t row, int64_t col, int64_t rows, int64_t cols,
+              float value) {
   for (int64_t r = row; r < row + rows; ++r)
     for (int64_t c = col; c < col + cols; ++c) out.push_back({channel, r, c, value});
 }
@@ -52,9 +52,12 @@ struct DbaGeometry {
 
 DbaGeometry dba_geometry(int64_t height) {
   switch (height) {
-    case 28: return {1, 4, {0, 3}, {0, 6}};     // mnist_params.yaml: 1×4, gap 2
-    case 32: return {1, 6, {0, 4}, {0, 9}};     // cifar_params.yaml: 1×6, gap 3
-    case 64: return {2, 10, {0, 4}, {0, 12}};   // tiny_params.yaml: 2×10, gap 2
+    case 28:
+      return {1, 4, {0, 3}, {0, 6}};  // mnist_params.yaml: 1×4, gap 2
+    case 32:
+      return {1, 6, {0, 4}, {0, 9}};  // cifar_params.yaml: 1×6, gap 3
+    case 64:
+      return {2, 10, {0, 4}, {0, 12}};  // tiny_params.yaml: 2×10, gap 2
     default:
       BASTION_FAIL("trigger 'dba': no DBA geometry for images of height ", height,
                    " (DBA defines 28 (MNIST), 32 (CIFAR) and 64 (TinyImageNet))");
@@ -97,8 +100,8 @@ int64_t parse_dba_part(const std::string& name) {
   const std::string digits = name.substr(4);
   int64_t part = -1;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), part);
-  BASTION_CHECK(error == std::errc() && end == digits.data() + digits.size() && !digits.empty(),
-                "trigger '", name, "': the DBA part must be an integer 0..3");
+  BASTION_CHECK(error == std::errc() && end == digits.data() + digits.size() && !digits.empty(), "trigger '", name,
+                "': the DBA part must be an integer 0..3");
   BASTION_CHECK(0 <= part && part <= 3, "trigger '", name, "': DBA part ", part,
                 " out of range 0..3 (malicious client j uses part j mod 4)");
   return part;
@@ -136,8 +139,8 @@ TriggerSpace trigger_space(const std::string& name) {
 }
 
 Trigger make_trigger(const std::string& name, int64_t channels, int64_t height, int64_t width) {
-  BASTION_CHECK(channels > 0 && height > 0 && width > 0, "trigger '", name, "': bad image shape ", channels,
-                "x", height, "x", width);
+  BASTION_CHECK(channels > 0 && height > 0 && width > 0, "trigger '", name, "': bad image shape ", channels, "x",
+                height, "x", width);
   Trigger trigger;
   trigger.name = name;
   trigger.space = trigger_space(name);
@@ -146,18 +149,17 @@ Trigger make_trigger(const std::string& name, int64_t channels, int64_t height, 
   trigger.height = height;
   trigger.width = width;
   for (const TriggerPixel& p : trigger.pixels) {
-    BASTION_CHECK(0 <= p.row && p.row < height && 0 <= p.col && p.col < width && p.channel < channels,
-                  "trigger '", name, "' does not fit a ", channels, "x", height, "x", width,
-                  " image: it needs pixel (channel ", p.channel, ", row ", p.row, ", col ", p.col, ")");
+    BASTION_CHECK(0 <= p.row && p.row < height && 0 <= p.col && p.col < width && p.channel < channels, "trigger '",
+                  name, "' does not fit a ", channels, "x", height, "x", width, " image: it needs pixel (channel ",
+                  p.channel, ", row ", p.row, ", col ", p.col, ")");
   }
   return trigger;
 }
 
 void apply_trigger(float* image, int64_t channels, int64_t height, int64_t width, const Trigger& trigger) {
   BASTION_CHECK(channels == trigger.channels && height == trigger.height && width == trigger.width,
-                "apply_trigger: trigger '", trigger.name, "' was made for ", trigger.channels, "x",
-                trigger.height, "x", trigger.width, " images but the image is ", channels, "x", height, "x",
-                width);
+                "apply_trigger: trigger '", trigger.name, "' was made for ", trigger.channels, "x", trigger.height, "x",
+                trigger.width, " images but the image is ", channels, "x", height, "x", width);
   const int64_t plane = height * width;
   for (const TriggerPixel& p : trigger.pixels) {
     const int64_t offset = p.row * width + p.col;

@@ -47,7 +47,7 @@ struct TriggerPixel {
 struct Trigger {
   std::string name;  // the written form, e.g. "dba:2"
   TriggerSpace space = TriggerSpace::kRaw;
-  std::vector<TriggerPixel> pixels;  // resolved for a concrete C×H×W
+  std::vector<TriggerPixel> pixels;             // resolved for a concrete C×H×W
   int64_t channels = 0, height = 0, width = 0;  // the C×H×W it was resolved for (apply_trigger checks)
 };
 

@@ -19,12 +19,11 @@
 namespace bastion {
 
 const std::array<const char*, kWisdmFeatureCount> kWisdmFeatureNames = {
-    "X0",        "X1",        "X2",        "X3",        "X4",        "X5",        "X6",        "X7",
-    "X8",        "X9",        "Y0",        "Y1",        "Y2",        "Y3",        "Y4",        "Y5",
-    "Y6",        "Y7",        "Y8",        "Y9",        "Z0",        "Z1",        "Z2",        "Z3",
-    "Z4",        "Z5",        "Z6",        "Z7",        "Z8",        "Z9",        "XAVG",      "YAVG",
-    "ZAVG",      "XPEAK",     "YPEAK",     "ZPEAK",     "XABSOLDEV", "YABSOLDEV", "ZABSOLDEV", "XSTANDDEV",
-    "YSTANDDEV", "ZSTANDDEV", "RESULTANT"};
+    "X0",        "X1",        "X2",        "X3",        "X4",        "X5",        "X6",       "X7",    "X8",
+    "X9",        "Y0",        "Y1",        "Y2",        "Y3",        "Y4",        "Y5",       "Y6",    "Y7",
+    "Y8",        "Y9",        "Z0",        "Z1",        "Z2",        "Z3",        "Z4",       "Z5",    "Z6",
+    "Z7",        "Z8",        "Z9",        "XAVG",      "YAVG",      "ZAVG",      "XPEAK",    "YPEAK", "ZPEAK",
+    "XABSOLDEV", "YABSOLDEV", "ZABSOLDEV", "XSTANDDEV", "YSTANDDEV", "ZSTANDDEV", "RESULTANT"};
 
 int32_t wisdm_activity_index(std::string_view name) {
   for (size_t i = 0; i < kWisdmActivities.size(); ++i)
@@ -345,11 +344,13 @@ void check_attributes(const std::vector<ArffAttribute>& attributes, const std::s
     const std::string where = file + ":" + std::to_string(a.line) + ": attribute " + std::to_string(i + 1);
     BASTION_CHECK(a.name == expected_attribute(i), where, " is '", a.name, "', expected '", expected_attribute(i), "'");
     const bool user_or_id = i < 2, is_class = i == kArffAttributes - 1;
-    const bool fits = is_class    ? a.type == ArffType::kNominal
+    const bool fits = is_class     ? a.type == ArffType::kNominal
                       : user_or_id ? a.type != ArffType::kOther
-                                  : a.type == ArffType::kNumeric;
+                                   : a.type == ArffType::kNumeric;
     BASTION_CHECK(fits, where, " ('", a.name, "') has type ", shown(a.type_text), ", expected ",
-                  is_class ? "a nominal {..} list" : user_or_id ? "numeric, nominal or none" : "numeric");
+                  is_class     ? "a nominal {..} list"
+                  : user_or_id ? "numeric, nominal or none"
+                               : "numeric");
     for (const std::string& v : a.values) {
       int32_t user = 0;
       BASTION_CHECK(i != 1 || parse_user(v, user), where, " ('user') lists ", shown(v), ", not a user id");
@@ -387,8 +388,8 @@ void parse_arff_row(std::string_view line, const std::vector<ArffAttribute>& att
     if (f[2 + k] == "?") {
       features[k] = std::numeric_limits<float>::quiet_NaN();  // parse_whole never yields NaN: a safe mark
       if (missing++ == 0 && out.stats.imputed_rows == 0)
-        out.stats.first_skipped = where + ": missing value '?' in field " + std::to_string(k + 3) + " (" +
-                                  kWisdmFeatureNames[k] + ")";
+        out.stats.first_skipped =
+            where + ": missing value '?' in field " + std::to_string(k + 3) + " (" + kWisdmFeatureNames[k] + ")";
       continue;
     }
     BASTION_CHECK(parse_whole(f[2 + k], features[k]), where, ": field ", k + 3, " (", kWisdmFeatureNames[k],
@@ -399,8 +400,8 @@ void parse_arff_row(std::string_view line, const std::vector<ArffAttribute>& att
   const std::string_view activity = f[kArffAttributes - 1];
   const int32_t label = wisdm_activity_index(activity);
   const bool listed = attributes.size() < kArffAttributes || declared(attributes.back(), activity);
-  BASTION_CHECK(label >= 0 && listed, where, ": field ", kArffAttributes, " (class): expected one of ",
-                activity_list(), listed ? "" : " declared in the header", ", found ", shown(activity));
+  BASTION_CHECK(label >= 0 && listed, where, ": field ", kArffAttributes, " (class): expected one of ", activity_list(),
+                listed ? "" : " declared in the header", ", found ", shown(activity));
   out.data.values.insert(out.data.values.end(), features, features + kWisdmFeatureCount);
   out.data.labels.push_back(label);
   out.data.groups.push_back(user);
@@ -441,8 +442,7 @@ WisdmParsed parse_wisdm_arff_text(const std::string& text, const std::string& fi
   out.data = wisdm_dataset(1, kWisdmFeatureCount);
   std::string_view line;
   while (lines.next(line)) parse_arff_row(line, attributes, file + ":" + std::to_string(lines.line()), out);
-  BASTION_CHECK(out.stats.records > 0, file, ": no data rows after @data (the file ends at line ", lines.line(),
-                ")");
+  BASTION_CHECK(out.stats.records > 0, file, ": no data rows after @data (the file ends at line ", lines.line(), ")");
   impute_missing(out, file);
   return out;
 }

@@ -41,11 +41,11 @@
 
 namespace bastion {
 
-constexpr int64_t kWisdmWindow = 200;        // 10 s at 20 Hz, as the transformed file's windows
+constexpr int64_t kWisdmWindow = 200;         // 10 s at 20 Hz, as the transformed file's windows
 constexpr int64_t kWisdmMaxWindow = 1 << 20;  // larger windows are refused (no multi-GB buffers)
 constexpr int64_t kWisdmFeatureCount = 43;
 
-inline constexpr std::array<const char*, 6> kWisdmActivities = {"Walking", "Jogging",  "Upstairs",
+inline constexpr std::array<const char*, 6> kWisdmActivities = {"Walking",    "Jogging", "Upstairs",
                                                                 "Downstairs", "Sitting", "Standing"};
 
 // The ARFF's feature attributes, in file order (UNIQUE_ID, user and class excluded).

@@ -67,8 +67,7 @@ EvalResult evaluate(Model& model, const Dataset& data, int64_t batch_size, const
     const int64_t correct_before = correct;
     for (int64_t begin = 0; begin < x.size(0); begin += kEvalForwardSamples) {
       const int64_t end = std::min(x.size(0), begin + kEvalForwardSamples), n = end - begin;
-      const LabelTensor labels =
-          LabelTensor::from_vector(std::vector<int32_t>(y.data() + begin, y.data() + end));
+      const LabelTensor labels = LabelTensor::from_vector(std::vector<int32_t>(y.data() + begin, y.data() + end));
       // Batches come from the host loader; a CUDA model gets a device copy and returns its logits to the
       // host, where the loss, entropy and argmax are computed the same way for both devices.
       const Tensor logits = model.forward(x.slice_rows(begin, end).to(model.device())).to(Device::CPU);

@@ -11,11 +11,11 @@
 namespace bastion {
 
 struct EvalResult {
-  double loss = 0.0;       // mean cross-entropy
-  double accuracy = 0.0;   // correct / samples
+  double loss = 0.0;      // mean cross-entropy
+  double accuracy = 0.0;  // correct / samples
   int64_t samples = 0, correct = 0;
-  double loss_sum = 0.0;   // sum of per-sample losses, to combine chunks exactly
-  double entropy = 0.0;    // mean entropy (nats) of the softmax prediction (SageFlow's filter)
+  double loss_sum = 0.0;  // sum of per-sample losses, to combine chunks exactly
+  double entropy = 0.0;   // mean entropy (nats) of the softmax prediction (SageFlow's filter)
   double entropy_sum = 0.0;
   // Per loader batch (batch_size samples, the last one shorter): the sum of the batches' accuracies and
   // their count. batch_accuracy_sum / batches is the mean of per-batch accuracies, the per-client figure of

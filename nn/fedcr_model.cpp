@@ -64,8 +64,7 @@ Tensor FedcrCnn::forward(const Tensor& x) {
   const int64_t S = training ? bottleneck_.train_samples : bottleneck_.test_samples, N = x.size(0);
   Generator eval_noise(kEvalNoiseSeed);
   // Drawn on the host and uploaded: a model on the device sees the same noise as on the CPU.
-  const Tensor eps =
-      standard_normal({S, N, bottleneck_.latent}, training ? noise_ : eval_noise).to(encoding_.device());
+  const Tensor eps = standard_normal({S, N, bottleneck_.latent}, training ? noise_ : eval_noise).to(encoding_.device());
   const Tensor logits = fc4->forward(gaussian_sample(encoding_, eps, bottleneck_.alpha));
   return training ? logits : sample_mean(logits, S);
 }
@@ -82,7 +81,8 @@ std::optional<FedcrBottleneck> parse_fedcr_name(const std::string& name) {
   FedcrBottleneck b;
   const std::string rest = name.substr(std::string(kPrefix).size());
   if (rest.empty()) return b;
-  BASTION_CHECK(rest[0] == '-', "unknown model '", name, "'; cnn-fedcr takes the form cnn-fedcr-<d_Z>-<S_train>-<S_test>");
+  BASTION_CHECK(rest[0] == '-', "unknown model '", name,
+                "'; cnn-fedcr takes the form cnn-fedcr-<d_Z>-<S_train>-<S_test>");
   std::string_view fields(rest);
   fields.remove_prefix(1);
   int64_t values[3];

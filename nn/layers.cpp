@@ -67,7 +67,8 @@ Tensor Sequential::forward(const Tensor& x) {
 
 BasicBlock::BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride, Generator& gen) {
   const ConvInit init = ConvInit::KaimingNormalFanOut;
-  conv1_ = register_module("conv1", std::make_shared<Conv2d>(in_channels, out_channels, 3, gen, stride, 1, false, init));
+  conv1_ =
+      register_module("conv1", std::make_shared<Conv2d>(in_channels, out_channels, 3, gen, stride, 1, false, init));
   bn1_ = register_module("bn1", std::make_shared<BatchNorm>(out_channels));
   conv2_ = register_module("conv2", std::make_shared<Conv2d>(out_channels, out_channels, 3, gen, 1, 1, false, init));
   bn2_ = register_module("bn2", std::make_shared<BatchNorm>(out_channels));

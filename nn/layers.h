@@ -95,6 +95,7 @@ class Sequential : public Module {
   // Children are named "0", "1", ... as in torch.nn.Sequential.
   Sequential& add(std::shared_ptr<Module> layer);
   Tensor forward(const Tensor& x) override;
+
  private:
   std::vector<std::shared_ptr<Module>> layers_;
 };
@@ -105,6 +106,7 @@ class BasicBlock : public Module {
  public:
   BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride, Generator& gen);
   Tensor forward(const Tensor& x) override;
+
  private:
   std::shared_ptr<Conv2d> conv1_, conv2_;
   std::shared_ptr<BatchNorm> bn1_, bn2_;

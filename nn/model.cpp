@@ -38,8 +38,12 @@ Model::Model(std::string name, std::shared_ptr<Module> root, std::string head_pr
   bool head_found = false;
   for (const NamedTensor& p : params) {
     move_into(p.tensor, state_.storage(), offset);
-    ParameterView view{p.name, p.tensor, Tensor::view_of(grads_.storage(), offset, p.tensor.shape()), offset,
-                       offset + p.tensor.numel(), has_prefix(p.name, head_prefix_)};
+    ParameterView view{p.name,
+                       p.tensor,
+                       Tensor::view_of(grads_.storage(), offset, p.tensor.shape()),
+                       offset,
+                       offset + p.tensor.numel(),
+                       has_prefix(p.name, head_prefix_)};
     p.tensor.set_grad(view.grad);
     head_found = head_found || view.is_head;
     parameters_.push_back(std::move(view));
@@ -80,8 +84,12 @@ void Model::load_state_values(std::span<const float> values) {
   BASTION_CHECK(static_cast<int64_t>(values.size()) == state_.numel(), "model ", name_, ": ", values.size(),
                 " state values for a state of ", state_.numel());
   switch (state_.device()) {
-    case Device::CPU: std::copy(values.begin(), values.end(), state_.data()); break;
-    case Device::CUDA: cuda_copy_to_device(state_.data(), values.data(), values.size() * sizeof(float), cuda_stream()); break;
+    case Device::CPU:
+      std::copy(values.begin(), values.end(), state_.data());
+      break;
+    case Device::CUDA:
+      cuda_copy_to_device(state_.data(), values.data(), values.size() * sizeof(float), cuda_stream());
+      break;
   }
 }
 
@@ -89,9 +97,7 @@ void Model::to(Device device) {
   if (device == state_.device()) return;
   const Tensor state = state_.to(device), grads = grads_.to(device);
   // Rebinding each view's impl (not its handle) moves every Module member that holds it.
-  auto rebind = [](const Tensor& view, const Tensor& buffer) {
-    view.impl_ptr()->storage = buffer.storage();
-  };
+  auto rebind = [](const Tensor& view, const Tensor& buffer) { view.impl_ptr()->storage = buffer.storage(); };
   for (ParameterView& p : parameters_) {
     rebind(p.value, state);
     rebind(p.grad, grads);

@@ -33,8 +33,7 @@ class Model {
  public:
   // Moves every parameter and buffer of `root` into the flat buffers. `head_prefix` names the module
   // holding the head (e.g. "fc3"); its parameters form the head group.
-  Model(std::string name, std::shared_ptr<Module> root, std::string head_prefix, InputShape input,
-        int64_t num_classes);
+  Model(std::string name, std::shared_ptr<Module> root, std::string head_prefix, InputShape input, int64_t num_classes);
 
   Tensor forward(const Tensor& x) { return root_->forward(x); }
   void train(bool on = true) { root_->train(on); }
@@ -57,7 +56,7 @@ class Model {
   // Copies of the state (parameters then buffers) between the host and the model's device: the FL loop
   // keeps its models as host vectors and trains a device replica (fl/core/device_replicas.h).
   std::vector<float> state_values() const;
-  std::vector<float> parameter_values() const;  // the first D values of state_values()
+  std::vector<float> parameter_values() const;            // the first D values of state_values()
   void load_state_values(std::span<const float> values);  // numel must match
   // The flat buffers as tensors, on the model's device.
   const Tensor& state_tensor() const { return state_; }

@@ -26,14 +26,15 @@ void load_model_file(Model& model, const std::string& path) {
     bool found = false;
     for (const auto& [stored_name, stored] : file.i64) {
       if (stored_name != name) continue;
-      BASTION_CHECK(stored.second.size() == 1, path, ": '", name, "' holds ", stored.second.size(), " values, expected 1");
+      BASTION_CHECK(stored.second.size() == 1, path, ": '", name, "' holds ", stored.second.size(),
+                    " values, expected 1");
       *counter = stored.second[0];
       found = true;
     }
     BASTION_CHECK(found, path, ": no value for '", name, "'");
   }
-  BASTION_CHECK(file.i64.size() == model.counters().size(), path, " holds ", file.i64.size(), " integer tensors, model '",
-                model.name(), "' has ", model.counters().size());
+  BASTION_CHECK(file.i64.size() == model.counters().size(), path, " holds ", file.i64.size(),
+                " integer tensors, model '", model.name(), "' has ", model.counters().size());
   try {
     model.load_state(values);
   } catch (const Error& e) {

@@ -17,9 +17,7 @@ class Mlp : public Module {  // flatten -> fc1 -> ReLU -> fc2 -> ReLU -> fc3 (Fe
     fc2 = register_module("fc2", std::make_shared<Linear>(hidden, hidden, gen));
     fc3 = register_module("fc3", std::make_shared<Linear>(hidden, classes, gen));
   }
-  Tensor forward(const Tensor& x) override {
-    return fc3->forward(relu(fc2->forward(relu(fc1->forward(flatten(x))))));
-  }
+  Tensor forward(const Tensor& x) override { return fc3->forward(relu(fc2->forward(relu(fc1->forward(flatten(x)))))); }
   std::shared_ptr<Linear> fc1, fc2, fc3;
 };
 
@@ -86,14 +84,18 @@ class FedcapCnn : public Module {
     fc1->add(std::make_shared<Linear>(c2 * h * w, hidden, gen)).add(std::make_shared<ReLU>());
     fc = register_module("fc", std::make_shared<Linear>(hidden, classes, gen));
   }
-  Tensor forward(const Tensor& x) override { return fc->forward(fc1->forward(flatten(conv2->forward(conv1->forward(x))))); }
+  Tensor forward(const Tensor& x) override {
+    return fc->forward(fc1->forward(flatten(conv2->forward(conv1->forward(x)))));
+  }
 
  private:
   static std::shared_ptr<Sequential> block(int64_t in, int64_t out, Generator& gen) {
     auto s = std::make_shared<Sequential>();
     // Pool before ReLU: the same values and gradients as PFLlib's conv, ReLU, pool (max_pool2d_of_relu in
     // nn/layers.h says why), with a 4x smaller ReLU; parameter-free layers, so the indices still line up.
-    s->add(std::make_shared<Conv2d>(in, out, 5, gen)).add(std::make_shared<MaxPool2d>(2, 2)).add(std::make_shared<ReLU>());
+    s->add(std::make_shared<Conv2d>(in, out, 5, gen))
+        .add(std::make_shared<MaxPool2d>(2, 2))
+        .add(std::make_shared<ReLU>());
     return s;
   }
   std::shared_ptr<Sequential> conv1, conv2, fc1;
@@ -163,7 +165,7 @@ std::unique_ptr<Model> wrap(const std::string& name, std::shared_ptr<Module> roo
 TwoConvThreeFcWidths fedfsa_widths(InputShape in) {
   if (in.channels == 1) return {4, 12, 1024, 1024};  // FMNIST_CNNs
   if (in.height >= 64) return {32, 32, 512, 1024};   // tiny_CNNs
-  return {64, 64, 1024, 1024};                        // cifar10_CNNs / cifar100_CNNs
+  return {64, 64, 1024, 1024};                       // cifar10_CNNs / cifar100_CNNs
 }
 
 }  // namespace
@@ -173,10 +175,15 @@ const std::vector<ModelInfo>& model_catalog() {
       {"mlp", "784-200-200-C MLP with ReLU (FedAvg 2NN); head fc3"},
       {"lenet", "LeNet-5: conv 6, conv 16 (k5, max-pool 2) + FC 120-84-C; 1x28x28 or 3x32x32; head fc3"},
       {"cnn-fedrep", "FedRep CNNCifar: conv 64, conv 64 (k5) + FC 120-64-C; head fc3"},
-      {"cnn-fedfsa", "FedFSA CNNs: conv 4/12 (1 channel), 64/64 (32x32) or 32/32 (64x64) + FC 1024-1024-C (512-1024 for 64x64); head fc3"},
-      {"cnn-fedcr", "FedCR stochastic encoder: the cnn-fedfsa trunk, fc3 -> 2 d_Z (mu, softplus sigma), z = mu + sigma eps, "
-                    "fc4 d_Z -> C; d_Z 512, 18 samples (train and test); cnn-fedcr-<d_Z>-<S_train>-<S_test> sets them; head fc4"},
-      {"cnn-fedcap", "FedCAP (PFLlib) CNN: conv 32, conv 64 + FC 64 + C (3 channels), EMNIST variant conv 16, 32 + FC 128 (1 channel); head fc"},
+      {"cnn-fedfsa",
+       "FedFSA CNNs: conv 4/12 (1 channel), 64/64 (32x32) or 32/32 (64x64) + FC 1024-1024-C (512-1024 for 64x64); head "
+       "fc3"},
+      {"cnn-fedcr",
+       "FedCR stochastic encoder: the cnn-fedfsa trunk, fc3 -> 2 d_Z (mu, softplus sigma), z = mu + sigma eps, "
+       "fc4 d_Z -> C; d_Z 512, 18 samples (train and test); cnn-fedcr-<d_Z>-<S_train>-<S_test> sets them; head fc4"},
+      {"cnn-fedcap",
+       "FedCAP (PFLlib) CNN: conv 32, conv 64 + FC 64 + C (3 channels), EMNIST variant conv 16, 32 + FC 128 (1 "
+       "channel); head fc"},
       {"cnn-spmc", "SPMC simple_cnn: LeNet trunk + l1 84-84 + l2 84-256 + cls; head cls"},
       {"cnn-bapfl", "BapFL MNIST/FMNIST CNN: conv 20, conv 50 + FC 500 + C (no ReLU between FCs); head clf.1"},
       {"resnet10", "CIFAR ResNet10 (BasicBlock [1,1,1,1], 3x3 stem, no max-pool, BatchNorm); head fc"},
@@ -189,7 +196,7 @@ std::unique_ptr<Model> make_resnet(int blocks_per_stage, int64_t base_width, Inp
                                    uint64_t seed) {
   BASTION_CHECK(blocks_per_stage >= 1 && base_width >= 1, "resnet: blocks per stage and width must be positive");
   Generator gen(seed);
-  const std::string name = blocks_per_stage == 1 && base_width == 64 ? "resnet10"
+  const std::string name = blocks_per_stage == 1 && base_width == 64   ? "resnet10"
                            : blocks_per_stage == 2 && base_width == 64 ? "resnet18"
                                                                        : "resnet-custom";
   return wrap(name, std::make_shared<ResNet>(in, blocks_per_stage, base_width, classes, gen), "fc", in, classes);
@@ -199,10 +206,11 @@ std::unique_ptr<Model> make_model(const std::string& name, InputShape in, int64_
   BASTION_CHECK(classes >= 2, "model ", name, ": num_classes must be at least 2, got ", classes);
   BASTION_CHECK(in.channels >= 1, "model ", name, ": input needs at least one channel");
   Generator gen(seed);
-  if (name == "mlp") return wrap(name, std::make_shared<Mlp>(in.channels * in.height * in.width, 200, classes, gen), "fc3", in, classes);
+  if (name == "mlp")
+    return wrap(name, std::make_shared<Mlp>(in.channels * in.height * in.width, 200, classes, gen), "fc3", in, classes);
   if (name == "lenet" || name == "cnn-fedrep" || name == "cnn-fedfsa") {
     check_conv_input(name, in, 12);
-    const TwoConvThreeFcWidths w = name == "lenet" ? TwoConvThreeFcWidths{6, 16, 120, 84}
+    const TwoConvThreeFcWidths w = name == "lenet"        ? TwoConvThreeFcWidths{6, 16, 120, 84}
                                    : name == "cnn-fedrep" ? TwoConvThreeFcWidths{64, 64, 120, 64}
                                                           : fedfsa_widths(in);
     return wrap(name, std::make_shared<TwoConvThreeFc>(in, w, classes, gen), "fc3", in, classes);

@@ -5,7 +5,9 @@
 namespace bastion {
 
 namespace {
-std::string join(const std::string& prefix, const std::string& name) { return prefix.empty() ? name : prefix + "." + name; }
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
 }  // namespace
 
 void Module::train(bool on) {

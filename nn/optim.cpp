@@ -88,8 +88,12 @@ void Sgd::step() {
   for_each_trainable_range(model_, [&](int64_t begin, int64_t end) {
     float* range_v = v ? v + begin : nullptr;
     switch (device) {
-      case Device::CPU: sgd_step_cpu(w + begin, range_v, grad + begin, end - begin, step); break;
-      case Device::CUDA: sgd_step_cuda(w + begin, range_v, grad + begin, end - begin, step, cuda_stream()); break;
+      case Device::CPU:
+        sgd_step_cpu(w + begin, range_v, grad + begin, end - begin, step);
+        break;
+      case Device::CUDA:
+        sgd_step_cuda(w + begin, range_v, grad + begin, end - begin, step, cuda_stream());
+        break;
     }
   });
   first_step_ = false;
@@ -109,8 +113,9 @@ Sam::Sam(Model& model, Sgd& base, SamOptions options)
     : model_(model), base_(base), options_(std::move(options)), perturbation_(model.num_parameters(), 0.0f) {
   const size_t P = perturbation_.size();
   BASTION_CHECK(options_.rho >= 0.0f, "sam: radius ", options_.rho, " must be >= 0");
-  BASTION_CHECK(options_.tensor_rho.empty() || options_.tensor_rho.size() == model.parameters().size(), "sam: ",
-                options_.tensor_rho.size(), " tensor radii for ", model.parameters().size(), " parameter tensors");
+  BASTION_CHECK(options_.tensor_rho.empty() || options_.tensor_rho.size() == model.parameters().size(),
+                "sam: ", options_.tensor_rho.size(), " tensor radii for ", model.parameters().size(),
+                " parameter tensors");
   for (float rho : options_.tensor_rho) BASTION_CHECK(rho >= 0.0f, "sam: tensor radius ", rho, " must be >= 0");
   BASTION_CHECK(options_.linear_term.empty() || options_.linear_term.size() == P, "sam: linear term of ",
                 options_.linear_term.size(), " values for ", P, " parameters");
@@ -158,9 +163,15 @@ const std::vector<double>& Sam::scales_from_squared_norms() {
     if (!parameters[k].value.requires_grad()) continue;
     const double rho = options_.tensor_rho.empty() ? options_.rho : options_.tensor_rho[k];
     switch (mode) {
-      case SamOptions::Perturbation::None: scales[k] = rho; break;
-      case SamOptions::Perturbation::PerTensor: scales[k] = rho / (std::sqrt(squared[k]) + 1e-12); break;
-      default: scales[k] = rho / (std::sqrt(total) + 1e-12); break;
+      case SamOptions::Perturbation::None:
+        scales[k] = rho;
+        break;
+      case SamOptions::Perturbation::PerTensor:
+        scales[k] = rho / (std::sqrt(squared[k]) + 1e-12);
+        break;
+      default:
+        scales[k] = rho / (std::sqrt(total) + 1e-12);
+        break;
     }
   }
   return scales;
@@ -271,8 +282,10 @@ void Sam::perturb_with_dual_on_device(float* w, const float* grad) {
     dual_on_device_ = Tensor::empty({P}, Device::CUDA);
     cuda_copy_to_device(dual_on_device_.data(), options_.dual.data(), bytes, cuda_stream());
     correction_on_device_ = Tensor::empty({P}, Device::CUDA);
-    if (options_.dual_correction.empty()) cuda_fill(correction_on_device_.data(), 0.0f, P, cuda_stream());
-    else cuda_copy_to_device(correction_on_device_.data(), options_.dual_correction.data(), bytes, cuda_stream());
+    if (options_.dual_correction.empty())
+      cuda_fill(correction_on_device_.data(), 0.0f, P, cuda_stream());
+    else
+      cuda_copy_to_device(correction_on_device_.data(), options_.dual_correction.data(), bytes, cuda_stream());
     direction_on_device_ = Tensor::empty({P}, Device::CUDA);
     perturbation_on_device_ = Tensor::empty({P}, Device::CUDA);
     scratch_on_device_ = Tensor::empty({P}, Device::CUDA);
@@ -359,7 +372,8 @@ void clip_gradient_norm(Model& model, double max_norm) {
       vector_norm_cuda(norm.data(), grad.data(), D, cuda_stream());
       std::vector<double> value;
       norm.copy_to_host(value);
-      if (value[0] > max_norm) vector_scale_cuda(grad.data(), static_cast<float>(max_norm / value[0]), D, cuda_stream());
+      if (value[0] > max_norm)
+        vector_scale_cuda(grad.data(), static_cast<float>(max_norm / value[0]), D, cuda_stream());
       break;
     }
   }

@@ -47,7 +47,7 @@ class Sgd {
   void set_lr(float lr) { options_.lr = lr; }
   float lr() const { return options_.lr; }
   const SgdOptions& options() const { return options_; }
-  std::span<float> momentum_buffer();  // for checkpoints; empty without momentum; CPU models only
+  std::span<float> momentum_buffer();          // for checkpoints; empty without momentum; CPU models only
   std::vector<float> momentum_values() const;  // a host copy of the buffer from any device; empty without momentum
   void reset_momentum();
   // Restores a momentum buffer saved from momentum_buffer() (FL clients that keep momentum across
@@ -71,12 +71,12 @@ struct SamOptions {
   // The last three are readings of a paper that states only rho (pFedSAM's radius ablation).
   enum class Perturbation { Global, PerTensor, None, Adaptive } perturbation = Perturbation::Global;
   float rho = 0.05f;
-  std::vector<float> tensor_rho;             // one radius per model.parameters() entry; empty = rho for all
+  std::vector<float> tensor_rho;               // one radius per model.parameters() entry; empty = rho for all
   double clip_before = 0.0, clip_after = 0.0;  // global L2 norms; 0 = no clipping
-  float ascent_scale = 1.0f;                 // alpha
-  std::span<const float> linear_term;        // P values added to the direction, or empty
-  std::span<float> dual;                     // P values updated in place (FedSMOO's mu_i), or empty
-  std::span<const float> dual_correction;    // P values (FedSMOO's s), or empty; needs dual
+  float ascent_scale = 1.0f;                   // alpha
+  std::span<const float> linear_term;          // P values added to the direction, or empty
+  std::span<float> dual;                       // P values updated in place (FedSMOO's mu_i), or empty
+  std::span<const float> dual_correction;      // P values (FedSMOO's s), or empty; needs dual
 };
 
 // SAM on a CUDA model runs the same step with the flat-vector kernels (kernels/cuda/vector.h), FedSMOO's
@@ -84,7 +84,7 @@ struct SamOptions {
 // adaptive perturbation, which is CPU-only and refused there.
 class Sam {
  public:
-  Sam(Model& model, Sgd& base, float rho);   // plain SAM: every trainable tensor, radius rho
+  Sam(Model& model, Sgd& base, float rho);  // plain SAM: every trainable tensor, radius rho
   Sam(Model& model, Sgd& base, SamOptions options);
   // `loss_and_backward` must zero the gradients, run forward + backward and return the loss (it may add
   // terms to the gradient, such as Ditto's proximal gradient; it must not clip). Returns the loss at the

@@ -19,7 +19,8 @@ bool is_source_location(const std::string& inside) {
   const bool digits = std::all_of(inside.begin() + static_cast<std::ptrdiff_t>(colon) + 1, inside.end(),
                                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
   const std::string file = inside.substr(0, colon);
-  return digits && (ends_with(file, ".cpp") || ends_with(file, ".h") || ends_with(file, ".cu") || ends_with(file, ".hpp"));
+  return digits &&
+         (ends_with(file, ".cpp") || ends_with(file, ".h") || ends_with(file, ".cu") || ends_with(file, ".hpp"));
 }
 }  // namespace
 

@@ -39,17 +39,17 @@ template <typename... Parts>
 
 }  // namespace bastion
 
-#define BASTION_CHECK(cond, ...)                                          \
-  do {                                                                    \
+#define BASTION_CHECK(cond, ...)                                                  \
+  do {                                                                            \
     if (!(cond)) ::bastion::detail::throw_error(__FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 #define BASTION_FAIL(...) ::bastion::detail::throw_error(__FILE__, __LINE__, __VA_ARGS__)
 
-#define BASTION_ASSERT(cond)                                                           \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
+#define BASTION_ASSERT(cond)                                                                    \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
       std::fprintf(stderr, "bastion internal error: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
-      std::abort();                                                                    \
-    }                                                                                  \
+      std::abort();                                                                             \
+    }                                                                                           \
   } while (0)

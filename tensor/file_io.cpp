@@ -29,17 +29,23 @@ int slow_write_ms() {
 // What a user can do about the usual reasons a write fails.
 const char* hint(int error) {
   switch (error) {
-    case ENOSPC: return " (the disk is full)";
-    case EFBIG: return " (over the file-size limit: see ulimit -f)";
-    case EACCES: case EPERM: case EROFS: return " (the folder is not writable)";
-    default: return "";
+    case ENOSPC:
+      return " (the disk is full)";
+    case EFBIG:
+      return " (over the file-size limit: see ulimit -f)";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return " (the folder is not writable)";
+    default:
+      return "";
   }
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& tmp, const char* step, int error) {
   std::remove(tmp.c_str());  // never leave a partial temporary behind
-  BASTION_CHECK(false, "cannot write '", path, "': ", step, " '", tmp, "' failed: ", std::strerror(error),
-                hint(error), "; the previous '", path, "', if any, is unchanged");
+  BASTION_CHECK(false, "cannot write '", path, "': ", step, " '", tmp, "' failed: ", std::strerror(error), hint(error),
+                "; the previous '", path, "', if any, is unchanged");
   std::abort();  // unreachable: BASTION_CHECK(false) throws
 }
 
@@ -48,7 +54,8 @@ const char* fill_temporary(std::FILE* f, const FileWriter& write, int& error) {
   const char* step = nullptr;
   if (!write(f)) step = "writing";
   // fsync before rename: otherwise a power loss can leave the new name pointing at unwritten blocks.
-  else if (std::fflush(f) != 0 || fsync(fileno(f)) != 0) step = "flushing";
+  else if (std::fflush(f) != 0 || fsync(fileno(f)) != 0)
+    step = "flushing";
   error = errno;
   return step;
 }

@@ -19,9 +19,7 @@ class Generator {
   }
 
   // Derive an independent stream, e.g. Generator(seed).fork(round).fork(client).
-  Generator fork(uint64_t stream) const {
-    return Generator(state_[0] ^ splitmix_mix(stream + 0x9E3779B97F4A7C15ULL));
-  }
+  Generator fork(uint64_t stream) const { return Generator(state_[0] ^ splitmix_mix(stream + 0x9E3779B97F4A7C15ULL)); }
 
   uint64_t next_u64() {
     const uint64_t result = rotl(state_[1] * 5, 7) * 9;

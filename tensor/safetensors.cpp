@@ -331,15 +331,14 @@ SafetensorsFile load_safetensors(const std::string& path) {
   uint64_t file_size = 0;
   FilePtr f = open_for_read(path, file_size);
   std::FILE* file = f.get();
-  return load_from({file_size, [&](uint64_t offset, void* dst, uint64_t bytes) { read_at(file, offset, dst, bytes, path); }},
-                   path);
+  return load_from(
+      {file_size, [&](uint64_t offset, void* dst, uint64_t bytes) { read_at(file, offset, dst, bytes, path); }}, path);
 }
 
 SafetensorsFile parse_safetensors_bytes(const uint8_t* data, size_t size, const std::string& source) {
-  return load_from({size, [&](uint64_t offset, void* dst, uint64_t bytes) {
-                      read_memory(data, size, offset, dst, bytes, source);
-                    }},
-                   source);
+  return load_from(
+      {size, [&](uint64_t offset, void* dst, uint64_t bytes) { read_memory(data, size, offset, dst, bytes, source); }},
+      source);
 }
 
 std::string safetensors_bytes(const SafetensorsFile& file, const std::string& source) {

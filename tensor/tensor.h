@@ -79,17 +79,17 @@ class Tensor {
   float* data() const { return impl().storage->data + impl().offset; }
   std::span<float> span() const { return {data(), static_cast<size_t>(numel())}; }
   float& at(std::initializer_list<int64_t> index) const;  // CPU only, bounds-checked
-  float item() const;                                      // the value of a one-element tensor
-  std::vector<float> to_vector() const;                    // copy to host
+  float item() const;                                     // the value of a one-element tensor
+  std::vector<float> to_vector() const;                   // copy to host
 
   // ---- copies and views (no autograd; autograd/ops has the recorded versions) ----
-  Tensor clone() const;                      // deep copy, same device, no autograd history
-  Tensor to(Device device) const;            // copy to `device` (shares when already there)
-  void copy_from(const Tensor& src) const;   // same numel; across devices too
+  Tensor clone() const;                     // deep copy, same device, no autograd history
+  Tensor to(Device device) const;           // copy to `device` (shares when already there)
+  void copy_from(const Tensor& src) const;  // same numel; across devices too
   void fill(float value) const;
-  Tensor view(const Shape& shape) const;     // same storage, same numel
+  Tensor view(const Shape& shape) const;                // same storage, same numel
   Tensor slice_rows(int64_t begin, int64_t end) const;  // [begin, end) of dimension 0, a view
-  Tensor detach() const;                     // shares storage, drops autograd history
+  Tensor detach() const;                                // shares storage, drops autograd history
 
   // ---- autograd ----
   bool requires_grad() const { return impl().requires_grad; }
@@ -98,7 +98,7 @@ class Tensor {
   void set_grad(const Tensor& grad) const;
   const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
   bool is_leaf() const { return impl().grad_fn == nullptr; }
-  void backward() const;                     // this must be a one-element tensor (a loss)
+  void backward() const;  // this must be a one-element tensor (a loss)
 
  private:
   TensorImpl& impl() const {

@@ -20,10 +20,10 @@
 
 namespace bastion::testing {
 
-#define BASTION_REQUIRE_CUDA()                                                                         \
-  do {                                                                                                 \
-    if (!::bastion::cuda_available())                                                                  \
-      GTEST_SKIP() << "no CUDA device (" << ::bastion::cuda_device_description()                       \
+#define BASTION_REQUIRE_CUDA()                                                                        \
+  do {                                                                                                \
+    if (!::bastion::cuda_available())                                                                 \
+      GTEST_SKIP() << "no CUDA device (" << ::bastion::cuda_device_description()                      \
                    << "); the emulated build (-DBASTION_CUDA=EMULATE) runs this test on CPU threads"; \
   } while (0)
 

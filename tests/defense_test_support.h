@@ -40,13 +40,13 @@ class StubServerData final : public ServerData {
 };
 
 struct Uploads {
-  std::vector<float> data;            // (n, D)
-  int64_t n = 0, D = 0, P = 0;        // P = num_parameters (defaults to D)
+  std::vector<float> data;      // (n, D)
+  int64_t n = 0, D = 0, P = 0;  // P = num_parameters (defaults to D)
   std::vector<int64_t> samples, clients;
-  std::vector<float> global;          // D, zeros unless set
-  int64_t f = 0;                      // expected_malicious
+  std::vector<float> global;  // D, zeros unless set
+  int64_t f = 0;              // expected_malicious
   int64_t round = 1;
-  int64_t last_round = 0;             // the run's final round; 0 = not known
+  int64_t last_round = 0;  // the run's final round; 0 = not known
   uint64_t seed = 7;
   ServerData* server_data = nullptr;
   ThreadPool* pool = nullptr;

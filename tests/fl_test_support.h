@@ -15,7 +15,8 @@
 namespace bastion::testing {
 
 // The registered attack `name` with its defaults, overridden by `given` (validated like a config table).
-inline std::unique_ptr<Attack> build_attack(const std::string& name, const std::map<std::string, ParamValue>& given = {}) {
+inline std::unique_ptr<Attack> build_attack(const std::string& name,
+                                            const std::map<std::string, ParamValue>& given = {}) {
   const AttackEntry& entry = find_attack(name);
   return entry.make(Params("attack." + name, *entry.info.params, given));
 }
@@ -84,7 +85,9 @@ class FlRunTest : public TempDirTest {
     options.stop_after_round = stop_after;
     return run_experiment(config, options);
   }
-  std::string file(const std::string& out, const std::string& name) { return read_text_file((dir_ / out / name).string()); }
+  std::string file(const std::string& out, const std::string& name) {
+    return read_text_file((dir_ / out / name).string());
+  }
 };
 
 }  // namespace bastion::testing

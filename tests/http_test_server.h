@@ -110,7 +110,8 @@ class HttpTestServer {
                                     "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
       status = "206 Partial Content";
       start = from;
-      extra = "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(size - 1) + "/" + std::to_string(size) + "\r\n";
+      extra = "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(size - 1) + "/" +
+              std::to_string(size) + "\r\n";
     }
     send_all(client, "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(size - start) + "\r\n" + extra +
                          "Connection: close\r\n\r\n");

@@ -34,8 +34,8 @@ inline double sum_tolerance(int64_t K) {
 
 // Checks got[i] against want[i] within sum_tolerance(K) * magnitude[i] (+ a denormal floor); stops
 // after the first few failures so a broken kernel does not print a million lines.
-inline void expect_close(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& magnitude,
-                  int64_t K, const char* what) {
+inline void expect_close(const std::vector<float>& got, const std::vector<double>& want,
+                         const std::vector<double>& magnitude, int64_t K, const char* what) {
   ASSERT_EQ(got.size(), want.size());
   const double rel = sum_tolerance(K);
   int failures = 0;

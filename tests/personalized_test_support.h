@@ -24,7 +24,8 @@ inline Dataset synthetic_train(int64_t n = 200) {
   return make_synthetic(spec).train;
 }
 
-inline std::unique_ptr<ClientRule> client_rule(const std::string& name, const std::map<std::string, ParamValue>& given) {
+inline std::unique_ptr<ClientRule> client_rule(const std::string& name,
+                                               const std::map<std::string, ParamValue>& given) {
   const ClientRuleEntry& entry = find_client_rule(name);
   return entry.make(Params("clients." + name, *entry.info.params, given));
 }
@@ -35,7 +36,9 @@ inline std::vector<int64_t> first_indices(int64_t n) {
   return indices;
 }
 
-inline std::vector<float> state_of(const Model& model) { return {model.flat_state().begin(), model.flat_state().end()}; }
+inline std::vector<float> state_of(const Model& model) {
+  return {model.flat_state().begin(), model.flat_state().end()};
+}
 
 // True when every column in [begin, end) is bit-identical in a and b.
 inline bool same_columns(const std::vector<float>& a, const std::vector<float>& b, int64_t begin, int64_t end) {
@@ -47,11 +50,12 @@ struct HeadAndBody {
 };
 inline HeadAndBody parts(const Model& model) {
   HeadAndBody p;
-  for (const ParameterView& view : model.parameters()) (view.is_head ? p.head : p.body).emplace_back(view.begin, view.end);
+  for (const ParameterView& view : model.parameters())
+    (view.is_head ? p.head : p.body).emplace_back(view.begin, view.end);
   return p;
 }
 inline bool part_unchanged(const std::vector<std::pair<int64_t, int64_t>>& ranges, const std::vector<float>& a,
-                    const std::vector<float>& b) {
+                           const std::vector<float>& b) {
   for (const auto& [begin, end] : ranges)
     if (!same_columns(a, b, begin, end)) return false;
   return true;

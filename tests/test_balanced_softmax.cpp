@@ -63,8 +63,8 @@ TEST(BalancedSoftmax, AutogradGradcheck) {
   Tensor x = Tensor::randn({4, 5}, gen, 0.0f, 2.0f).set_requires_grad(true);
   const LabelTensor y = LabelTensor::from_vector({0, 4, 2, 2});
   const std::vector<float> log_prior = balanced_softmax_log_prior(std::vector<int64_t>{3, 1, 6, 2, 4});
-  const GradcheckResult r =
-      gradcheck([&](const std::vector<Tensor>& in) { return balanced_softmax_cross_entropy(in[0], y, log_prior); }, {x});
+  const GradcheckResult r = gradcheck(
+      [&](const std::vector<Tensor>& in) { return balanced_softmax_cross_entropy(in[0], y, log_prior); }, {x});
   EXPECT_TRUE(r.ok) << r.first_failure;
   EXPECT_EQ(r.checked, 20);
 }
@@ -90,13 +90,21 @@ TEST(BalancedSoftmax, AbsentClassesGetProbabilityAndGradientZero) {
 TEST(BalancedSoftmax, RefusesLabelsOfAbsentClassesAndBadPriors) {
   Tensor x = Tensor::zeros({2, 3});
   const std::vector<float> prior = balanced_softmax_log_prior(std::vector<int64_t>{2, 0, 1});
-  expect_error([&] { balanced_softmax_cross_entropy(x, LabelTensor::from_vector({0, 1}), prior); },
-               {"sample 1", "label 1", "no count"});
-  expect_error([&] { balanced_softmax_cross_entropy(x, LabelTensor::from_vector({0, 1}), std::vector<float>{0, 0}); },
-               {"log_prior of 2 classes"});
-  expect_error([&] {
-    balanced_softmax_cross_entropy(x, LabelTensor::from_vector({0, 2}), std::vector<float>{0, NAN, 0});
-  }, {"log_prior[1]"});
+  expect_error(
+      [&] {
+        balanced_softmax_cross_entropy(x, LabelTensor::from_vector({0, 1}), prior);
+      },
+      {"sample 1", "label 1", "no count"});
+  expect_error(
+      [&] {
+        balanced_softmax_cross_entropy(x, LabelTensor::from_vector({0, 1}), std::vector<float>{0, 0});
+      },
+      {"log_prior of 2 classes"});
+  expect_error(
+      [&] {
+        balanced_softmax_cross_entropy(x, LabelTensor::from_vector({0, 2}), std::vector<float>{0, NAN, 0});
+      },
+      {"log_prior[1]"});
   expect_error([&] { balanced_softmax_log_prior(std::vector<int64_t>{1, -1}); }, {"class 1 has count -1"});
 }
 

@@ -153,8 +153,10 @@ TEST(Cli, ResumeWithoutAConfigReadsTheFoldersConfig) {
 TEST(Cli, RunAndReproduceTakeADataDir) {
   const std::string out = (std::filesystem::temp_directory_path() / "bastion-cli-data-dir").string();
   const std::string demo = std::string(BASTION_SOURCE_DIR) + "/configs/demo.toml";
-  const RunResult run = run_bastion("run " + demo + " --set data.dataset=mnist --set rounds=1 --overwrite --quiet "
-                                    "--out " + out + " --data-dir /nonexistent-bastion-run-dir");
+  const RunResult run = run_bastion("run " + demo +
+                                    " --set data.dataset=mnist --set rounds=1 --overwrite --quiet "
+                                    "--out " +
+                                    out + " --data-dir /nonexistent-bastion-run-dir");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.output.find("/nonexistent-bastion-run-dir"), std::string::npos) << run.output;
   const RunResult reproduce = run_bastion("reproduce " + std::string(BASTION_SOURCE_DIR) +
@@ -179,10 +181,12 @@ TEST(Cli, ErrorsShowSourceLocationsOnlyWhenAsked) {
 }
 
 TEST(Cli, SourceLocationsAreStrippedButOtherBracketsStay) {
-  EXPECT_EQ(without_source_locations("[attack.badnets] is given [/work/fl/core/config.cpp:270] [fl/reproduce/preset.cpp:132]"),
+  EXPECT_EQ(without_source_locations(
+                "[attack.badnets] is given [/work/fl/core/config.cpp:270] [fl/reproduce/preset.cpp:132]"),
             "[attack.badnets] is given");
   EXPECT_EQ(without_source_locations("x [a.cu:3] y [b.h:12]"), "x y");
-  EXPECT_EQ(without_source_locations("keep [x:1] and [file.cpp:] and [c.cpp:1a]"), "keep [x:1] and [file.cpp:] and [c.cpp:1a]");
+  EXPECT_EQ(without_source_locations("keep [x:1] and [file.cpp:] and [c.cpp:1a]"),
+            "keep [x:1] and [file.cpp:] and [c.cpp:1a]");
   EXPECT_EQ(without_source_locations("--index 9 is outside [0, 9) [cli/data.cpp:99]"), "--index 9 is outside [0, 9)");
   EXPECT_EQ(without_source_locations(""), "");
 }

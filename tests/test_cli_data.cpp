@@ -37,15 +37,16 @@ std::vector<std::vector<long>> read_csv_rows(const fs::path& path, std::string& 
 
 TEST_F(CliData, StatsCsvAddsUpToThePartition) {
   const fs::path csv = dir_ / "stats.csv";
-  const RunResult r =
-      run_bastion("data stats --dataset synthetic --partition pathological:2 --clients 10 --seed 3 --out " + csv.string());
+  const RunResult r = run_bastion(
+      "data stats --dataset synthetic --partition pathological:2 --clients 10 --seed 3 --out " + csv.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("partition pathological:2, 10 clients, seed 3"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("min 200, median 200.0, max 200"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("classes per client: mean 2.00"), std::string::npos) << r.output;
   std::string header;
   const auto rows = read_csv_rows(csv, header);
-  EXPECT_EQ(header, "client,size,test_size,class_0,class_1,class_2,class_3,class_4,class_5,class_6,class_7,class_8,class_9");
+  EXPECT_EQ(header,
+            "client,size,test_size,class_0,class_1,class_2,class_3,class_4,class_5,class_6,class_7,class_8,class_9");
   ASSERT_EQ(rows.size(), 10u);
   long total = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -61,8 +62,10 @@ TEST_F(CliData, StatsCsvAddsUpToThePartition) {
 }
 
 TEST_F(CliData, StatsIsDeterministicForASeed) {
-  const std::string args = "data stats --dataset synthetic --partition dirichlet:0.3 --clients 20 --min-size 5 --rows -1";
-  const RunResult a = run_bastion(args + " --seed 7"), b = run_bastion(args + " --seed 7"), c = run_bastion(args + " --seed 8");
+  const std::string args =
+      "data stats --dataset synthetic --partition dirichlet:0.3 --clients 20 --min-size 5 --rows -1";
+  const RunResult a = run_bastion(args + " --seed 7"), b = run_bastion(args + " --seed 7"),
+                  c = run_bastion(args + " --seed 8");
   ASSERT_EQ(a.exit_code, 0) << a.output;
   EXPECT_EQ(a.output, b.output);
   EXPECT_NE(a.output, c.output);
@@ -70,8 +73,8 @@ TEST_F(CliData, StatsIsDeterministicForASeed) {
 
 TEST_F(CliData, ShowWritesThePngWithTheTrigger) {
   const fs::path png = dir_ / "x.png";
-  const RunResult r = run_bastion("data show --dataset synthetic --index 3 --trigger grid --normalization none --scale 1 --out " +
-                                  png.string());
+  const RunResult r = run_bastion(
+      "data show --dataset synthetic --index 3 --trigger grid --normalization none --scale 1 --out " + png.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("synthetic train[3]: label 3"), std::string::npos) << r.output;
   int w = 0, h = 0, channels = 0;
@@ -94,10 +97,12 @@ TEST_F(CliData, BadOptionsFailWithAMessage) {
   const RunResult bad_partition = run_bastion("data stats --dataset synthetic --partition dirichlet:-1");
   EXPECT_EQ(bad_partition.exit_code, 1);
   EXPECT_NE(bad_partition.output.find("dirichlet"), std::string::npos) << bad_partition.output;
-  const RunResult bad_index = run_bastion("data show --dataset synthetic --index 2000 --out " + (dir_ / "y.png").string());
+  const RunResult bad_index =
+      run_bastion("data show --dataset synthetic --index 2000 --out " + (dir_ / "y.png").string());
   EXPECT_EQ(bad_index.exit_code, 1);
   EXPECT_NE(bad_index.output.find("--index 2000 is outside [0, 2000)"), std::string::npos) << bad_index.output;
-  const RunResult bad_trigger = run_bastion("data show --dataset synthetic --trigger star --out " + (dir_ / "z.png").string());
+  const RunResult bad_trigger =
+      run_bastion("data show --dataset synthetic --trigger star --out " + (dir_ / "z.png").string());
   EXPECT_EQ(bad_trigger.exit_code, 1);
   EXPECT_NE(bad_trigger.output.find("unknown trigger 'star'"), std::string::npos) << bad_trigger.output;
   EXPECT_FALSE(fs::exists(dir_ / "y.png"));

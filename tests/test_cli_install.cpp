@@ -33,7 +33,8 @@ set = ["rounds=1"]
 paper = ["-"]
 )");
   fs::create_directories(dir_ / "elsewhere");
-  const std::string in_elsewhere = "cd " + (dir_ / "elsewhere").string() + " && " + (prefix / "bin" / "bastion").string();
+  const std::string in_elsewhere =
+      "cd " + (dir_ / "elsewhere").string() + " && " + (prefix / "bin" / "bastion").string();
   const testing::RunResult list = testing::run_shell(in_elsewhere + " list presets 2>&1");
   EXPECT_EQ(list.exit_code, 0) << list.output;
   EXPECT_NE(list.output.find("tiny-table"), std::string::npos) << list.output;

@@ -35,8 +35,8 @@ std::vector<RoundRecord> curve(double start, int64_t rounds = 5) {
 }
 
 TEST(PlotSvg, OneColourPerRunAndTheMeanOfASeveralSeedRun) {
-  const std::string svg = overlay_svg("fedavg vs <median>", "acc",
-                                      {{"fedavg", {curve(0.1)}}, {"median", {curve(0.2), curve(0.3)}}});
+  const std::string svg =
+      overlay_svg("fedavg vs <median>", "acc", {{"fedavg", {curve(0.1)}}, {"median", {curve(0.2), curve(0.3)}}});
   EXPECT_EQ(count_of(svg, "<polyline"), 4u);  // fedavg; median's two seeds (thin) and their mean
   EXPECT_NE(svg.find("#1f77b4"), std::string::npos);
   EXPECT_NE(svg.find("#ff7f0e"), std::string::npos);
@@ -76,8 +76,9 @@ TEST_F(CliPlot, DrawsRunAndReproduceFoldersAndNamesWhatIsMissing) {
   testing::write_text(dir_ / "krum" / "seed-2" / "rounds.csv", rounds_csv(curve(0.45)));
   testing::write_text(dir_ / "table" / "runs" / "median" / "rounds.csv", rounds_csv(curve(0.3)));
   const std::string out = (dir_ / "p.svg").string();
-  const testing::RunResult ok = testing::run_bastion("plot " + (dir_ / "fedavg").string() + " " + (dir_ / "krum").string() +
-                                                     " " + (dir_ / "table").string() + " --out " + out + " --title mine");
+  const testing::RunResult ok =
+      testing::run_bastion("plot " + (dir_ / "fedavg").string() + " " + (dir_ / "krum").string() + " " +
+                           (dir_ / "table").string() + " --out " + out + " --title mine");
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("3 run(s)"), std::string::npos) << ok.output;
   const std::string svg = read_text_file(out);
@@ -88,7 +89,8 @@ TEST_F(CliPlot, DrawsRunAndReproduceFoldersAndNamesWhatIsMissing) {
   const testing::RunResult empty = testing::run_bastion("plot " + dir_.string() + " --out " + out);
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_NE(empty.output.find("bastion: error: plot: no rounds.csv in"), std::string::npos) << empty.output;
-  const testing::RunResult metric = testing::run_bastion("plot " + (dir_ / "fedavg").string() + " --metric bogus --out " + out);
+  const testing::RunResult metric =
+      testing::run_bastion("plot " + (dir_ / "fedavg").string() + " --metric bogus --out " + out);
   EXPECT_EQ(metric.exit_code, 1);
   EXPECT_NE(metric.output.find("no metric 'bogus'"), std::string::npos) << metric.output;
 }
@@ -109,7 +111,8 @@ name = "mlp"
 per_round = 2
 )");
   const fs::path out = dir_ / "out";
-  const testing::RunResult run = testing::run_bastion("run " + (dir_ / "two.toml").string() + " --quiet --out " + out.string());
+  const testing::RunResult run =
+      testing::run_bastion("run " + (dir_ / "two.toml").string() + " --quiet --out " + out.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find(out.string() + "/seed-*/rounds.csv (one per seed)"), std::string::npos) << run.output;
   EXPECT_TRUE(fs::exists(out / "seed-1" / "rounds.csv"));

@@ -38,7 +38,8 @@ std::vector<std::string> nested_sections(const std::string& html) {
     }
     const std::string tag = html.substr(at + 1, end - at - 1);
     if (tag.empty() || tag[0] == '?' || tag.rfind("!--", 0) == 0) continue;
-    const std::string name = tag.substr(tag[0] == '/' ? 1 : 0, tag.find_first_of(" \t\n/", 1) - (tag[0] == '/' ? 1 : 0));
+    const std::string name =
+        tag.substr(tag[0] == '/' ? 1 : 0, tag.find_first_of(" \t\n/", 1) - (tag[0] == '/' ? 1 : 0));
     if (tag[0] == '/') {
       if (open.empty() || open.back() != name) {
         ADD_FAILURE() << "</" << name << "> closes <" << (open.empty() ? "nothing" : open.back()) << "> at " << at;
@@ -58,9 +59,9 @@ std::vector<std::string> nested_sections(const std::string& html) {
   return sections;
 }
 
-const testing::TinyRun kAttackedPersonalRun{{"rounds=3", "clients.rule=fedavg-ft", "eval.personalized=true",
-                                             "data.local_test=like-train", "attack.names=[\"lie\"]",
-                                             "attack.malicious_count=2", "server.rule=multi-krum", "clients.per_round=6"}};
+const testing::TinyRun kAttackedPersonalRun{
+    {"rounds=3", "clients.rule=fedavg-ft", "eval.personalized=true", "data.local_test=like-train",
+     "attack.names=[\"lie\"]", "attack.malicious_count=2", "server.rule=multi-krum", "clients.per_round=6"}};
 
 TEST_F(CliReport, ARunsPageNestsAndHoldsEverySectionAndWhatTheRunDerived) {
   run(kAttackedPersonalRun, "a", 1);
@@ -68,7 +69,7 @@ TEST_F(CliReport, ARunsPageNestsAndHoldsEverySectionAndWhatTheRunDerived) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::string html = read_text_file((dir_ / "a" / "report.html").string());
   EXPECT_EQ(nested_sections(html), (std::vector<std::string>{"settings", "summary", "curves", "clients", "detection",
-                                                              "timing", "data", "provenance"}));
+                                                             "timing", "data", "provenance"}));
   EXPECT_EQ(html.find("class=\"missing\""), std::string::npos) << "every file of a whole run is there";
   for (const char* expected : {"server.rule", "multi-krum", "server.multi-krum.f", "attack.lie.z", "p_acc (", "<svg"})
     EXPECT_NE(html.find(expected), std::string::npos) << expected;
@@ -103,7 +104,8 @@ TEST_F(CliReport, AReproduceFoldersPageLinksEveryRowToItsRunsSection) {
   const std::string out = (dir_ / "grid").string();
   const testing::RunResult grid = testing::run_bastion("reproduce " + (dir_ / "base.toml").string() +
                                                        " --grid server.rule=fedavg,median --grid clients.per_round=3,4"
-                                                       " --set rounds=1 --out " + out);
+                                                       " --set rounds=1 --out " +
+                                                       out);
   ASSERT_EQ(grid.exit_code, 0) << grid.output;
   const testing::RunResult result = testing::run_bastion("report " + out);
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -157,9 +159,12 @@ TEST_F(CliReport, AGridsPageDrawsEveryCellWithItsRunsFigureAndRanksTheRules) {
   for (const std::string& rule : rules)
     for (const std::string& attack : attacks) {
       std::vector<std::string> settings = {"rounds=2", "server.rule=" + rule};
-      if (attack == "none") settings.push_back("attack.names=[]");
-      else settings.insert(settings.end(), {"attack.names=[\"" + attack + "\"]", "attack.malicious_count=3"});
-      if (attack == "badnets") settings.insert(settings.end(), {"attack.badnets.trigger=fedcpa", "attack.badnets.target=1"});
+      if (attack == "none")
+        settings.push_back("attack.names=[]");
+      else
+        settings.insert(settings.end(), {"attack.names=[\"" + attack + "\"]", "attack.malicious_count=3"});
+      if (attack == "badnets")
+        settings.insert(settings.end(), {"attack.badnets.trigger=fedcpa", "attack.badnets.target=1"});
       summaries[rule + "/" + attack] = run(testing::TinyRun{settings}, "grid/" + rule + "/" + attack, 1).front();
     }
   std::ofstream(dir_ / "grid" / "norm-bound" / "sign-flip" / "summary.json") << "{ \"runs\": [";  // damaged
@@ -191,7 +196,8 @@ TEST_F(CliReport, AGridsPageDrawsEveryCellWithItsRunsFigureAndRanksTheRules) {
   const std::string detection = html.substr(html.find("<section id=\"detection\""));
   EXPECT_EQ(heatmap_cell(detection, "norm-bound", "badnets"), expected);
   EXPECT_EQ(heatmap_cell(detection, "fedavg", "none"), "(no cell)") << "fedavg flags nothing";
-  EXPECT_EQ(heatmap_cell(read_text_file((dir_ / "page" / "grid-detection.svg").string()), "norm-bound", "badnets"), expected);
+  EXPECT_EQ(heatmap_cell(read_text_file((dir_ / "page" / "grid-detection.svg").string()), "norm-bound", "badnets"),
+            expected);
   // The worst case is the lowest accuracy over the attacks, "none" aside.
   const double fedavg_worst = std::min(summaries["fedavg/sign-flip"].acc, summaries["fedavg/badnets"].acc);
   std::snprintf(expected, sizeof expected, "%.1f", 100.0 * fedavg_worst);

@@ -52,8 +52,8 @@ class CliWriteFailures : public TempDirTest {
   // `bastion run` of the test config into folder `out`, the command line starting with `wrapper`
   // ("ulimit -f 200;", "setpriv ..." or "").
   RunResult run(const std::string& out, const std::string& extra, const std::string& wrapper = "") {
-    return run_shell(wrapper + " " + BASTION_BINARY + " run " + path("run.toml") + " --out " + path(out) +
-                     " --quiet " + extra + " 2>&1");
+    return run_shell(wrapper + " " + BASTION_BINARY + " run " + path("run.toml") + " --out " + path(out) + " --quiet " +
+                     extra + " 2>&1");
   }
   // Every regular file of a folder with its bytes.
   static std::map<std::string, Bytes> files(const fs::path& dir) {
@@ -64,7 +64,8 @@ class CliWriteFailures : public TempDirTest {
   }
   static int temporaries(const fs::path& dir) {
     int count = 0;
-    for (const auto& entry : fs::directory_iterator(dir)) count += entry.path().filename().string().find(".tmp.") != std::string::npos;
+    for (const auto& entry : fs::directory_iterator(dir))
+      count += entry.path().filename().string().find(".tmp.") != std::string::npos;
     return count;
   }
   // After a failed 4-round resume: the run finishes when resumed again and equals an uninterrupted one.
@@ -117,7 +118,8 @@ TEST_F(CliWriteFailures, FileSizeLimitStopsAtTheCheckpointAndKeepsThePreviousOne
   const RunResult limited = run("out", "--resume --set rounds=4", kFileSizeLimit);
   EXPECT_EQ(limited.exit_code, 1) << limited.output;
   EXPECT_NE(limited.output.find("bastion: error: cannot write '" + path("out/checkpoint.safetensors") + "'"),
-            std::string::npos) << limited.output;
+            std::string::npos)
+      << limited.output;
   EXPECT_NE(limited.output.find("File too large (over the file-size limit: see ulimit -f)"), std::string::npos)
       << limited.output;
   EXPECT_NE(limited.output.find("is unchanged"), std::string::npos) << limited.output;
@@ -141,12 +143,13 @@ TEST_F(CliWriteFailures, FullDiskStopsAtTheCheckpointAndKeepsThePreviousOne) {
   fs::create_directories(dir_ / "after");
   const std::string inside = "mount -t tmpfs -o size=" + size + " tmpfs " + path("mnt") + " && cp -a " + path("out") +
                              "/. " + path("mnt") + " && " + BASTION_BINARY + " run " + path("run.toml") + " --out " +
-                             path("mnt") + " --quiet --resume --set rounds=4; status=$?; cp -a " + path("mnt") +
-                             "/. " + path("after") + "; exit $status";
+                             path("mnt") + " --quiet --resume --set rounds=4; status=$?; cp -a " + path("mnt") + "/. " +
+                             path("after") + "; exit $status";
   const RunResult full = run_shell("unshare -m sh -c '" + inside + "' 2>&1");
   EXPECT_EQ(full.exit_code, 1) << full.output;
   EXPECT_NE(full.output.find("bastion: error: cannot write '" + path("mnt/checkpoint.safetensors") + "'"),
-            std::string::npos) << full.output;
+            std::string::npos)
+      << full.output;
   EXPECT_NE(full.output.find("No space left on device (the disk is full)"), std::string::npos) << full.output;
   EXPECT_EQ(temporaries(dir_ / "after"), 0);
   EXPECT_EQ(files(dir_ / "after").at("checkpoint.safetensors"), before.at("checkpoint.safetensors"));

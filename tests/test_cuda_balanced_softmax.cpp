@@ -71,7 +71,8 @@ void expect_op_agrees(Shape s, const std::vector<float>& x, uint64_t seed) {
   const LabelTensor y = LabelTensor::from_vector(random_labels(s, prior, seed + 1));
   Tensor cpu = Tensor::from_vector({s.N, s.C}, x).set_requires_grad(true);
   Tensor gpu = Tensor::from_vector({s.N, s.C}, x).to(Device::CUDA).set_requires_grad(true);
-  Tensor cpu_loss = balanced_softmax_cross_entropy(cpu, y, prior), gpu_loss = balanced_softmax_cross_entropy(gpu, y, prior);
+  Tensor cpu_loss = balanced_softmax_cross_entropy(cpu, y, prior),
+         gpu_loss = balanced_softmax_cross_entropy(gpu, y, prior);
   cpu_loss.backward();
   gpu_loss.backward();
   const double logit_scale = std::max(1.0, max_abs(x) + max_abs(prior));

@@ -123,8 +123,8 @@ const BatchNormGeometry kGeometrySliced1d{2100, 5, 1};
 
 TEST(CudaAgreement, BatchNormSlicesDependOnTheGeometryOnly) {
   BASTION_REQUIRE_CUDA();
-  EXPECT_EQ(batch_norm_slices(kGeometry2d), 1);       // 429 values: under one slice's minimum
-  EXPECT_EQ(batch_norm_slices(kGeometrySliced), 7);   // 7752 / 1024
+  EXPECT_EQ(batch_norm_slices(kGeometry2d), 1);      // 429 values: under one slice's minimum
+  EXPECT_EQ(batch_norm_slices(kGeometrySliced), 7);  // 7752 / 1024
   EXPECT_EQ(batch_norm_slices(kGeometrySliced1d), 2);
   EXPECT_EQ(batch_norm_slices({128, 64, 32 * 32}), 9);  // ResNet18's first stage: ceil(528 / 64) blocks
   EXPECT_EQ(batch_norm_slices({128, 512, 4 * 4}), 2);   // its last: 2048 values

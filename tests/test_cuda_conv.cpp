@@ -217,8 +217,8 @@ TEST(CudaAgreement, ConvBackwardNullOutputsAreSkipped) {
   EXPECT_TRUE(bitwise_equal(first_layer.weight, full.weight));
   EXPECT_TRUE(bitwise_equal(input_only.in, full.in));
   EXPECT_TRUE(bitwise_equal(bias_only.bias, full.bias));
-  for (const std::vector<float>* untouched : {&first_layer.in, &first_layer.bias, &input_only.weight,
-                                              &input_only.bias, &bias_only.in, &bias_only.weight})
+  for (const std::vector<float>* untouched :
+       {&first_layer.in, &first_layer.bias, &input_only.weight, &input_only.bias, &bias_only.in, &bias_only.weight})
     for (float x : *untouched) ASSERT_TRUE(std::isnan(x)) << "a null output's buffer was written";
 }
 

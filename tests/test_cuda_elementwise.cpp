@@ -56,7 +56,8 @@ struct BinaryOp {
   BinaryCuda cuda;
   BinaryCpu cpu;
 };
-const std::vector<BinaryOp> kBinaryOps = {{"add", add_cuda, add_cpu}, {"sub", sub_cuda, sub_cpu}, {"mul", mul_cuda, mul_cpu}};
+const std::vector<BinaryOp> kBinaryOps = {
+    {"add", add_cuda, add_cpu}, {"sub", sub_cuda, sub_cpu}, {"mul", mul_cuda, mul_cpu}};
 
 TEST(CudaAgreement, ElementwiseBinaryOpsMatchCpu) {
   BASTION_REQUIRE_CUDA();

@@ -182,7 +182,8 @@ TEST(CudaAgreement, GaussianOpsThroughAutograd) {
   auto loss_on = [&](Device device, Tensor& leaf) {
     leaf = Tensor::from_vector({s.N, 2 * s.d}, e).to(device).set_requires_grad(true);
     const Tensor noise = Tensor::from_vector({s.S, s.N, s.d}, eps).to(device);
-    const Tensor pm = Tensor::from_vector({s.N, s.d}, p.mu).to(device), ps = Tensor::from_vector({s.N, s.d}, p.sigma).to(device);
+    const Tensor pm = Tensor::from_vector({s.N, s.d}, p.mu).to(device),
+                 ps = Tensor::from_vector({s.N, s.d}, p.sigma).to(device);
     const Tensor logits = sample_mean(gaussian_sample(leaf, noise, s.alpha), s.S);
     Tensor loss = add(cross_entropy(logits, y), scale(gaussian_kl(leaf, pm, ps, s.alpha), 0.5f));
     loss.backward();

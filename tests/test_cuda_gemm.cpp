@@ -44,9 +44,9 @@ struct GemmLayout {
   int64_t pad = 4;         // then this many extra columns, holding NaN in A and B
   int64_t offset = 0;      // floats before each matrix in its buffer (1: not 16-byte aligned)
 };
-constexpr GemmLayout kPadded{};                    // float4 path, with padding to ignore
-constexpr GemmLayout kTight{false, 0, 0};          // ld = minimum: odd, so scalar loads
-constexpr GemmLayout kMisaligned{true, 4, 1};      // aligned leading dimensions, misaligned pointers
+constexpr GemmLayout kPadded{};                // float4 path, with padding to ignore
+constexpr GemmLayout kTight{false, 0, 0};      // ld = minimum: odd, so scalar loads
+constexpr GemmLayout kMisaligned{true, 4, 1};  // aligned leading dimensions, misaligned pointers
 
 struct GemmCall {
   int variant;  // 1..4, or 0 for gemm_cuda
@@ -198,11 +198,11 @@ TEST(CudaAgreement, GemmSplitKAgreesWithDoubleReference) {
   BASTION_REQUIRE_CUDA();
   const GemmShape shape{70, 50, 2100};
   const GemmSplitK split = gemm_cuda_split_k(shape.M, shape.N, shape.K);
-  ASSERT_EQ(split.slices, 4);                        // K / 512, the last slice shorter (2100 = 3 x 528 + 516)
+  ASSERT_EQ(split.slices, 4);  // K / 512, the last slice shorter (2100 = 3 x 528 + 516)
   ASSERT_EQ(split.k_chunk, 528);
   Generator gen(400);
   for (const int variant : {3, 4}) {
-    if (variant == 4 && cuda_emulated()) continue;   // no tensor cores in the emulator
+    if (variant == 4 && cuda_emulated()) continue;  // no tensor cores in the emulator
     const double extra_error = variant == 4 ? kTf32ProductError : 0.0;
     for (const bool trans_a : {false, true})
       for (const bool trans_b : {false, true})
@@ -236,7 +236,7 @@ TEST(CudaAgreement, GemmSplitKPolicy) {
   EXPECT_EQ(gemm_cuda_split_k(0, 576, 100000).slices, 1);    // empty C
   // ResNet18's first-stage weight gradient at batch 128: 64 x 576 is 5 tiles, K = 128 x 32 x 32.
   const GemmSplitK wgrad = gemm_cuda_split_k(64, 576, 131072);
-  EXPECT_EQ(wgrad.slices, 52);                               // 264 blocks / 5 tiles
+  EXPECT_EQ(wgrad.slices, 52);  // 264 blocks / 5 tiles
   for (const GemmSplitK s : {wgrad, gemm_cuda_split_k(1, 1, 1 << 30), gemm_cuda_split_k(130, 1000, 99999)}) {
     EXPECT_EQ(s.k_chunk % 16, 0);
     EXPECT_LE(s.slices, 64);
@@ -317,11 +317,10 @@ TEST(CudaAgreement, GemmVariantNamesAndArgumentChecks) {
   // Preconditions fail before any launch, so null pointers are fine here.
   EXPECT_THROW(gemm_cuda(false, false, 4, 4, 4, 1.0f, nullptr, 3, nullptr, 4, 0.0f, nullptr, 4, cuda_stream()), Error);
   EXPECT_THROW(gemm_cuda(true, false, 4, 4, 4, 1.0f, nullptr, 4, nullptr, 4, 0.0f, nullptr, 3, cuda_stream()), Error);
-  EXPECT_THROW(gemm_cuda(false, false, -1, 4, 4, 1.0f, nullptr, 4, nullptr, 4, 0.0f, nullptr, 4, cuda_stream()),
-               Error);
-  EXPECT_THROW(gemm_cuda_variant(0, false, false, 1, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1,
-                                 cuda_stream()),
-               Error);
+  EXPECT_THROW(gemm_cuda(false, false, -1, 4, 4, 1.0f, nullptr, 4, nullptr, 4, 0.0f, nullptr, 4, cuda_stream()), Error);
+  EXPECT_THROW(
+      gemm_cuda_variant(0, false, false, 1, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1, cuda_stream()),
+      Error);
 }
 
 }  // namespace

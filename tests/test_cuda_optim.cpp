@@ -111,8 +111,7 @@ TEST(CudaAgreement, SgdFirstMomentumStepAssignsVelocity) {
 TEST(CudaAgreement, SgdNesterovMatchesCpu) {
   BASTION_REQUIRE_CUDA();
   check_case({"nesterov", {.lr = 0.05f, .momentum = 0.9f, .nesterov = true}}, 81);
-  check_case({"nesterov + weight decay", {.lr = 0.05f, .momentum = 0.8f, .weight_decay = 1e-2f, .nesterov = true}},
-             91);
+  check_case({"nesterov + weight decay", {.lr = 0.05f, .momentum = 0.8f, .weight_decay = 1e-2f, .nesterov = true}}, 91);
 }
 
 }  // namespace

@@ -149,7 +149,8 @@ std::vector<float> fedcr_steps_and_eval(Model& model, const Batch& batch) {
   for (int step = 0; step < kSteps; ++step) {
     model.zero_grad();
     const Tensor logits = model.forward(x);
-    Tensor loss = add(cross_entropy(logits, stacked), scale(gaussian_kl(net->last_encoding(), prior_mu, prior_sigma, b.alpha), 0.01f));
+    Tensor loss = add(cross_entropy(logits, stacked),
+                      scale(gaussian_kl(net->last_encoding(), prior_mu, prior_sigma, b.alpha), 0.01f));
     loss.backward();
     sgd.step();
     values.push_back(loss.item());

@@ -111,9 +111,9 @@ TEST_F(IdxTest, MissingFileNamesBothSpellings) {
 
 TEST_F(IdxTest, BadMagic) {
   write_file(path("labels-not-images"), idx_labels({1}));
-  expect_error([&] { read_idx_images(path("labels-not-images")); },
-               {path("labels-not-images"), "bad magic at byte 0", "expected 0x00000803", "found 0x00000801",
-                "labels file"});
+  expect_error(
+      [&] { read_idx_images(path("labels-not-images")); },
+      {path("labels-not-images"), "bad magic at byte 0", "expected 0x00000803", "found 0x00000801", "labels file"});
 }
 
 TEST_F(IdxTest, TruncatedHeader) {
@@ -153,8 +153,7 @@ TEST_F(IdxTest, CorruptGzipReportsZlibError) {
   gz = read_raw(path("crc.gz"));
   gz.resize(gz.size() / 2);  // a download cut short
   write_file(path("half"), gz);
-  expect_error([&] { read_idx_images(path("half")); },
-               {path("half"), "corrupt gzip", "unexpected end of file"});
+  expect_error([&] { read_idx_images(path("half")); }, {path("half"), "corrupt gzip", "unexpected end of file"});
 }
 
 TEST_F(IdxTest, LabelOutOfRange) {
@@ -166,10 +165,9 @@ TEST_F(IdxTest, LabelOutOfRange) {
 // ---------------------------------------------------------------- datasets
 
 TEST_F(DatasetTest, NamesAndUnknownName) {
-  EXPECT_EQ(dataset_names(),
-            (std::vector<std::string>{"mnist", "fmnist", "emnist", "emnist-letters", "cifar10", "cifar100", "svhn",
-                                      "tinyimagenet", "image-folder", "wisdm", "wisdm-features", "digits",
-                                      "synthetic"}));
+  EXPECT_EQ(dataset_names(), (std::vector<std::string>{"mnist", "fmnist", "emnist", "emnist-letters", "cifar10",
+                                                       "cifar100", "svhn", "tinyimagenet", "image-folder", "wisdm",
+                                                       "wisdm-features", "digits", "synthetic"}));
   expect_error([] { load_dataset("cifar-11", ""); }, {"unknown dataset 'cifar-11'", "mnist", "fmnist"});
 }
 
@@ -190,9 +188,9 @@ TEST_F(DatasetTest, LoadsFromSubfolderOfDataDir) {
 }
 
 TEST_F(DatasetTest, SearchOrderDataDirThenEnvAndOnlyDataDirItself) {
-  write_fake_set(dir_ / "a" / "mnist", "", 5);        // data_dir/<subfolder>
-  write_fake_set(dir_ / "b" / "mnist", ".gz", 6);     // $BASTION_DATA/<subfolder>
-  write_fake_set(dir_ / "c", "", 7);                  // files directly in a folder
+  write_fake_set(dir_ / "a" / "mnist", "", 5);     // data_dir/<subfolder>
+  write_fake_set(dir_ / "b" / "mnist", ".gz", 6);  // $BASTION_DATA/<subfolder>
+  write_fake_set(dir_ / "c", "", 7);               // files directly in a folder
   const ScopedEnv env("BASTION_DATA", (dir_ / "b").string());
   EXPECT_EQ(find_dataset_dir("mnist", (dir_ / "a").string()), (dir_ / "a" / "mnist").string());
   EXPECT_EQ(load_dataset("mnist", (dir_ / "a").string()).train.labels[0], 5);
@@ -222,7 +220,8 @@ TEST_F(DatasetTest, AnExplicitDataDirIsTheOnlyPlaceLooked) {
 }
 
 TEST_F(DatasetTest, DataDirThatIsNotADirectoryIsAnError) {
-  expect_error([&] { find_dataset_dir("mnist", (dir_ / "missing").string()); }, {"--data-dir", "missing", "not a directory"});
+  expect_error([&] { find_dataset_dir("mnist", (dir_ / "missing").string()); },
+               {"--data-dir", "missing", "not a directory"});
 }
 
 TEST_F(DatasetTest, NotFoundListsEveryPlace) {
@@ -251,9 +250,8 @@ TEST_F(DatasetTest, NotFoundListsEveryPlace) {
 TEST_F(DatasetTest, CountMismatchNamesBothFiles) {
   write_fake_set(dir_, "", 0);
   write_file(dir_ / "t10k-labels-idx1-ubyte", idx_labels({3, 4, 5}));
-  expect_error(
-      [&] { load_dataset("mnist", dir_.string()); },
-      {"t10k-images-idx3-ubyte holds 2 images", "t10k-labels-idx1-ubyte holds 3 labels", dir_.string()});
+  expect_error([&] { load_dataset("mnist", dir_.string()); },
+               {"t10k-images-idx3-ubyte holds 2 images", "t10k-labels-idx1-ubyte holds 3 labels", dir_.string()});
 }
 
 // A split of 0 images (a truncated download, an emptied file) used to evaluate to acc = 0 and train
@@ -262,7 +260,8 @@ TEST_F(DatasetTest, AnEmptySplitIsRefused) {
   write_fake_set(dir_, "", 0);
   write_file(dir_ / "t10k-images-idx3-ubyte", idx_images(0, 3, 2, {}));
   write_file(dir_ / "t10k-labels-idx1-ubyte", idx_labels({}));
-  expect_error([&] { load_dataset("mnist", dir_.string()); }, {"t10k-images-idx3-ubyte holds no images", dir_.string()});
+  expect_error([&] { load_dataset("mnist", dir_.string()); },
+               {"t10k-images-idx3-ubyte holds no images", dir_.string()});
   write_fake_set(dir_, "", 0);
   write_file(dir_ / "train-images-idx3-ubyte", idx_images(0, 3, 2, {}));
   write_file(dir_ / "train-labels-idx1-ubyte", idx_labels({}));
@@ -295,19 +294,15 @@ void check_real_set(const RealSet& expected) {
   ASSERT_EQ(split.test.size(), 10000);
   EXPECT_EQ(std::vector<int32_t>(split.train.labels.begin(), split.train.labels.begin() + 5),
             expected.first_train_labels);
-  EXPECT_EQ(std::vector<int32_t>(split.test.labels.begin(), split.test.labels.begin() + 5),
-            expected.first_test_labels);
+  EXPECT_EQ(std::vector<int32_t>(split.test.labels.begin(), split.test.labels.begin() + 5), expected.first_test_labels);
   EXPECT_EQ(std::accumulate(split.train.pixels.begin(), split.train.pixels.end(), uint64_t{0}),
             expected.train_pixel_sum);
-  EXPECT_EQ(std::accumulate(split.test.pixels.begin(), split.test.pixels.end(), uint64_t{0}),
-            expected.test_pixel_sum);
+  EXPECT_EQ(std::accumulate(split.test.pixels.begin(), split.test.pixels.end(), uint64_t{0}), expected.test_pixel_sum);
   EXPECT_EQ(std::accumulate(split.train.labels.begin(), split.train.labels.end(), uint64_t{0}),
             expected.train_label_sum);
 }
 
-TEST(DatasetReal, Mnist) {
-  check_real_set({"mnist", {5, 0, 4, 1, 9}, {7, 2, 1, 0, 4}, 1567298545, 264923200, 267236});
-}
+TEST(DatasetReal, Mnist) { check_real_set({"mnist", {5, 0, 4, 1, 9}, {7, 2, 1, 0, 4}, 1567298545, 264923200, 267236}); }
 
 TEST(DatasetReal, FashionMnist) {
   check_real_set({"fmnist", {9, 0, 0, 3, 0}, {9, 2, 1, 1, 6}, 3431114169, 573469082, 270000});

@@ -65,7 +65,8 @@ class DataDownload : public testing::TempDirTest {
     TempDirTest::TearDown();
   }
   // A source of one file whose canonical URL is never contacted: the tests fetch it from the mirror.
-  DatasetSource source_of(const std::string& name, const std::string& sha256, int64_t bytes, bool unpack = false) const {
+  DatasetSource source_of(const std::string& name, const std::string& sha256, int64_t bytes,
+                          bool unpack = false) const {
     return {"test", "test-set", {{"https://example.invalid/data/" + name, sha256, bytes, unpack}}, "test data"};
   }
   DatasetSource plain_source() const {

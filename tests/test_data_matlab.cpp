@@ -124,9 +124,9 @@ std::vector<MatArray> parse(const Bytes& bytes) { return parse_mat_v5_bytes(byte
 
 TEST_F(MatTest, ReadsPlainAndCompressedSkipsOtherClasses) {
   const std::vector<MatVar> vars = {
-      {"text", 4, kMiUint16, {1, 2}, {'h', 0, 'i', 0}},                            // char: skipped
-      {"z", kMxDoubleClass, kMiDouble, {1, 1}, as_doubles({1.0}), 0x800},          // complex: skipped
-      {"counts", kMxDoubleClass, kMiUint8, {2, 3}, {1, 2, 3, 4, 5, 250}},          // double stored narrow
+      {"text", 4, kMiUint16, {1, 2}, {'h', 0, 'i', 0}},                    // char: skipped
+      {"z", kMxDoubleClass, kMiDouble, {1, 1}, as_doubles({1.0}), 0x800},  // complex: skipped
+      {"counts", kMxDoubleClass, kMiUint8, {2, 3}, {1, 2, 3, 4, 5, 250}},  // double stored narrow
       {"w", kMxSingleClass, kMiDouble, {1, 2}, as_doubles({-0.5, 1e10})}};
   for (bool compressed : {false, true}) {
     std::vector<MatArray> arrays = parse(mat_file(vars, compressed));

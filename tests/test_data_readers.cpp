@@ -340,7 +340,7 @@ TEST_F(ImageFolderTest, DecodeRejectsGarbage) {
   auto put_le = [&](uint32_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) bmp.push_back(static_cast<uint8_t>(v >> (8 * i)));
   };
-  put_le(62, 4), put_le(0, 4), put_le(54, 4);                   // file size, reserved, pixel offset
+  put_le(62, 4), put_le(0, 4), put_le(54, 4);                     // file size, reserved, pixel offset
   put_le(40, 4), put_le(2048, 4), put_le(2048, 4), put_le(1, 2);  // DIB size, width, height, planes
   put_le(24, 2), put_le(0, 4), put_le(0, 4), put_le(2835, 4), put_le(2835, 4), put_le(0, 4), put_le(0, 4);
   bmp.resize(62, 0);
@@ -426,8 +426,11 @@ TEST_F(TinyImageNetTest, TrainValWordsAndWnidOrder) {
   const DatasetSplit split = load_tinyimagenet_dir(dir_);
   EXPECT_EQ(split.train.labels, (std::vector<int32_t>{0, 0, 1}));  // n02 (n02_0, n02_1), n01
   EXPECT_EQ(split.train.channels, 3);
-  EXPECT_EQ(Bytes(split.train.pixels.begin() + 12, split.train.pixels.end()),
-            [] { Bytes b = pattern_chw(2, 2, 3, 2); append(b, pattern_chw(2, 2, 3, 1)); return b; }());
+  EXPECT_EQ(Bytes(split.train.pixels.begin() + 12, split.train.pixels.end()), [] {
+    Bytes b = pattern_chw(2, 2, 3, 2);
+    append(b, pattern_chw(2, 2, 3, 1));
+    return b;
+  }());
   EXPECT_EQ(split.test.labels, (std::vector<int32_t>{1, 0}));  // annotation order: val_1 (n01), val_0 (n02)
   EXPECT_EQ(Bytes(split.test.pixels.begin(), split.test.pixels.begin() + 12), pattern_chw(2, 2, 3, 6));
   EXPECT_EQ(split.train.class_names, (std::vector<std::string>{"salamander", "goldfish, Carassius auratus"}));

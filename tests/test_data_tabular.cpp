@@ -65,8 +65,8 @@ TEST(WisdmRaw, WindowsPerRunChannelMajorRemainderDropped) {
   // Sample 1 = records 2 and 3 of the first run: x plane, then y, then z.
   EXPECT_EQ(window_of(p, 1), (std::vector<float>{2, 3, 102, 103, 202, 203}));
   EXPECT_EQ(window_of(p, 2), (std::vector<float>{50, 51, 150, 151, 250, 251}));
-  EXPECT_EQ(p.data.class_names, (std::vector<std::string>{"Walking", "Jogging", "Upstairs", "Downstairs", "Sitting",
-                                                          "Standing"}));
+  EXPECT_EQ(p.data.class_names,
+            (std::vector<std::string>{"Walking", "Jogging", "Upstairs", "Downstairs", "Sitting", "Standing"}));
 }
 
 TEST(WisdmRaw, ActivityOrderIsDocumented) {
@@ -88,21 +88,21 @@ TEST(WisdmRaw, QuirksOfTheRealFileAreTolerated) {
   EXPECT_EQ(p.stats.skipped, 0) << p.stats.first_skipped;
   EXPECT_EQ(p.stats.records, 4);
   ASSERT_EQ(p.data.size(), 1);
-  EXPECT_EQ(window_of(p, 0), (std::vector<float>{0.5f, 1, -0.6946377f, 4, 1.5f, 2, 12.680544f, 5, 2.5f, 3,
-                                                 0.50395286f, 6}));
+  EXPECT_EQ(window_of(p, 0),
+            (std::vector<float>{0.5f, 1, -0.6946377f, 4, 1.5f, 2, 12.680544f, 5, 2.5f, 3, 0.50395286f, 6}));
 }
 
 TEST(WisdmRaw, MalformedRecordsAreSkippedCountedAndDoNotSplitARun) {
   const std::string text =
       "1,Walking,1,1,1,1;\n"
-      "1,Walking,2,1,,1;\n"          // line 2: empty y
-      "1,Wlaking,3,1,1,1;\n"         // line 3: unknown activity
-      "1,Walking,4,1,1;\n"           // five fields
-      "1,Walking,x,1,1,1;\n"         // timestamp
-      "-1,Walking,6,1,1,1;\n"        // negative user
-      "1,Walking,7,nan,1,1;\n"       // non-finite
-      "1,Walking,8,1,1,1e99;\n"      // overflows float
-      "1,Walking,9,1,1,1,2,3,4;\n"   // too many fields
+      "1,Walking,2,1,,1;\n"         // line 2: empty y
+      "1,Wlaking,3,1,1,1;\n"        // line 3: unknown activity
+      "1,Walking,4,1,1;\n"          // five fields
+      "1,Walking,x,1,1,1;\n"        // timestamp
+      "-1,Walking,6,1,1,1;\n"       // negative user
+      "1,Walking,7,nan,1,1;\n"      // non-finite
+      "1,Walking,8,1,1,1e99;\n"     // overflows float
+      "1,Walking,9,1,1,1,2,3,4;\n"  // too many fields
       "1,Walking,10,2,2,2;\n";
   const WisdmParsed p = parse_wisdm_raw_text(text, "raw.txt", 2);
   EXPECT_EQ(p.stats.skipped, 8);
@@ -192,8 +192,7 @@ TEST(WisdmArff, ParsesRowsWithUndeclaredClass) {
 }
 
 TEST(WisdmArff, DeclaredClassQuotedValuesAndUntypedUser) {
-  const std::string header =
-      arff_header("@attribute class {Walking, 'Jogging', \"Standing\"}", /*user_type=*/"");
+  const std::string header = arff_header("@attribute class {Walking, 'Jogging', \"Standing\"}", /*user_type=*/"");
   std::string row = "% comment\n1,'12'";  // quoted user and class, blanks around a field
   for (int64_t k = 0; k < kWisdmFeatureCount; ++k) row += ",1";
   row += ", \"Standing\"\n";
@@ -227,8 +226,7 @@ TEST(WisdmArff, HeaderErrorsNameFileLineAndWhat) {
                {"c.arff:2", "expected @relation, @attribute or @data", "'hello'"});
   std::string renamed = good;
   renamed.replace(renamed.find("\"X3\""), 4, "\"X33\"");
-  expect_error([&] { parse_wisdm_arff_text(renamed, "d.arff"); },
-               {"d.arff:9", "attribute 6 is 'X33', expected 'X3'"});
+  expect_error([&] { parse_wisdm_arff_text(renamed, "d.arff"); }, {"d.arff:9", "attribute 6 is 'X33', expected 'X3'"});
   std::string typed = good;
   typed.replace(typed.find("\"YAVG\" numeric"), 14, "\"YAVG\" string");
   expect_error([&] { parse_wisdm_arff_text(typed, "e.arff"); },
@@ -305,7 +303,7 @@ TEST_F(TabularTest, DigitsPlainAndGzip) {
     EXPECT_EQ(split.train.labels, (std::vector<int32_t>{3, 9, 0}));
     ASSERT_EQ(split.train.values.size(), 3u * 64);
     EXPECT_EQ(split.train.values[0], 0.0f);
-    EXPECT_EQ(split.train.values[16], 1.0f);        // (0 + 16) % 17 = 16 -> 16/16
+    EXPECT_EQ(split.train.values[16], 1.0f);  // (0 + 16) % 17 = 16 -> 16/16
     EXPECT_EQ(split.train.values[64 + 1], 6.0f / 16);
     EXPECT_EQ(split.test.size(), 0);
     EXPECT_EQ(split.test.height, 8);
@@ -416,7 +414,7 @@ TEST(DatasetRealTabular, WisdmFeatures) {
   std::map<int32_t, int> counts;
   for (int32_t y : split.train.labels) ++counts[y];
   EXPECT_EQ(counts, (std::map<int32_t, int>{{0, 2081}, {1, 1625}, {2, 632}, {3, 528}, {4, 306}, {5, 246}}));
-  EXPECT_EQ(split.train.values[0], 0.04f);        // row 1, X0
-  EXPECT_EQ(split.train.values[42], 11.96f);      // row 1, RESULTANT
-  EXPECT_EQ(split.train.values[33], 2075.0f);     // row 1, XPEAK
+  EXPECT_EQ(split.train.values[0], 0.04f);     // row 1, X0
+  EXPECT_EQ(split.train.values[42], 11.96f);   // row 1, RESULTANT
+  EXPECT_EQ(split.train.values[33], 2075.0f);  // row 1, XPEAK
 }

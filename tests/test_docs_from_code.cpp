@@ -54,8 +54,10 @@ std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>
   for (const std::string& line : lines_of("docs/config.md")) {
     if (line.rfind("## ", 0) == 0) inside = line == "## Sections";
     if (!inside) continue;
-    if (line == "### Top level") section = "";
-    else if (line.rfind("### [", 0) == 0) section = line.substr(5, line.size() - 6);
+    if (line == "### Top level")
+      section = "";
+    else if (line.rfind("### [", 0) == 0)
+      section = line.substr(5, line.size() - 6);
     if (line.rfind("| `", 0) != 0) continue;
     const std::vector<std::string> cells = cells_of(line);
     if (cells.size() >= 3) out[section][unquoted(cells[0])] = {cells[1], unquoted(cells[2])};
@@ -82,7 +84,8 @@ TEST(DocsFromCode, ConfigSectionTablesHaveEveryKeyWithItsTypeAndDefault) {
       EXPECT_TRUE(keys.count(key)) << "docs/config.md [" << section << "] documents " << key << ", not in the code";
   }
   for (const auto& [section, rows] : documented)
-    EXPECT_TRUE(code_sections.count(section)) << "docs/config.md documents a section [" << section << "] the code lacks";
+    EXPECT_TRUE(code_sections.count(section))
+        << "docs/config.md documents a section [" << section << "] the code lacks";
 }
 
 // The names in column `column` of the rows of `file` whose cells pass `row_is_unit`.

@@ -38,9 +38,9 @@ TEST_F(FileIoTest, FailedWriteKeepsThePreviousFileAndRemovesTheTemporary) {
     errno = ENOSPC;
     return false;
   };
-  expect_error([&] { write_file_atomic(file.string(), half_then_full); },
-               {"cannot write '" + file.string() + "': writing", "No space left on device (the disk is full)",
-                "is unchanged"});
+  expect_error(
+      [&] { write_file_atomic(file.string(), half_then_full); },
+      {"cannot write '" + file.string() + "': writing", "No space left on device (the disk is full)", "is unchanged"});
   EXPECT_EQ(read_raw(file), (Bytes{'o', 'l', 'd'}));
   EXPECT_FALSE(fs::exists(temporary_path(file.string())));
 }
@@ -53,8 +53,8 @@ TEST_F(FileIoTest, WriterThatThrowsLeavesNoTemporary) {
 }
 
 TEST_F(FileIoTest, SweepRemovesOnlyTemporariesOfThisFolder) {
-  for (const char* name : {"rounds.csv.tmp.123", "checkpoint.safetensors.tmp.9", "keep.tmp", "notes.tmp.x",
-                           "x.tmp.", ".tmp.5", "rounds.csv", "sub/rounds.csv.tmp.4"})
+  for (const char* name : {"rounds.csv.tmp.123", "checkpoint.safetensors.tmp.9", "keep.tmp", "notes.tmp.x", "x.tmp.",
+                           ".tmp.5", "rounds.csv", "sub/rounds.csv.tmp.4"})
     write_text(dir_ / name, "x");
   EXPECT_EQ(remove_stale_temporaries(dir_.string()), 2);
   for (const char* kept : {"keep.tmp", "notes.tmp.x", "x.tmp.", ".tmp.5", "rounds.csv", "sub/rounds.csv.tmp.4"})

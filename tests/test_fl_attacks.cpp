@@ -27,7 +27,6 @@ using namespace bastion::testing;
 
 namespace {
 
-
 Dataset image_set(int64_t n, int64_t channels, int64_t height, int64_t width, int64_t classes = 10) {
   return pattern_images(n, channels, height, width, classes, /*modulus=*/250);
 }
@@ -59,7 +58,8 @@ std::vector<Row> unshuffled_epoch(BatchLoader& loader, const std::vector<int64_t
   while (loader.next(x, y)) {
     const int64_t numel = x.numel() / x.size(0);
     for (int64_t r = 0; r < y.size(); ++r) {
-      rows.push_back({indices[rows.size()], std::vector<float>(x.data() + r * numel, x.data() + (r + 1) * numel), y[r]});
+      rows.push_back(
+          {indices[rows.size()], std::vector<float>(x.data() + r * numel, x.data() + (r + 1) * numel), y[r]});
     }
   }
   return rows;
@@ -67,7 +67,8 @@ std::vector<Row> unshuffled_epoch(BatchLoader& loader, const std::vector<int64_t
 
 // Dataset indices whose row the loader changed (image or label), after checking that a changed row is
 // exactly the clean image with `trigger` and the target label.
-std::set<int64_t> poisoned_rows(const std::vector<Row>& rows, const Dataset& d, const Trigger& trigger, int32_t target) {
+std::set<int64_t> poisoned_rows(const std::vector<Row>& rows, const Dataset& d, const Trigger& trigger,
+                                int32_t target) {
   std::set<int64_t> poisoned;
   for (const Row& row : rows) {
     const std::vector<float> clean = clean_image(d, row.index);
@@ -87,8 +88,8 @@ std::vector<int64_t> all_indices(int64_t n) {
 
 DataAttackContext data_context(const Dataset& d, const std::vector<int64_t>& indices, uint64_t round_seed,
                                uint64_t client_seed = 77, int64_t attacker_index = 0) {
-  return DataAttackContext{d, indices, attacker_index, /*client=*/3, /*round=*/1, Generator(round_seed),
-                           Generator(client_seed), nullptr};
+  return DataAttackContext{
+      d, indices, attacker_index, /*client=*/3, /*round=*/1, Generator(round_seed), Generator(client_seed), nullptr};
 }
 
 }  // namespace
@@ -110,8 +111,11 @@ TEST(FlAttack, EveryRegisteredAttackBuildsWithDefaultsAndReportsItsKind) {
 }
 
 TEST(FlAttack, UnknownTriggerFailsAtConstruction) {
-  expect_error([] { build_attack("badnets", {{"trigger", std::string("sqaure")}}); },
-               {"attack.badnets.trigger", "unknown trigger 'sqaure'", "square"});
+  expect_error(
+      [] {
+        build_attack("badnets", {{"trigger", std::string("sqaure")}});
+      },
+      {"attack.badnets.trigger", "unknown trigger 'sqaure'", "square"});
   expect_error([] { build_attack("bapfl", {{"trigger", std::string("nope")}}); }, {"attack.bapfl.trigger"});
 }
 
@@ -200,7 +204,8 @@ TEST(FlAttack, BadnetsPerBatchPoisonsExactlyTheFirstKOfEveryBatch) {
   BatchLoader loader(d, 8, /*shuffle=*/false, 0);
   build_attack("badnets", {{"trigger", std::string("bapfl")}, {"per_batch", int64_t{3}}, {"target", int64_t{7}}})
       ->poison_loader(loader, data_context(d, indices, 1));
-  const std::set<int64_t> poisoned = poisoned_rows(unshuffled_epoch(loader, indices), d, make_trigger("bapfl", 1, 28, 28), 7);
+  const std::set<int64_t> poisoned =
+      poisoned_rows(unshuffled_epoch(loader, indices), d, make_trigger("bapfl", 1, 28, 28), 7);
   // Batches 0-7, 8-15, 16-19: rows 0-2 of each.
   EXPECT_EQ(poisoned, (std::set<int64_t>{0, 1, 2, 8, 9, 10, 16, 17, 18}));
 }
@@ -213,8 +218,11 @@ TEST(FlAttack, BadnetsFractionPoisonsAFixedOrARedrawnSubset) {
   const Trigger trigger = make_trigger("fedcpa", 1, 28, 28);
   const auto poisoned_in_round = [&](bool redraw, uint64_t round_seed) {
     BatchLoader loader(d, 16, /*shuffle=*/false, 0, indices);
-    build_attack("badnets", {{"trigger", std::string("fedcpa")}, {"mode", std::string("fraction")},
-                             {"fraction", 0.3}, {"redraw", redraw}, {"target", int64_t{1}}})
+    build_attack("badnets", {{"trigger", std::string("fedcpa")},
+                             {"mode", std::string("fraction")},
+                             {"fraction", 0.3},
+                             {"redraw", redraw},
+                             {"target", int64_t{1}}})
         ->poison_loader(loader, data_context(d, indices, round_seed));
     return poisoned_rows(unshuffled_epoch(loader, indices), d, trigger, 1);
   };
@@ -255,7 +263,8 @@ TEST(FlAttack, BackdoorTriggersAreMadeForTheShapeTheyMeet) {
   EXPECT_EQ(y[0], 2);
   EXPECT_EQ(x.at({0, 0, 0, 0}), 1.0f);  // spmc writes 1.0 after normalisation into channel 0
   // A raw trigger is made for the stored shape even with a resizing transform.
-  const std::optional<BackdoorTest> raw = build_attack("badnets", {{"trigger", std::string("fedcpa")}})->backdoor_test(d, spec);
+  const std::optional<BackdoorTest> raw =
+      build_attack("badnets", {{"trigger", std::string("fedcpa")}})->backdoor_test(d, spec);
   EXPECT_EQ((std::vector<int64_t>{raw->trigger.channels, raw->trigger.height}), (std::vector<int64_t>{1, 28}));
   EXPECT_FALSE(build_attack("label-flip")->backdoor_test(d, spec).has_value());
 }
@@ -427,8 +436,8 @@ TEST(FlAttack, BapflPoisonStepMovesOnlyTheBody) {
   const std::vector<float> initial_head = head_values(*reference, true);
   Sgd reference_sgd(*reference, kBapflSgd);
   reference->zero_grad();
-  Tensor clean_loss = cross_entropy(reference->forward(batch.x.slice_rows(4, 10)),
-                                    LabelTensor::from_vector({0, 1, 3, 4, 5, 6}));
+  Tensor clean_loss =
+      cross_entropy(reference->forward(batch.x.slice_rows(4, 10)), LabelTensor::from_vector({0, 1, 3, 4, 5, 6}));
   clean_loss.backward();
   const std::span<float> grad = reference->flat_gradients();
   const double norm = vector_norm_cpu(grad.data(), static_cast<int64_t>(grad.size()));
@@ -482,7 +491,8 @@ TEST(FlAttack, BapflPoisonGradientIsHalfNoisyHeadPlusHalfCleanHead) {
   std::unique_ptr<Model> noisy_a = make_model("mlp", {1, 8, 8}, 10, 11), noisy_b = make_model("mlp", {1, 8, 8}, 10, 11);
   Sgd sgd_a(*noisy_a, kBapflSgd), sgd_b(*noisy_b, kBapflSgd);
   Generator rng_a(1), rng_b(2);
-  TrainingStepContext context_a{*noisy_a, sgd_a, batch.x, batch.y, rng_a}, context_b{*noisy_b, sgd_b, batch.x, batch.y, rng_b};
+  TrainingStepContext context_a{*noisy_a, sgd_a, batch.x, batch.y, rng_a},
+      context_b{*noisy_b, sgd_b, batch.x, batch.y, rng_b};
   const std::unique_ptr<Attack> bapfl = build_attack("bapfl", {{"per_batch", int64_t{64}}});
   bapfl->training_step(context_a);
   bapfl->training_step(context_b);

@@ -21,7 +21,6 @@ using namespace bastion::testing;
 
 namespace {
 
-
 std::vector<float> collude(const Attack& attack, const std::vector<float>& benign, int64_t n, int64_t participants,
                            int64_t malicious) {
   const int64_t D = static_cast<int64_t>(benign.size()) / n;
@@ -62,7 +61,7 @@ TEST(FlAttack, NormalQuantileKnownValues) {
 
 namespace {
 // 3 benign rows, D = 4: mean (3, 2, 0, 2), sample std (2, 0, 0, 3).
-const std::vector<float> kLieRows = {1, 2, 0, 5,  //
+const std::vector<float> kLieRows = {1, 2, 0, 5,   //
                                      3, 2, 0, -1,  //
                                      5, 2, 0, 2};
 std::vector<float> mean_plus(double z) {
@@ -190,7 +189,8 @@ double distance(const std::vector<double>& a, const float* b, bool squared) {
 
 // The criterion minus its bound: <= 0 means feasible. min-max: max_i d(v, X_i) - max_{i,j} d(X_i, X_j);
 // min-sum: sum_i d(v, X_i) - (max or min)_i sum_j d(X_i, X_j).
-double excess(const std::vector<double>& v, const std::vector<float>& rows, bool min_max, bool squared, bool bound_max) {
+double excess(const std::vector<double>& v, const std::vector<float>& rows, bool min_max, bool squared,
+              bool bound_max) {
   double criterion = 0.0, bound = min_max || bound_max ? 0.0 : std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < kRows; ++i) {
     const double d = distance(v, &rows[i * kD], squared);
@@ -220,7 +220,8 @@ TEST(FlAttack, MinMaxAndMinSumFindTheLargestFeasibleGammaForEveryOption) {
       for (const std::string dist : {"squared", "l2"}) {
         for (const std::string bound : {"max", "min"}) {
           if (attack == "min-max" && bound == "min") continue;  // min-max has no bound option
-          std::map<std::string, ParamValue> given = {{"deviation", deviation}, {"distance", dist}, {"tolerance", kSearchTolerance}};
+          std::map<std::string, ParamValue> given = {
+              {"deviation", deviation}, {"distance", dist}, {"tolerance", kSearchTolerance}};
           if (attack == "min-sum") given["bound"] = bound;
           const std::string label = attack + " " + deviation + " " + dist + " " + bound;
           const std::vector<float> out = collude(*build_attack(attack, given), rows, kRows, 10, 2);
@@ -240,7 +241,8 @@ TEST(FlAttack, MinMaxAndMinSumFindTheLargestFeasibleGammaForEveryOption) {
           EXPECT_LE(excess(at, rows, min_max, squared, bound_max), kRelativeSlack * scale) << label << " infeasible";
           std::vector<double> above(kD);
           for (int64_t j = 0; j < kD; ++j) above[j] = r.mean[j] - (gamma + 3.0 * kSearchTolerance) * r.p[j];
-          EXPECT_GT(excess(above, rows, min_max, squared, bound_max), kRelativeSlack * scale) << label << " not maximal";
+          EXPECT_GT(excess(above, rows, min_max, squared, bound_max), kRelativeSlack * scale)
+              << label << " not maximal";
         }
       }
     }

@@ -23,9 +23,9 @@ CheckpointState small_state() {
   s.config_toml = "rounds = 4\n";
   s.global = {0.5f, -1.0f, 2.0f};
   s.method_state.put_floats("duals", {3.0f});
-  s.method_state.put_floats("none_yet", {});                         // an empty block stays a block
-  s.method_state.put_ints("ids", {5, (int64_t{1} << 40) + 1});      // beyond 2^24: exact as int64
-  s.method_state.put_reals("weights", {0.1, 1.0 / 3.0});             // float64, exact
+  s.method_state.put_floats("none_yet", {});                    // an empty block stays a block
+  s.method_state.put_ints("ids", {5, (int64_t{1} << 40) + 1});  // beyond 2^24: exact as int64
+  s.method_state.put_reals("weights", {0.1, 1.0 / 3.0});        // float64, exact
   s.clients.resize(2);
   s.clients[1].vectors["momentum"] = {0.25f, 0.5f};
   s.clients[0].scalars["lambda"] = 0.1;
@@ -132,7 +132,8 @@ TEST(FlCheckpoint, TimingRoundsMustBeIntegers) {
     SafetensorsFile file = checkpoint_file(small_state());
     for (auto& [name, entry] : file.i64)
       if (name == "timing") entry.second[5] = std::bit_cast<int64_t>(bad);
-    expect_error([&] { through_bytes(without_checksum(file)); }, {"checkpoint ck", "'timing' row 1", "expected an integer"});
+    expect_error([&] { through_bytes(without_checksum(file)); },
+                 {"checkpoint ck", "'timing' row 1", "expected an integer"});
   }
   SafetensorsFile file = checkpoint_file(small_state());
   for (auto& [name, entry] : file.i64)
@@ -161,12 +162,13 @@ TEST(FlCheckpoint, OldFloatTimingTablesStillLoadAndAreChecked) {
 // and std::out_of_range (not bastion::Error) and took "12abc" as 12; strtod took "abc" as 0.
 TEST(FlCheckpoint, MetadataNumbersMustBeWholeNumbers) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"round", "abc"}, {"round", "12abc"}, {"round", "99999999999999999999"}, {"seed", "-1"},
-      {"clients", ""}, {"client.0.lambda", "abc"}};
+      {"round", "abc"}, {"round", "12abc"}, {"round", "99999999999999999999"},
+      {"seed", "-1"},   {"clients", ""},    {"client.0.lambda", "abc"}};
   for (const auto& [key, value] : bad) {
     SafetensorsFile file = checkpoint_file(small_state());
     file.metadata[key] = value;
-    expect_error([&] { through_bytes(without_checksum(file)); }, {"checkpoint ck", "'" + key + "'", "expected a number"});
+    expect_error([&] { through_bytes(without_checksum(file)); },
+                 {"checkpoint ck", "'" + key + "'", "expected a number"});
   }
 }
 

@@ -48,7 +48,8 @@ TEST(FlClientDetection, TheLatestVerdictReplacesTheEarlierOne) {
 // A permanent removal (FedCAP) is the same flag given every round the client is judged.
 TEST(FlClientDetection, RepeatedFlagsAndEmptyVerdicts) {
   std::vector<uint8_t> latest(6, 0);
-  for (int round = 0; round < 3; ++round) record_verdicts(latest, std::vector<int64_t>{2, 5}, std::vector<uint8_t>{1, 1});
+  for (int round = 0; round < 3; ++round)
+    record_verdicts(latest, std::vector<int64_t>{2, 5}, std::vector<uint8_t>{1, 1});
   EXPECT_DOUBLE_EQ(client_detection_rates(latest, kMalicious).dacc, 1.0);
   // A rule that flags nobody (empty verdicts) clears the clients it judged, and only those.
   record_verdicts(latest, std::vector<int64_t>{5}, std::vector<uint8_t>{});

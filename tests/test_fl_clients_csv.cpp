@@ -90,15 +90,17 @@ TEST_F(FlClientsCsv, WrittenOnlyWhenAskedOrUseful) {
 TEST(ClientsCsv, RoundTripsAndRefusesMalformedRows) {
   const std::vector<ClientRow> rows = {{3, 0, true, false, false, 0.75, kNoValue, 40}, {3, 1, false, true, true}};
   const std::string text = clients_csv(rows);
-  EXPECT_EQ(text, "round,client,sampled,malicious,flagged,p_acc,p_asr,samples\n3,0,1,0,0,0.750000,,40\n3,1,0,1,1,,,0\n");
+  EXPECT_EQ(text,
+            "round,client,sampled,malicious,flagged,p_acc,p_asr,samples\n3,0,1,0,0,0.750000,,40\n3,1,0,1,1,,,0\n");
   const std::vector<ClientRow> back = parse_clients_csv(text);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].p_acc, 0.75);
   EXPECT_TRUE(std::isnan(back[1].p_acc));
   EXPECT_TRUE(back[1].flagged);
   testing::expect_error([] { parse_clients_csv("round,client\n"); }, {"clients.csv: header"});
-  testing::expect_error([] { parse_clients_csv("round,client,sampled,malicious,flagged,p_acc,p_asr,samples\n1,2,3\n"); },
-                        {"malformed row"});
+  testing::expect_error(
+      [] { parse_clients_csv("round,client,sampled,malicious,flagged,p_acc,p_asr,samples\n1,2,3\n"); },
+      {"malformed row"});
   testing::expect_error(
       [] { parse_clients_csv("round,client,sampled,malicious,flagged,p_acc,p_asr,samples\n1,2,1,0,0,x,,4\n"); },
       {"'x' is not a number"});

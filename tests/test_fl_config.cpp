@@ -164,8 +164,9 @@ TEST(FlConfig, UnitTablesValidatedAgainstTheUnitsTable) {
   expect_config_error(badnets + "[attack.badnets]\nper_batch = -1", {"attack.badnets.per_batch", "-1"});
   expect_config_error(badnets + "[attack.badnets]\nmode = \"all\"", {"attack.badnets.mode", "all"});
   // Kebab-case names are bare TOML keys.
-  const ExperimentConfig c = parse("[attack]\nnames = [\"label-flip\"]\nmalicious_count = 1\n"
-                                   "[attack.label-flip]\nmode = \"reverse\"");
+  const ExperimentConfig c = parse(
+      "[attack]\nnames = [\"label-flip\"]\nmalicious_count = 1\n"
+      "[attack.label-flip]\nmode = \"reverse\"");
   ASSERT_EQ(c.attacks.size(), 1u);
   EXPECT_EQ(c.attacks[0].second.scope(), "attack.label-flip");
   EXPECT_EQ(c.attacks[0].second.text("mode"), "reverse");
@@ -209,7 +210,8 @@ TEST(FlConfig, AttackNeedsMaliciousClients) {
 
 TEST(FlConfig, AttackComposition) {
   const std::string prefix = "[attack]\nmalicious_count = 3\nnames = ";
-  expect_config_error(prefix + "[\"badnets\", \"label-flip\"]", {"attack.names", "data or training", "badnets, label-flip"});
+  expect_config_error(prefix + "[\"badnets\", \"label-flip\"]",
+                      {"attack.names", "data or training", "badnets, label-flip"});
   expect_config_error(prefix + "[\"dba\", \"bapfl\"]", {"attack.names", "data or training"});
   expect_config_error(prefix + "[\"lie\", \"ipm\"]", {"attack.names", "collusion", "lie, ipm"});
   expect_config_error(prefix + "[\"scale\", \"scale\"]", {"attack.names", "scale", "twice"});
@@ -226,16 +228,17 @@ TEST(FlConfig, EvalLocalNeedsClientTestSplit) {
 }
 
 TEST(FlConfig, EndRoundZeroOrAfterStart) {
-  expect_config_error("[attack]\nstart_round = 10\nend_round = 5", {"attack.end_round", "5", "attack.start_round", "10"});
+  expect_config_error("[attack]\nstart_round = 10\nend_round = 5",
+                      {"attack.end_round", "5", "attack.start_round", "10"});
   EXPECT_NO_THROW(parse("[attack]\nstart_round = 10\nend_round = 10"));
   EXPECT_NO_THROW(parse("[attack]\nstart_round = 10\nend_round = 0"));
 }
 
 TEST(FlConfig, OverridesOfEachType) {
-  const ExperimentConfig c = parse("seed = 1\n[data]\npartition = \"iid\"\n",
-                                   {"seed=3", "clients.sgd.lr=0.05", "eval.asr_include_target=true",
-                                    "name=\"quoted\"", "description = spaced out ", "data.partition=dirichlet:0.1",
-                                    "attack.names=[\"lie\"]", "attack.malicious_count=2", "clients.sgd.lr=1"});
+  const ExperimentConfig c = parse(
+      "seed = 1\n[data]\npartition = \"iid\"\n",
+      {"seed=3", "clients.sgd.lr=0.05", "eval.asr_include_target=true", "name=\"quoted\"", "description = spaced out ",
+       "data.partition=dirichlet:0.1", "attack.names=[\"lie\"]", "attack.malicious_count=2", "clients.sgd.lr=1"});
   EXPECT_EQ(c.experiment.integer("seed"), 3);
   EXPECT_EQ(c.client_rule.real("lr"), 1.0);  // applied in order: the later override wins, widened
   EXPECT_TRUE(c.eval.boolean("asr_include_target"));
@@ -296,10 +299,10 @@ local = true
   const std::string text = config_to_toml(c);
   EXPECT_EQ(config_to_toml(parse_config(text, "resolved.toml")), text);
   // Every section in the fixed order, unit tables after their section, defaults written out.
-  const std::vector<std::string> order = {"\nname = ", "\n[data]\n", "\n[model]\n", "\n[clients]\n",
-                                          "\n[clients.sgd]\n", "\n[server]\n", "\n[server.fedavg]\n",
-                                          "\n[attack]\n", "\n[attack.label-flip]\n", "\n[attack.lie]\n",
-                                          "\n[eval]\n", "\n[run]\n"};
+  const std::vector<std::string> order = {"\nname = ",           "\n[data]\n",        "\n[model]\n",
+                                          "\n[clients]\n",       "\n[clients.sgd]\n", "\n[server]\n",
+                                          "\n[server.fedavg]\n", "\n[attack]\n",      "\n[attack.label-flip]\n",
+                                          "\n[attack.lie]\n",    "\n[eval]\n",        "\n[run]\n"};
   size_t at = 0;
   for (const std::string& header : order) {
     const size_t found = text.find(header, at);
@@ -362,9 +365,11 @@ TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
   // The second find: toml++ reads an invalid bare word through a glued quote (`4St5ctype"fedaöln`).
   expect_config_error("repeat = 4St5ctype\"feda\xc3\xb6ln\n", {"test.toml:1", "non-ASCII"});
   // marzer/tomlplusplus#190: a line-ending backslash in a """ string, then U+00A7 on the next line.
-  expect_config_error("description = \"\"\"\\\n  \xc2\xa7\"\"\"\n", {"test.toml:2", "right after a backslash", "\\uXXXX"});
-  const ExperimentConfig c = parse("# K\xc3\xb6ln\nname = \"Z\xc3\xbcrich\"\ndescription = '''\xc2\xa7\\\n\xc2\xa7'''\n"
-                                   "[data]\npartition = \"iid\" # \xc3\xa9\n");
+  expect_config_error("description = \"\"\"\\\n  \xc2\xa7\"\"\"\n",
+                      {"test.toml:2", "right after a backslash", "\\uXXXX"});
+  const ExperimentConfig c = parse(
+      "# K\xc3\xb6ln\nname = \"Z\xc3\xbcrich\"\ndescription = '''\xc2\xa7\\\n\xc2\xa7'''\n"
+      "[data]\npartition = \"iid\" # \xc3\xa9\n");
   EXPECT_EQ(c.experiment.text("name"), "Z\xc3\xbcrich");
   EXPECT_EQ(c.experiment.text("description"), "\xc2\xa7\\\n\xc2\xa7");
   // Sixth (fuzz_config, 10 M run): one or two quotes before a multi-line string's delimiter belong to the
@@ -380,13 +385,19 @@ TEST(FlConfig, NonAsciiOutsideStringsIsRejectedBeforeTomlpp) {
   EXPECT_EQ(parse("", {"name=6870-57-0\" 6 '\xc2\xa7'"}).experiment.text("name"), "6870-57-0\" 6 '\xc2\xa7'");
   EXPECT_EQ(parse("name = \"a\"\ndescription = \"1979-05-27 07:32:00 \xc2\xa7\"\n").experiment.text("description"),
             "1979-05-27 07:32:00 \xc2\xa7");
-  EXPECT_NO_THROW(check_toml_text("d = 1979-05-27 07:32:00Z # K\xc3\xb6ln\ne = [1979-05-27 07:32:00, \"\xc2\xa7\"]\n", "t"));
+  EXPECT_NO_THROW(
+      check_toml_text("d = 1979-05-27 07:32:00Z # K\xc3\xb6ln\ne = [1979-05-27 07:32:00, \"\xc2\xa7\"]\n", "t"));
   // Eighth (fuzz_preset, 10 M run of 2026-11-26): inside an inline table a key follows '{' and ',', so
   // `={"eva` is no bare word and its quote opens a key; inline tables and arrays of strings still pass.
-  expect_config_error("name = {\"e{a\" ={\"eva \"= \xcd\xae" "c\n", {"test.toml:1", "non-ASCII", "outside a string"});
+  expect_config_error(
+      "name = {\"e{a\" ={\"eva \"= \xcd\xae"
+      "c\n",
+      {"test.toml:1", "non-ASCII", "outside a string"});
   expect_config_error("name = [{a = 1}, {b =\xc2\xa7}]\n", {"test.toml:1", "non-ASCII", "outside a string"});
-  EXPECT_NO_THROW(check_toml_text("x = {a = \"Z\xc3\xbcrich\", b = [\"K\xc3\xb6ln\", {c = '\xc3\xa9'}], d = 1}\n"
-                                  "y = [\n  \"\xc2\xa7\", # \xc3\xa9\n  '\xc2\xa7']\n", "t"));
+  EXPECT_NO_THROW(
+      check_toml_text("x = {a = \"Z\xc3\xbcrich\", b = [\"K\xc3\xb6ln\", {c = '\xc3\xa9'}], d = 1}\n"
+                      "y = [\n  \"\xc2\xa7\", # \xc3\xa9\n  '\xc2\xa7']\n",
+                      "t"));
   // An override that is not TOML is taken as text, non-ASCII or not.
   EXPECT_EQ(parse("", {"name=Z\xc3\xbcrich"}).experiment.text("name"), "Z\xc3\xbcrich");
   // fuzz_config, after the guard: a text override with invalid UTF-8 made a config whose config_to_toml

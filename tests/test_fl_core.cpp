@@ -95,7 +95,7 @@ AggregationOutput fedavg(const std::vector<float>& rows, int64_t D, std::vector<
 }
 
 TEST(FlFedAvg, SampleWeightedUniformAndServerLearningRate) {
-  const std::vector<float> rows = {1, 2, 3,  5, 6, 7};
+  const std::vector<float> rows = {1, 2, 3, 5, 6, 7};
   // weights 1/4 and 3/4
   EXPECT_EQ(fedavg(rows, 3, {10, 30}, "samples", 1.0).update, (std::vector<float>{4, 5, 6}));
   EXPECT_EQ(fedavg(rows, 3, {10, 30}, "uniform", 1.0).update, (std::vector<float>{3, 4, 5}));
@@ -111,7 +111,9 @@ TEST(FlRegistry, EveryUnitHasAParameterTableAndUnknownNamesListTheValidOnes) {
     EXPECT_NE(make_server_rule(e.info.name, params, inner, Params("i", fedavg_params())), nullptr) << e.info.name;
     EXPECT_NE(static_cast<bool>(e.make), static_cast<bool>(e.wrap)) << e.info.name << ": make xor wrap";
   }
-  EXPECT_EQ(server_rule_registry().size(), 26u);  // fedavg + the 21 classical defenses of issue 5 + fedcpa + rsa-server (SPMC) + fedcap + spmc (SPMC's MCAgg)
+  EXPECT_EQ(
+      server_rule_registry().size(),
+      26u);  // fedavg + the 21 classical defenses of issue 5 + fedcpa + rsa-server (SPMC) + fedcap + spmc (SPMC's MCAgg)
   expect_error([] { find_server_rule("krumm"); }, {"unknown server rule 'krumm'", "fedavg"});
   expect_error([] { find_client_rule("sgdd"); }, {"unknown client rule", "sgd"});
   expect_error([] { find_attack("badnet"); }, {"unknown attack 'badnet'", "badnets", "min-max"});

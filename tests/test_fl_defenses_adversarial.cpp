@@ -66,8 +66,8 @@ Round honest_round(uint64_t seed, int64_t n = kN) {
 // plain or clipped means, noise, sign votes, sign steps, a plain mean before fine-tuning, spmc's softmax
 // of bounded cosines (every upload keeps a weight >= e^-2 times another's, whatever its norm).
 // fedcap drops only uploads whose calibrated norm exceeds T_norm (10): a -3 mu sybil pair stays in its mean.
-const std::set<std::string> kNotRobust = {"fedavg", "norm-clip", "add-noise", "crfl", "rlr", "rsa",
-                                          "rsa-server", "finetune", "fedcap", "spmc"};
+const std::set<std::string> kNotRobust = {"fedavg", "norm-clip",  "add-noise", "crfl",   "rlr",
+                                          "rsa",    "rsa-server", "finetune",  "fedcap", "spmc"};
 // FoolsGold judges directions, not sizes: one huge upload that resembles nobody keeps weight 1 (the paper's
 // threat is sybils; the grid in docs/defenses.md shows the same under scale).
 // rfa (OPEN, not fixed): Weiszfeld starts at the mean, ~1e29 away, and its relative stopping test
@@ -86,14 +86,15 @@ constexpr float kTight = 1e-6f;           // double sums of O(1) values rounded 
 
 void expect_valid(const AggregationOutput& out, int64_t n, const std::string& what) {
   ASSERT_EQ(static_cast<int64_t>(out.update.size()), kD) << what;
-  for (int64_t d = 0; d < kD; ++d) ASSERT_TRUE(std::isfinite(out.update[d])) << what << " d=" << d << " " << out.update[d];
+  for (int64_t d = 0; d < kD; ++d)
+    ASSERT_TRUE(std::isfinite(out.update[d])) << what << " d=" << d << " " << out.update[d];
   EXPECT_TRUE(out.flagged.empty() || static_cast<int64_t>(out.flagged.size()) == n) << what;
 }
 
 // Every parameter column inside the range of rows `honest` (10 % slack: geometric-median-style rules),
 // widened to include 0 for the rules in kShrinksTowardZero (`rule` names the rule).
-void expect_inside(const AggregationOutput& out, Uploads& u, const std::vector<int64_t>& honest, const std::string& what,
-                   const std::string& rule = "") {
+void expect_inside(const AggregationOutput& out, Uploads& u, const std::vector<int64_t>& honest,
+                   const std::string& what, const std::string& rule = "") {
   for (int64_t d = 0; d < kP; ++d) {
     float lo = INFINITY, hi = -INFINITY;
     for (int64_t i : honest) lo = std::min(lo, u.row(i)[d]), hi = std::max(hi, u.row(i)[d]);
@@ -205,10 +206,16 @@ TEST(FlDefenseAdversarial, TheRunLoopNeverAddsAnUpdateThatOverflowsTheGlobalMode
   add_update_checked(sharing, std::vector<float>{0.5f, -1e38f, 1.0f}, global, "fedavg", 4);
   EXPECT_EQ(global, (std::vector<float>{1.5f, 3e38f + -1e38f, -1.0f}));
   const std::vector<float> before = global;
-  expect_error([&] { add_update_checked(sharing, std::vector<float>{0.0f, 3e38f, 0.0f}, global, "fedavg", 5); },
-               {"round 5", "fedavg", "non-finite"});
-  expect_error([&] { add_update_checked(sharing, std::vector<float>{NAN, 0.0f, 0.0f}, global, "median", 6); },
-               {"round 6", "median", "non-finite"});
+  expect_error(
+      [&] {
+        add_update_checked(sharing, std::vector<float>{0.0f, 3e38f, 0.0f}, global, "fedavg", 5);
+      },
+      {"round 5", "fedavg", "non-finite"});
+  expect_error(
+      [&] {
+        add_update_checked(sharing, std::vector<float>{NAN, 0.0f, 0.0f}, global, "median", 6);
+      },
+      {"round 6", "median", "non-finite"});
   EXPECT_EQ(global, before) << "a refused update must leave the global model untouched";
 }
 
@@ -226,7 +233,7 @@ std::vector<float> identical_answer(const std::string& rule, const std::vector<f
     for (int64_t d = 0; d < kP && norm_u > 0; ++d) want[d] = static_cast<float>(u[d] * std::sqrt(norm_g / norm_u));
   }
   if (rule == "finetune")
-    for (int64_t d = 0; d < kD; ++d) want[d] += r.mu[d];  // the server's training step follows the mean
+    for (int64_t d = 0; d < kD; ++d) want[d] += r.mu[d];               // the server's training step follows the mean
   if (rule == "foolsgold") std::fill(want.begin(), want.end(), 0.0f);  // identical histories: all sybils
   return want;
 }
@@ -238,7 +245,8 @@ TEST(FlDefenseAdversarial, ZeroAndIdenticalUploads) {
       const std::string& name = entry.info.name;
       const std::string what = name + (zero ? " zero" : " identical");
       Round r = honest_round(4);
-      const std::vector<float> u = zero ? std::vector<float>(kD, 0.0f) : std::vector<float>(r.uploads.row(0), r.uploads.row(0) + kD);
+      const std::vector<float> u =
+          zero ? std::vector<float>(kD, 0.0f) : std::vector<float>(r.uploads.row(0), r.uploads.row(0) + kD);
       for (int64_t i = 0; i < kN; ++i) std::copy(u.begin(), u.end(), r.uploads.row(i));
       r.server.good = u;  // sageflow keeps the uploads
       const AggregationOutput out = r.run(*build(entry));
@@ -278,20 +286,15 @@ struct Needs {
   const char* refusal;
 };
 const std::map<std::string, Needs> kNeeds = {
-    {"fedavg", {1, "no upload"}},           {"krum", {7, "n > 2f + 2"}},
-    {"multi-krum", {7, "n > 2f + 2"}},      {"bulyan", {11, "n >= 4f + 3"}},
-    {"median", {1, "no upload"}},           {"trimmed-mean", {5, "n > 2b"}},
-    {"norm-clip", {1, "no upload"}},        {"add-noise", {1, "no upload"}},
-    {"norm-bound", {1, "no upload"}},       {"crfl", {1, "no upload"}},
-    {"rlr", {4, "threshold"}},              {"rsa", {1, "no upload"}},     {"rsa-server", {1, "no upload"}},
-    {"foolsgold", {1, "no upload"}},        {"dnc", {3, "leaves none"}},
-    {"clustered", {1, "no upload"}},        {"rfa", {1, "no upload"}},
-    {"residual-base", {3, "at least 3"}},   {"fltrust", {1, "no upload"}},
-    {"sageflow", {1, "no upload"}},         {"finetune", {1, "no upload"}},
-    {"bucketing", {2, "f = 2 outside"}},    {"gas", {3, "0 <= f < n"}},
-    {"fedcpa", {1, "no upload"}},
-    {"fedcap", {1, "no upload"}},
-    {"spmc", {1, "no upload"}},
+    {"fedavg", {1, "no upload"}},        {"krum", {7, "n > 2f + 2"}},     {"multi-krum", {7, "n > 2f + 2"}},
+    {"bulyan", {11, "n >= 4f + 3"}},     {"median", {1, "no upload"}},    {"trimmed-mean", {5, "n > 2b"}},
+    {"norm-clip", {1, "no upload"}},     {"add-noise", {1, "no upload"}}, {"norm-bound", {1, "no upload"}},
+    {"crfl", {1, "no upload"}},          {"rlr", {4, "threshold"}},       {"rsa", {1, "no upload"}},
+    {"rsa-server", {1, "no upload"}},    {"foolsgold", {1, "no upload"}}, {"dnc", {3, "leaves none"}},
+    {"clustered", {1, "no upload"}},     {"rfa", {1, "no upload"}},       {"residual-base", {3, "at least 3"}},
+    {"fltrust", {1, "no upload"}},       {"sageflow", {1, "no upload"}},  {"finetune", {1, "no upload"}},
+    {"bucketing", {2, "f = 2 outside"}}, {"gas", {3, "0 <= f < n"}},      {"fedcpa", {1, "no upload"}},
+    {"fedcap", {1, "no upload"}},        {"spmc", {1, "no upload"}},
 };
 
 TEST(FlDefenseAdversarial, TooFewUploadsAreRefusedByTheRulesPrecondition) {
@@ -378,8 +381,10 @@ TEST(FlDefenseAdversarial, StateRestoredFromACheckpointGivesTheSameNextRounds) {
 RuleState edited_state(const RuleState& state, const std::string& name, bool drop) {
   RuleState out;
   for (const auto& [key, values] : state.float_blocks())
-    if (key != name) out.put_floats(key, values);
-    else if (!drop) out.put_floats(key, std::vector<float>(values.begin(), values.end() - 1));
+    if (key != name)
+      out.put_floats(key, values);
+    else if (!drop)
+      out.put_floats(key, std::vector<float>(values.begin(), values.end() - 1));
   for (const auto& [key, values] : state.int_blocks())
     if (key != name) out.put_ints(key, values);
   for (const auto& [key, values] : state.real_blocks())
@@ -391,16 +396,16 @@ RuleState edited_state(const RuleState& state, const std::string& name, bool dro
 // memory refuses any non-empty state (a checkpoint of another rule), and every rule accepts the empty one.
 TEST(FlDefenseAdversarial, TruncatedOrGarbageStateIsRefused) {
   const std::vector<std::vector<float>> garbage = {
-      {3.0f},                       // header cut
-      {1.0f, 2.0f, 0.0f, 1.0f},     // one record of 2 values cut to 1
-      {NAN, 2.0f},                  // header not a number
-      {1e30f, 1e30f},               // counts beyond any memory
-      {-1.0f, 2.0f},                // negative count
-      {1.5f, 0.0f, 7.0f},           // fractional count
-      {1.0f, 2.0f, NAN, 1.0f, 1.0f},                    // client id not a number
-      {1.0f, 2.0f, 2.5f, 1.0f, 1.0f},                   // fractional client id
-      {1.0f, 2.0f, 3.0f, INFINITY, 1.0f},               // history value not finite
-      {2.0f, 1.0f, 3.0f, 1.0f, 3.0f, 2.0f},             // the same client twice
+      {3.0f},                                // header cut
+      {1.0f, 2.0f, 0.0f, 1.0f},              // one record of 2 values cut to 1
+      {NAN, 2.0f},                           // header not a number
+      {1e30f, 1e30f},                        // counts beyond any memory
+      {-1.0f, 2.0f},                         // negative count
+      {1.5f, 0.0f, 7.0f},                    // fractional count
+      {1.0f, 2.0f, NAN, 1.0f, 1.0f},         // client id not a number
+      {1.0f, 2.0f, 2.5f, 1.0f, 1.0f},        // fractional client id
+      {1.0f, 2.0f, 3.0f, INFINITY, 1.0f},    // history value not finite
+      {2.0f, 1.0f, 3.0f, 1.0f, 3.0f, 2.0f},  // the same client twice
   };
   for (const auto& [entry, inner] : every_rule_and_inner()) {
     const std::string what = entry->info.name + (inner.empty() ? "" : "(" + inner + ")");

@@ -25,8 +25,8 @@ constexpr float kSumOrderTolerance = 1e-5f;
 // Hand-computed values pass through double sums and one float rounding: a few float ulps.
 constexpr float kHandTolerance = 1e-6f;
 
-using testing::MakeRule;
 using testing::expect_near_all;
+using testing::MakeRule;
 using testing::run_rule;
 
 void expect_permutation_invariant(MakeRule make, const std::string& name, const std::vector<ParamSpec>& specs,
@@ -138,10 +138,16 @@ TEST(FlClustered, RowPermutation) {
 }
 
 TEST(FlClustered, RefusesBadParameters) {
-  expect_error([] { rule_params("clustered", clustered_params(), {{"weighting", std::string("x")}}); },
-               {"server.clustered.weighting"});
-  expect_error([] { rule_params("clustered", clustered_params(), {{"clusters", int64_t{3}}}); },
-               {"unknown key", "clusters"});
+  expect_error(
+      [] {
+        rule_params("clustered", clustered_params(), {{"weighting", std::string("x")}});
+      },
+      {"server.clustered.weighting"});
+  expect_error(
+      [] {
+        rule_params("clustered", clustered_params(), {{"clusters", int64_t{3}}});
+      },
+      {"unknown key", "clusters"});
 }
 
 // ------------------------------------------------------------------------------------------------ dnc

@@ -86,8 +86,10 @@ float naive_statistic(std::vector<float> v, const CoordinateSpec& spec) {
   const int64_t r = static_cast<int64_t>(v.size()), h = r / 2;
   const double median = r % 2 ? v[h] : (static_cast<double>(v[h - 1]) + v[h]) / 2.0;
   switch (spec.statistic) {
-    case CoordinateStatistic::Median: return static_cast<float>(median);
-    case CoordinateStatistic::LowerMedian: return v[(r - 1) / 2];
+    case CoordinateStatistic::Median:
+      return static_cast<float>(median);
+    case CoordinateStatistic::LowerMedian:
+      return v[(r - 1) / 2];
     case CoordinateStatistic::TrimmedMean: {
       double s = 0;
       for (int64_t k = spec.count; k < r - spec.count; ++k) s += v[k];
@@ -288,11 +290,17 @@ TEST(FlTrimmedMean, RefusesTooFewUploads) {
   Uploads u = trimmed_example();
   u.f = 3;
   expect_error([&] { trimmed_of(u); }, {"trimmed-mean", "n > 2b", "n = 5", "b = 3"});
-  expect_error([&] { trimmed_of(u, {{"trim", std::string("fixed")}, {"b", int64_t{5}}}); },
-               {"trimmed-mean", "n = 5", "b = 5"});
+  expect_error(
+      [&] {
+        trimmed_of(u, {{"trim", std::string("fixed")}, {"b", int64_t{5}}});
+      },
+      {"trimmed-mean", "n = 5", "b = 5"});
   Uploads one(std::vector<std::vector<float>>{{1.0f}});
-  expect_error([&] { trimmed_of(one, {{"trim", std::string("closest-to-median")}}); },
-               {"trimmed-mean", "n >= 2", "n = 1"});
+  expect_error(
+      [&] {
+        trimmed_of(one, {{"trim", std::string("closest-to-median")}});
+      },
+      {"trimmed-mean", "n >= 2", "n = 1"});
 }
 
 }  // namespace

@@ -31,7 +31,9 @@ constexpr double kMathTolerance = 1e-12;
 // A mean of a few O(1) float rows, summed in double in another row order, then rounded to float.
 constexpr float kSumOrderTolerance = 1e-6f;
 
-CriticalSet set_of(std::vector<int64_t> index, std::vector<float> value) { return {std::move(index), std::move(value)}; }
+CriticalSet set_of(std::vector<int64_t> index, std::vector<float> value) {
+  return {std::move(index), std::move(value)};
+}
 
 std::vector<float> random_importance(int64_t K, uint64_t seed) {
   Generator g(seed);
@@ -65,8 +67,8 @@ TEST(FedcpaMath, HandComputedSimilarities) {
   // b = (6,5,1): same order (Spearman 1) but not linear: Pearson = 5 / sqrt(2 * 14).
   const CriticalSet same_order = set_of({2, 3, 4, 5}, {6, 5, 1, 9});
   EXPECT_NEAR(critical_set_similarity(a, same_order, CorrelationKind::Spearman), 1.6, kMathTolerance);
-  EXPECT_NEAR(critical_set_similarity(a, same_order, CorrelationKind::Pearson), 0.6 + (5.0 / std::sqrt(28.0) + 1.0) / 2.0,
-              kMathTolerance);
+  EXPECT_NEAR(critical_set_similarity(a, same_order, CorrelationKind::Pearson),
+              0.6 + (5.0 / std::sqrt(28.0) + 1.0) / 2.0, kMathTolerance);
 }
 
 TEST(FedcpaMath, UndefinedCorrelationsCountZero) {
@@ -147,7 +149,8 @@ Uploads shaped_round(int64_t honest, int64_t attackers) {
 TEST(Fedcpa, KnownCaseKeepsTheHonestMeanAndFlagsTheAttacker) {
   const Uploads u = shaped_round(3, 1);
   for (const char* correlation : {"spearman", "pearson"}) {
-    const AggregationOutput out = run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}, {"correlation", std::string(correlation)}});
+    const AggregationOutput out =
+        run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}, {"correlation", std::string(correlation)}});
     EXPECT_EQ(out.flagged, (std::vector<uint8_t>{0, 0, 0, 1})) << correlation;
     expect_near_all(out.update, u.mean_rows({0, 1, 2}), kSumOrderTolerance);
   }
@@ -163,7 +166,8 @@ TEST(Fedcpa, AblationsChangeWhatCounts) {
   EXPECT_EQ(flags("without-bottomk"), (std::vector<uint8_t>{0, 0, 0, 1}));
   EXPECT_EQ(flags("without-global"), (std::vector<uint8_t>{0, 0, 0, 1}));
   // No previous global model in the first round (first_round = skip): nothing left to compare, plain mean.
-  const AggregationOutput local_off = run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}, {"ablation", std::string("without-local")}});
+  const AggregationOutput local_off =
+      run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}, {"ablation", std::string("without-local")}});
   EXPECT_EQ(local_off.flagged, (std::vector<uint8_t>{0, 0, 0, 0}));
   expect_near_all(local_off.update, u.mean_rows({0, 1, 2, 3}), kSumOrderTolerance);
 }
@@ -241,7 +245,8 @@ TEST(Fedcpa, OnlyWeightColumnsAreAnalysed) {
   mixed.weight_columns = {};  // the same matrix analysed over every column: row 0's biases dominate its top set
   EXPECT_NE(run_rule(make_fedcpa, "fedcpa", fedcpa_params(), mixed, {{"k", 0.1}}).flagged, out.flagged);
   mixed.weight_columns = {{60, 100}, {0, 40}};
-  expect_error([&] { run_rule(make_fedcpa, "fedcpa", fedcpa_params(), mixed); }, {"fedcpa", "weight columns", "sorted"});
+  expect_error([&] { run_rule(make_fedcpa, "fedcpa", fedcpa_params(), mixed); },
+               {"fedcpa", "weight columns", "sorted"});
 }
 
 // server_side.h: a model's conv and linear weights (2 or 4 dimensions), renumbered inside shared columns.
@@ -253,7 +258,8 @@ TEST(Fedcpa, WeightColumnsOfAModelAreItsConvAndLinearWeights) {
   for (const ParameterView& p : model->parameters()) {
     const int rank = p.value.shape().rank();
     if (rank == 2 || rank == 4) want += p.end - p.begin;
-    const bool inside = std::any_of(columns.begin(), columns.end(), [&](const ColumnRange& r) { return r.begin <= p.begin && p.end <= r.end; });
+    const bool inside = std::any_of(columns.begin(), columns.end(),
+                                    [&](const ColumnRange& r) { return r.begin <= p.begin && p.end <= r.end; });
     EXPECT_EQ(inside, rank == 2 || rank == 4) << p.name;
   }
   for (const ColumnRange& r : columns) got += r.end - r.begin;
@@ -267,7 +273,8 @@ TEST(Fedcpa, FirstRoundVariantsRememberTheirReference) {
   Uploads u = shaped_round(3, 1);
   for (int64_t d = 0; d < u.D; ++d) u.global[d] = 0.01f * static_cast<float>(d % 7);
   for (const char* mode : {"skip", "local-mean"}) {
-    std::unique_ptr<ServerRule> rule = make_fedcpa(rule_params("fedcpa", fedcpa_params(), {{"k", 0.1}, {"first_round", std::string(mode)}}));
+    std::unique_ptr<ServerRule> rule =
+        make_fedcpa(rule_params("fedcpa", fedcpa_params(), {{"k", 0.1}, {"first_round", std::string(mode)}}));
     EXPECT_TRUE(rule->save_state().empty());
     rule->aggregate(u.input());
     const RuleState saved = rule->save_state();
@@ -280,7 +287,8 @@ TEST(Fedcpa, FirstRoundVariantsRememberTheirReference) {
     }
     expect_near_all(state, want, kSumOrderTolerance);
     // A restored rule answers round 2 like the one that ran round 1.
-    std::unique_ptr<ServerRule> restored = make_fedcpa(rule_params("fedcpa", fedcpa_params(), {{"k", 0.1}, {"first_round", std::string(mode)}}));
+    std::unique_ptr<ServerRule> restored =
+        make_fedcpa(rule_params("fedcpa", fedcpa_params(), {{"k", 0.1}, {"first_round", std::string(mode)}}));
     restored->load_state(saved);
     Uploads next = u;
     for (int64_t d = 0; d < u.D; ++d) next.global[d] += 0.02f * static_cast<float>(d % 5);
@@ -309,13 +317,22 @@ TEST(Fedcpa, PreviousGlobalModelDecidesTheGlobalTerm) {
   zero_previous.put_int("parameters", 100);
   remembering->load_state(zero_previous);
   EXPECT_EQ(remembering->aggregate(u.input()).flagged, (std::vector<uint8_t>{1, 1, 1, 0}));
-  EXPECT_EQ(run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}}).flagged, (std::vector<uint8_t>{0, 0, 0, 1}));
+  EXPECT_EQ(run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}}).flagged,
+            (std::vector<uint8_t>{0, 0, 0, 1}));
 }
 
 TEST(Fedcpa, RefusesBadParametersAndEmptyRounds) {
-  expect_error([] { rule_params("fedcpa", fedcpa_params(), {{"correlation", std::string("kendall")}}); }, {"correlation", "kendall"});
+  expect_error(
+      [] {
+        rule_params("fedcpa", fedcpa_params(), {{"correlation", std::string("kendall")}});
+      },
+      {"correlation", "kendall"});
   expect_error([] { rule_params("fedcpa", fedcpa_params(), {{"k", 0.9}}); }, {"k"});
-  expect_error([] { rule_params("fedcpa", fedcpa_params(), {{"ablation", std::string("without-all")}}); }, {"ablation"});
+  expect_error(
+      [] {
+        rule_params("fedcpa", fedcpa_params(), {{"ablation", std::string("without-all")}});
+      },
+      {"ablation"});
   Uploads none(std::vector<std::vector<float>>{});
   expect_error([&] { run_rule(make_fedcpa, "fedcpa", fedcpa_params(), none); }, {"fedcpa", "no upload"});
 }

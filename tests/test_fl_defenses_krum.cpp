@@ -59,8 +59,7 @@ Uploads with_outliers(int64_t honest, int64_t outliers, int64_t D) {
 
 bool is_one_of_rows(const Uploads& u, int64_t rows, const std::vector<float>& v) {
   for (int64_t i = 0; i < rows; ++i)
-    if (v.size() == static_cast<size_t>(u.D) && std::equal(v.begin(), v.end(), u.data.begin() + i * u.D))
-      return true;
+    if (v.size() == static_cast<size_t>(u.D) && std::equal(v.begin(), v.end(), u.data.begin() + i * u.D)) return true;
   return false;
 }
 
@@ -186,7 +185,8 @@ Uploads multi_example() {
 }
 
 TEST(FlMultiKrum, HandExampleIterative) {
-  const AggregationOutput out = multi_krum(multi_example(), {{"m", int64_t{2}}, {"selection", std::string("iterative")}});
+  const AggregationOutput out =
+      multi_krum(multi_example(), {{"m", int64_t{2}}, {"selection", std::string("iterative")}});
   expect_near_all(out.update, {4});
   EXPECT_EQ(out.flagged, flags({1, 1, 0, 1, 0, 1}));
 }
@@ -230,8 +230,11 @@ TEST(FlMultiKrum, Ndss21CountsTheSelfDistanceAndStopsAt2fPlus2Left) {
       dist[i * 6 + j] = d * d;
     }
   EXPECT_EQ(krum_select(dist, 6, 1, 2, KrumSelection::Ndss21), (std::vector<int64_t>{1, 3}));
-  expect_error([] { multi_krum(multi_example(), {{"selection", std::string("ndss21")}, {"m", int64_t{3}}}); },
-               {"multi-krum", "ndss21", "m = -1", "m = 3"});
+  expect_error(
+      [] {
+        multi_krum(multi_example(), {{"selection", std::string("ndss21")}, {"m", int64_t{3}}});
+      },
+      {"multi-krum", "ndss21", "m = -1", "m = 3"});
 }
 
 TEST(FlMultiKrum, DefaultMIsNMinusF) {
@@ -248,10 +251,10 @@ TEST(FlMultiKrum, SampleWeighting) {
   // one-shot m = 2 keeps rows 1, 2 (values 1, 2); samples 100, 300 -> (1 * 100 + 2 * 300) / 400 = 7/4.
   Uploads u = multi_example();
   u.samples = {1, 100, 300, 1, 1, 1};
-  expect_near_all(multi_krum(u, {{"m", int64_t{2}}, {"selection", std::string("one-shot")},
-                                 {"weighting", std::string("samples")}})
-                      .update,
-                  {7.0 / 4.0});
+  expect_near_all(
+      multi_krum(u, {{"m", int64_t{2}}, {"selection", std::string("one-shot")}, {"weighting", std::string("samples")}})
+          .update,
+      {7.0 / 4.0});
 }
 
 TEST(FlMultiKrum, RowPermutationSelectsTheSameSet) {
@@ -281,7 +284,8 @@ TEST(FlMultiKrum, OutliersNeverAveraged) {
   for (const char* selection : {"iterative", "one-shot"}) {
     const AggregationOutput out = multi_krum(u, {{"selection", std::string(selection)}});
     EXPECT_EQ(out.flagged, flags({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1})) << selection;
-    for (float v : out.update) EXPECT_LT(std::abs(v), 10.0f);  // means of N(0, 1) values; one outlier would add >= 1e6 / 10
+    for (float v : out.update)
+      EXPECT_LT(std::abs(v), 10.0f);  // means of N(0, 1) values; one outlier would add >= 1e6 / 10
   }
 }
 

@@ -25,8 +25,8 @@ constexpr float kSumOrderTolerance = 1e-5f;
 // Hand-computed values pass through double sums and one float rounding: a few float ulps.
 constexpr float kHandTolerance = 1e-6f;
 
-using testing::MakeRule;
 using testing::expect_near_all;
+using testing::MakeRule;
 using testing::run_rule;
 
 // Permutation invariance: the update is the same (up to summation order) and the flags follow the rows.
@@ -101,11 +101,17 @@ TEST(FlNormClip, RowPermutationAndOutliersStayBounded) {
 }
 
 TEST(FlNormClip, RefusesBadParameters) {
-  expect_error([] { make_norm_clip(rule_params("norm-clip", norm_clip_params(), {{"c", 0.0}})); },
-               {"norm-clip", "c must be > 0"});
+  expect_error(
+      [] {
+        make_norm_clip(rule_params("norm-clip", norm_clip_params(), {{"c", 0.0}}));
+      },
+      {"norm-clip", "c must be > 0"});
   expect_error([] { rule_params("norm-clip", norm_clip_params(), {{"c", -1.0}}); }, {"server.norm-clip.c"});
-  expect_error([] { rule_params("norm-clip", norm_clip_params(), {{"weighting", std::string("median")}}); },
-               {"server.norm-clip.weighting"});
+  expect_error(
+      [] {
+        rule_params("norm-clip", norm_clip_params(), {{"weighting", std::string("median")}});
+      },
+      {"server.norm-clip.weighting"});
 }
 
 // ------------------------------------------------------------------------------------------ add-noise
@@ -114,13 +120,12 @@ TEST(FlAddNoise, ZeroSigmaIsFedAvgAndClipIsNormClip) {
   // (1,2) and (3,4), weights 1/4, 3/4: (2.5, 3.5).
   Uploads u({{1, 2}, {3, 4}});
   u.samples = {100, 300};
-  expect_near_all(run_rule(make_add_noise, "add-noise", add_noise_params(), u, {{"sigma", 0.0}}).update,
-                  {2.5f, 3.5f}, kHandTolerance);
+  expect_near_all(run_rule(make_add_noise, "add-noise", add_noise_params(), u, {{"sigma", 0.0}}).update, {2.5f, 3.5f},
+                  kHandTolerance);
   // clip 1: (1,2)/sqrt(5) = (0.44721, 0.89443), (3,4)/5 = (0.6, 0.8);
   // 0.25 * (0.44721, 0.89443) + 0.75 * (0.6, 0.8) = (0.56180, 0.82361).
-  expect_near_all(
-      run_rule(make_add_noise, "add-noise", add_noise_params(), u, {{"sigma", 0.0}, {"clip", 1.0}}).update,
-      {0.5618034f, 0.8236068f}, kHandTolerance);
+  expect_near_all(run_rule(make_add_noise, "add-noise", add_noise_params(), u, {{"sigma", 0.0}, {"clip", 1.0}}).update,
+                  {0.5618034f, 0.8236068f}, kHandTolerance);
 }
 
 TEST(FlAddNoise, NoiseIsGaussianWithSigmaOnParametersOnly) {
@@ -238,12 +243,11 @@ TEST(FlNormBound, HugeOutliersAreDroppedAndFlagged) {
   only_honest.data.resize(8 * 50);
   only_honest.samples.resize(8);
   only_honest.clients.resize(8);
-  const std::vector<float> want = run_rule(make_norm_bound, "norm-bound", norm_bound_params(), only_honest,
-                                           {{"threshold", 1e9}}).update;
+  const std::vector<float> want =
+      run_rule(make_norm_bound, "norm-bound", norm_bound_params(), only_honest, {{"threshold", 1e9}}).update;
   const std::vector<uint8_t> flags = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0};
   for (const std::string mode : {"median-multiple", "keep-smallest"}) {
-    const AggregationOutput out =
-        run_rule(make_norm_bound, "norm-bound", norm_bound_params(), u, {{"mode", mode}});
+    const AggregationOutput out = run_rule(make_norm_bound, "norm-bound", norm_bound_params(), u, {{"mode", mode}});
     EXPECT_EQ(out.flagged, flags) << mode;
     expect_near_all(out.update, want, kSumOrderTolerance);
   }
@@ -265,17 +269,28 @@ TEST(FlNormBound, IdenticalUploadsAndRowPermutation) {
 }
 
 TEST(FlNormBound, RefusesBadParameters) {
-  expect_error([] { rule_params("norm-bound", norm_bound_params(), {{"mode", std::string("clip")}}); },
-               {"server.norm-bound.mode"});
-  expect_error([] { make_norm_bound(rule_params("norm-bound", norm_bound_params(), {{"keep", int64_t{0}}})); },
-               {"norm-bound", "keep"});
-  expect_error([] { rule_params("norm-bound", norm_bound_params(), {{"threshold", -1.0}}); },
-               {"server.norm-bound.threshold"});
+  expect_error(
+      [] {
+        rule_params("norm-bound", norm_bound_params(), {{"mode", std::string("clip")}});
+      },
+      {"server.norm-bound.mode"});
+  expect_error(
+      [] {
+        make_norm_bound(rule_params("norm-bound", norm_bound_params(), {{"keep", int64_t{0}}}));
+      },
+      {"norm-bound", "keep"});
+  expect_error(
+      [] {
+        rule_params("norm-bound", norm_bound_params(), {{"threshold", -1.0}});
+      },
+      {"server.norm-bound.threshold"});
   Uploads u({{1}, {2}});
   u.f = 2;
-  expect_error([&] {
-    run_rule(make_norm_bound, "norm-bound", norm_bound_params(), u, {{"mode", std::string("keep-smallest")}});
-  }, {"norm-bound", "leaves no upload"});
+  expect_error(
+      [&] {
+        run_rule(make_norm_bound, "norm-bound", norm_bound_params(), u, {{"mode", std::string("keep-smallest")}});
+      },
+      {"norm-bound", "leaves no upload"});
 }
 
 // ----------------------------------------------------------------------------------------------- crfl
@@ -414,7 +429,8 @@ TEST(FlRsaServer, HandComputedSignStep) {
   expect_near_all(out.update, {0.0145f, -0.004f, 0.005f, 3.0f}, kHandTolerance);
   EXPECT_TRUE(out.flagged.empty());
   // cap 0 (no clipping): column 0: 0.05 * (0.1 * 5 - 0.01) = 0.0245.
-  EXPECT_NEAR(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u, {{"cap", 0.0}}).update[0], 0.0245f, kHandTolerance);
+  EXPECT_NEAR(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u, {{"cap", 0.0}}).update[0], 0.0245f,
+              kHandTolerance);
 }
 
 TEST(FlRsaServer, IdenticalUploadsGiveABoundedSignStepNotTheUpload) {
@@ -422,8 +438,8 @@ TEST(FlRsaServer, IdenticalUploadsGiveABoundedSignStepNotTheUpload) {
   // = 0.01 * (1, -1, 0) - 5e-5 = (0.00995, -0.01005, -0.00005).
   Uploads u({{3, -7, 0}, {3, -7, 0}});
   u.global = {1, 1, 1};
-  expect_near_all(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u).update, {0.00995f, -0.01005f, -0.00005f},
-                  kHandTolerance);
+  expect_near_all(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u).update,
+                  {0.00995f, -0.01005f, -0.00005f}, kHandTolerance);
 }
 
 TEST(FlRsaServer, MagnitudeOfAnUploadDoesNotMatterNorRowOrderWithoutTheCap) {
@@ -439,7 +455,11 @@ TEST(FlRsaServer, MagnitudeOfAnUploadDoesNotMatterNorRowOrderWithoutTheCap) {
 TEST(FlRsaServer, RefusesBadParameters) {
   expect_error([] { rule_params("rsa-server", rsa_server_params(), {{"alpha", -0.1}}); }, {"server.rsa-server.alpha"});
   expect_error([] { rule_params("rsa-server", rsa_server_params(), {{"cap", -1.0}}); }, {"server.rsa-server.cap"});
-  expect_error([] { rule_params("rsa-server", rsa_server_params(), {{"weight_decay", -1.0}}); }, {"server.rsa-server.weight_decay"});
+  expect_error(
+      [] {
+        rule_params("rsa-server", rsa_server_params(), {{"weight_decay", -1.0}});
+      },
+      {"server.rsa-server.weight_decay"});
 }
 
 }  // namespace

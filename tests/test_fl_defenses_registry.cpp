@@ -39,7 +39,8 @@ Scenario scenario(int64_t bad, uint64_t seed, float scale = 1000.0f) {
   for (float& v : mu) v = 0.1f * static_cast<float>(g.normal());
   std::vector<std::vector<float>> rows(n, std::vector<float>(D));
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t d = 0; d < D; ++d) rows[i][d] = i >= n - bad ? -scale * mu[d] : mu[d] + 0.01f * static_cast<float>(g.normal());
+    for (int64_t d = 0; d < D; ++d)
+      rows[i][d] = i >= n - bad ? -scale * mu[d] : mu[d] + 0.01f * static_cast<float>(g.normal());
   Scenario s{Uploads(rows), {}, mu};
   s.uploads.P = P;
   s.uploads.f = bad;
@@ -59,7 +60,8 @@ TEST(FlDefenseRegistry, EveryRuleReturnsDFiniteValuesAndOneFlagPerUploadOrNone) 
     s.uploads.server_data = &s.server;
     const AggregationOutput out = build(entry)->aggregate(s.uploads.input());
     ASSERT_EQ(static_cast<int64_t>(out.update.size()), s.uploads.D) << entry.info.name;
-    EXPECT_TRUE(std::all_of(out.update.begin(), out.update.end(), [](float v) { return std::isfinite(v); })) << entry.info.name;
+    EXPECT_TRUE(std::all_of(out.update.begin(), out.update.end(), [](float v) { return std::isfinite(v); }))
+        << entry.info.name;
     EXPECT_TRUE(out.flagged.empty() || static_cast<int64_t>(out.flagged.size()) == s.uploads.n) << entry.info.name;
   }
 }
@@ -82,7 +84,8 @@ TEST(FlDefenseRegistry, PermutingTheUploadsDoesNotChangeTheResult) {
     Uploads permuted = s.uploads.permuted(order);
     const AggregationOutput b = build(entry)->aggregate(permuted.input());
     for (size_t d = 0; d < a.update.size(); ++d)
-      EXPECT_NEAR(a.update[d], b.update[d], kReorderTolerance * (1 + std::fabs(a.update[d]))) << entry.info.name << " d=" << d;
+      EXPECT_NEAR(a.update[d], b.update[d], kReorderTolerance * (1 + std::fabs(a.update[d])))
+          << entry.info.name << " d=" << d;
     if (a.flagged.empty()) continue;
     for (size_t k = 0; k < order.size(); ++k) EXPECT_EQ(b.flagged[k], a.flagged[order[k]]) << entry.info.name;
   }
@@ -102,7 +105,8 @@ TEST(FlDefenseRegistry, IdenticalUploadsGiveThatUpload) {
     s.uploads.server_data = &s.server;
     const AggregationOutput out = build(entry)->aggregate(s.uploads.input());
     const float tolerance = kNoisy.count(entry.info.name) ? kNoiseTolerance : 1e-6f;
-    for (int64_t d = 0; d < s.uploads.D; ++d) EXPECT_NEAR(out.update[d], s.uploads.row(0)[d], tolerance) << entry.info.name << " d=" << d;
+    for (int64_t d = 0; d < s.uploads.D; ++d)
+      EXPECT_NEAR(out.update[d], s.uploads.row(0)[d], tolerance) << entry.info.name << " d=" << d;
   }
 }
 
@@ -114,8 +118,8 @@ TEST(FlDefenseRegistry, RobustRulesStayInsideTheHonestRangeWithTwoHugeOutliers) 
   // exactly like mu's: critical parameters cannot see sign or scale there; docs/defenses.md), spmc
   // (softmax of bounded cosines: every upload keeps weight >= e^-2 times another's, and the two colluding
   // outliers dominate each other's leave-one-out mean, so they even get the larger weights).
-  const std::set<std::string> not_robust = {"fedavg", "norm-clip", "add-noise", "crfl", "rlr", "rsa",
-                                            "rsa-server", "finetune", "fedcpa", "spmc"};
+  const std::set<std::string> not_robust = {"fedavg", "norm-clip",  "add-noise", "crfl",   "rlr",
+                                            "rsa",    "rsa-server", "finetune",  "fedcpa", "spmc"};
   for (const ServerRuleEntry& entry : server_rule_registry()) {
     if (not_robust.count(entry.info.name)) continue;
     Scenario s = scenario(2, 4);

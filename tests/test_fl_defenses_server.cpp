@@ -19,9 +19,9 @@
 namespace bastion {
 namespace {
 
-using testing::Uploads;
 using testing::expect_error;
 using testing::rule_params;
+using testing::Uploads;
 
 // train(): returns state + `step` (as if the server's SGD moved every column by it) and records the
 // state it was given. evaluate(): entropy = state[0], loss = state[1] (so a test controls both by
@@ -33,7 +33,7 @@ class FakeServerData final : public ServerData {
   ServerTrainSpec last_spec;
   int64_t evaluations = 0;
   std::optional<ServerTrainSpec> clients = ServerTrainSpec{};  // the clients' schedule (client_schedule)
-  mutable int64_t schedule_round = -1;                          // the round client_schedule was asked for
+  mutable int64_t schedule_round = -1;                         // the round client_schedule was asked for
 
   int64_t size() const override { return 10; }
   std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) override {
@@ -114,8 +114,9 @@ TEST(FlFlTrust, ServerStepCountEqualsAClientsForTheSameDataSize) {
   std::iota(root.begin(), root.end(), int64_t{60});
   const TransformSpec identity;
   for (const int64_t steps : {int64_t{0}, int64_t{5}}) {
-    const Params schedule("clients.sgd", *find_client_rule("sgd").info.params,
-                          {{"epochs", int64_t{2}}, {"steps", steps}, {"batch", int64_t{16}}, {"lr", 0.05}, {"momentum", 0.5}});
+    const Params schedule(
+        "clients.sgd", *find_client_rule("sgd").info.params,
+        {{"epochs", int64_t{2}}, {"steps", steps}, {"batch", int64_t{16}}, {"lr", 0.05}, {"momentum", 0.5}});
     const int64_t expected = steps > 0 ? steps : 6;
     const auto client_model = make_model("mlp", pfl_testing::kInput, 10, 5);
     const std::vector<float> start = pfl_testing::state_of(*client_model);
@@ -190,7 +191,8 @@ TEST(FlFinetune, TrainsTheAggregateAndReturnsTheDifference) {
   u.global = {10, 20};
   u.server_data = &data;
   const AggregationOutput out =
-      make_finetune(rule_params("finetune", finetune_params(), {{"rho", 0.05}, {"epochs", int64_t{3}}}))->aggregate(u.input());
+      make_finetune(rule_params("finetune", finetune_params(), {{"rho", 0.05}, {"epochs", int64_t{3}}}))
+          ->aggregate(u.input());
   EXPECT_EQ(data.last_train_start, (std::vector<float>{12, 23}));  // global + uniform mean (2, 3)
   EXPECT_EQ(out.update, (std::vector<float>{2.5f, 2.0f}));
   EXPECT_DOUBLE_EQ(data.last_spec.rho, 0.05);
@@ -258,8 +260,10 @@ TEST(FlServerSide, ExpectedMaliciousFromServerOrAttack) {
   EXPECT_EQ(expected_malicious_count(c, 7), 2);  // floor(2.1)
   c = parse_config("[data]\nclients = 100\n[attack]\nnames = [\"sign-flip\"]\nmalicious_fraction = 0.3\n", "t");
   EXPECT_EQ(expected_malicious_count(c, 10), 3);
-  c = parse_config("[data]\nclients = 100\n[attack]\nnames = [\"sign-flip\"]\nmalicious_count = 20\n"
-                   "malicious_per_round = 4\n", "t");
+  c = parse_config(
+      "[data]\nclients = 100\n[attack]\nnames = [\"sign-flip\"]\nmalicious_count = 20\n"
+      "malicious_per_round = 4\n",
+      "t");
   EXPECT_EQ(expected_malicious_count(c, 10), 4);
   EXPECT_EQ(expected_malicious_count(c, 3), 3);
   EXPECT_EQ(expected_malicious_count(config_with(""), 10), 0);  // no attackers configured
@@ -285,7 +289,8 @@ TEST(FlServerSide, ApplyToBodyHeadAndPrefixes) {
 
 TEST(FlServerSide, ConfigChecksWrappersInnerRulesAndServerData) {
   expect_error([] { config_with("[server]\nrule = \"bucketing\"\n"); }, {"server.inner"});
-  expect_error([] { config_with("[server]\nrule = \"median\"\ninner = \"krum\"\n"); }, {"server.inner", "does not wrap"});
+  expect_error([] { config_with("[server]\nrule = \"median\"\ninner = \"krum\"\n"); },
+               {"server.inner", "does not wrap"});
   expect_error([] { config_with("[server]\nrule = \"gas\"\ninner = \"bucketing\"\n"); }, {"cannot wrap"});
   expect_error([] { config_with("[server]\nrule = \"fltrust\"\n"); }, {"fltrust", "data.server_fraction"});
   expect_error([] { config_with("[server]\nrule = \"bucketing\"\ninner = \"median\"\n[server.krum]\nf = 1\n"); },

@@ -167,7 +167,8 @@ TEST(FlFoolsGold, StateRoundTripsThroughSaveAndLoad) {
   std::vector<float> legacy = {5.0f, 12.0f};
   for (size_t c = 0; c < 5; ++c) {
     legacy.push_back(static_cast<float>(state.ints("ids")[c]));
-    legacy.insert(legacy.end(), state.floats("histories").begin() + c * 12, state.floats("histories").begin() + (c + 1) * 12);
+    legacy.insert(legacy.end(), state.floats("histories").begin() + c * 12,
+                  state.floats("histories").begin() + (c + 1) * 12);
   }
   auto from_old = foolsgold({{"history", std::string("normalized")}});
   from_old->load_state(RuleState::from_legacy(legacy));

@@ -42,9 +42,9 @@ class AbsMin final : public ServerRule {
 };
 
 TEST(FlDefenseAbsMin, OnConstructedRows) {
-  const std::vector<float> rows = {1.0f, -2.0f, 3.0f,   //
-                                   -0.5f, 4.0f, -3.0f,  //
-                                   2.0f, 1.5f, 0.25f};
+  const std::vector<float> rows = {1.0f,  -2.0f, 3.0f,   //
+                                   -0.5f, 4.0f,  -3.0f,  //
+                                   2.0f,  1.5f,  0.25f};
   AggregationInput in;
   in.updates = rows.data(), in.n = 3, in.D = 3, in.num_parameters = 3;
   AbsMin rule;

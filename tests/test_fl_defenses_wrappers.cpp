@@ -96,7 +96,8 @@ std::unique_ptr<ServerRule> bucketing(std::unique_ptr<ServerRule> inner,
                                       const std::map<std::string, ParamValue>& given = {}) {
   return make_bucketing(rule_params("bucketing", bucketing_params(), given), std::move(inner));
 }
-std::unique_ptr<ServerRule> gas(std::unique_ptr<ServerRule> inner, const std::map<std::string, ParamValue>& given = {}) {
+std::unique_ptr<ServerRule> gas(std::unique_ptr<ServerRule> inner,
+                                const std::map<std::string, ParamValue>& given = {}) {
   return make_gas(rule_params("gas", gas_params(), given), std::move(inner));
 }
 std::unique_ptr<ServerRule> fedavg(const std::string& weighting) {
@@ -207,8 +208,8 @@ TEST(FlBucketing, FedAvgInsideGivesThePlainMeanWhateverThePermutation) {
   for (uint64_t seed : {1u, 2u, 3u}) {
     u.seed = seed;
     expect_near_rows(bucketing(fedavg("samples"))->aggregate(u.input()).update, mean, kOrderTolerance);
-    expect_near_rows(bucketing(fedavg("samples"))->aggregate(u.permuted({6, 5, 4, 3, 2, 1, 0}).input()).update,
-                     mean, kOrderTolerance);
+    expect_near_rows(bucketing(fedavg("samples"))->aggregate(u.permuted({6, 5, 4, 3, 2, 1, 0}).input()).update, mean,
+                     kOrderTolerance);
   }
 }
 
@@ -232,8 +233,8 @@ TEST(FlBucketing, FixedReshuffleKeepsThePermutationAcrossRounds) {
 TEST(FlBucketing, FlagsOfABucketGoToItsMembers) {
   Uploads u = powers_of_ten(4);
   std::vector<Call> calls;
-  const AggregationOutput out = bucketing(std::make_unique<RecordingMean>(&calls, std::vector<int64_t>{1}))
-                                    ->aggregate(u.input());
+  const AggregationOutput out =
+      bucketing(std::make_unique<RecordingMean>(&calls, std::vector<int64_t>{1}))->aggregate(u.input());
   const std::vector<int64_t> flagged = members_of(u, calls[0].samples[1], calls[0].rows[1]);
   std::vector<uint8_t> expected(4, 0);
   for (int64_t i : flagged) expected[i] = 1;
@@ -260,8 +261,11 @@ TEST(FlBucketing, ForwardsStateToTheInnerRule) {
 
 TEST(FlBucketing, RefusesBadParameters) {
   expect_error([] { bucketing(fedavg("uniform"), {{"s", int64_t{0}}}); }, {"server.bucketing.s"});
-  expect_error([] { bucketing(fedavg("uniform"), {{"reshuffle", std::string("never")}}); },
-               {"server.bucketing.reshuffle"});
+  expect_error(
+      [] {
+        bucketing(fedavg("uniform"), {{"reshuffle", std::string("never")}});
+      },
+      {"server.bucketing.reshuffle"});
   expect_error([] { bucketing(nullptr); }, {"bucketing", "inner"});
   Uploads u = powers_of_ten(3);
   u.f = 4;

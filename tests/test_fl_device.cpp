@@ -50,7 +50,8 @@ void expect_rounds_agree(const std::string& cpu_csv, const std::string& cuda_csv
     expect_close(cpu[r].asr, cuda[r].asr, kAccuracyTolerance, false, at + "asr");
     EXPECT_EQ(cpu[r].personal.present, cuda[r].personal.present) << at;
     expect_close(cpu[r].personal.acc.mean, cuda[r].personal.acc.mean, kAccuracyTolerance, false, at + "p_acc");
-    expect_close(cpu[r].personal.acc.weighted, cuda[r].personal.acc.weighted, kAccuracyTolerance, false, at + "p_acc_w");
+    expect_close(cpu[r].personal.acc.weighted, cuda[r].personal.acc.weighted, kAccuracyTolerance, false,
+                 at + "p_acc_w");
   }
 }
 
@@ -78,7 +79,8 @@ class FlDevice : public testing::FlRunTest {
   void expect_device_matches_cpu(const TinyRun& spec, const std::string& name) {
     expect_rounds_agree_on(spec, name);
     run_on(spec, name + "-again", "cuda");
-    EXPECT_EQ(file(name + "-cuda", "rounds.csv"), file(name + "-again", "rounds.csv")) << name << ": the device run repeats";
+    EXPECT_EQ(file(name + "-cuda", "rounds.csv"), file(name + "-again", "rounds.csv"))
+        << name << ": the device run repeats";
   }
 };
 
@@ -92,15 +94,16 @@ TinyRun device_run(const std::string& rule = "sgd") {
 
 TEST_F(FlDevice, WithoutADeviceTheRunSaysWhyInOneLine) {
   if (cuda_available()) GTEST_SKIP() << "a device (or the emulator) is present: " << cuda_device_description();
-  testing::expect_error([&] { run_on(device_run(), "x", "cuda"); }, {"run.device = \"cuda\"", cuda_device_description()});
+  testing::expect_error([&] { run_on(device_run(), "x", "cuda"); },
+                        {"run.device = \"cuda\"", cuda_device_description()});
 }
 
 // sgd with clipping and momentum kept across rounds in the client state: within tolerance of the CPU, the
 // same bytes on a second device run, and a device run killed after round 1 and resumed writes the same file.
 TEST_F(FlDevice, SgdAgreesWithTheCpuRepeatsAndResumesExactly) {
   BASTION_REQUIRE_CUDA();
-  const TinyRun spec = device_run().with({"clients.sgd.grad_clip=0.5", "clients.sgd.keep_momentum=true",
-                                          "run.checkpoint_every=1"});
+  const TinyRun spec =
+      device_run().with({"clients.sgd.grad_clip=0.5", "clients.sgd.keep_momentum=true", "run.checkpoint_every=1"});
   expect_device_matches_cpu(spec, "sgd");
   run_on(spec, "resumed", "cuda", false, /*stop_after=*/1);
   run_on(spec, "resumed", "cuda", /*resume=*/true);
@@ -111,10 +114,10 @@ TEST_F(FlDevice, SgdAgreesWithTheCpuRepeatsAndResumesExactly) {
 // the attacker's training on the device.
 TEST_F(FlDevice, RobustServerRuleUnderABackdoorAgreesWithTheCpu) {
   BASTION_REQUIRE_CUDA();
-  expect_rounds_agree_on(device_run().with({"clients.per_round=5", "server.rule=multi-krum", "attack.names=[\"badnets\"]",
-                                            "attack.malicious_count=1", "attack.malicious_per_round=1",
-                                            "attack.badnets.per_batch=4"}),
-                         "multi-krum");
+  expect_rounds_agree_on(
+      device_run().with({"clients.per_round=5", "server.rule=multi-krum", "attack.names=[\"badnets\"]",
+                         "attack.malicious_count=1", "attack.malicious_per_round=1", "attack.badnets.per_batch=4"}),
+      "multi-krum");
 }
 
 // On a device the clients train on one worker, but the server rule's host math takes every thread
@@ -133,15 +136,16 @@ TEST_F(FlDevice, SamFamilyStepsAgreeWithTheCpu) {
   BASTION_REQUIRE_CUDA();
   expect_rounds_agree_on(device_run("mofedsam").with({"clients.mofedsam.grad_clip=2.0"}), "mofedsam");
   expect_rounds_agree_on(device_run("fedfsa").with({"clients.fedfsa.grad_clip=2.0", "eval.personalized=true",
-                                                      "data.local_test=like-train", "eval.personal_global=false"}), "fedfsa");
+                                                    "data.local_test=like-train", "eval.personal_global=false"}),
+                         "fedfsa");
 }
 
 // FedSMOO: the dual mu_i updated on the device every step (e - s), copied back and uploaded; the server's
 // correction s sent from round 2 on. Three rounds so that the clients' second participations read both.
 TEST_F(FlDevice, FedsmooDualsAgreeWithTheCpu) {
   BASTION_REQUIRE_CUDA();
-  expect_rounds_agree_on(device_run("fedsmoo").with({"rounds=3", "eval.every=1", "clients.per_round=3",
-                                                     "data.clients=3"}), "fedsmoo");
+  expect_rounds_agree_on(
+      device_run("fedsmoo").with({"rounds=3", "eval.every=1", "clients.per_round=3", "data.clients=3"}), "fedsmoo");
 }
 
 // Personalised evaluation: fedavg-ft's stored models and its final head-tune post step, st's head
@@ -151,7 +155,8 @@ TEST_F(FlDevice, FedsmooDualsAgreeWithTheCpu) {
 TEST_F(FlDevice, PersonalisedEvaluationAndPostStepsAgreeWithTheCpu) {
   BASTION_REQUIRE_CUDA();
   for (const std::string rule : {"fedavg-ft", "st", "local", "ditto", "fedrep", "fedrod"}) {
-    TinyRun spec = device_run(rule).with({"eval.personalized=true", "data.local_test=like-train", "eval.personal_global=false"});
+    TinyRun spec =
+        device_run(rule).with({"eval.personalized=true", "data.local_test=like-train", "eval.personal_global=false"});
     if (rule == "fedavg-ft") spec = spec.with({"clients.fedavg-ft.variant=after-local-final-head"});
     expect_rounds_agree_on(spec, rule);
   }
@@ -183,8 +188,8 @@ TEST_F(FlDevice, FedcapAgreesWithTheCpu) {
 // FedFomo: candidate models scored on the client's validation split on the device, the mix on the host.
 TEST_F(FlDevice, FedfomoAgreesWithTheCpu) {
   BASTION_REQUIRE_CUDA();
-  expect_rounds_agree_on(device_run("fedfomo").with({"eval.personalized=true", "data.local_test=like-train",
-                                                     "eval.personal_global=false"}),
+  expect_rounds_agree_on(device_run("fedfomo").with(
+                             {"eval.personalized=true", "data.local_test=like-train", "eval.personal_global=false"}),
                          "fedfomo");
 }
 
@@ -206,9 +211,11 @@ TEST_F(FlDevice, RulesThatReadTheWeightsOnTheHostAreRefusedByName) {
   for (const std::string rule : {"fedala"})
     testing::expect_error([&] { run_on(device_run(rule), "refused-" + rule, "cuda"); },
                           {"run.device = \"cuda\"", "'" + rule + "'", "CPU only"});
-  testing::expect_error([&] { run_on(device_run().with({"attack.names=[\"bapfl\"]", "attack.malicious_count=1"}),
-                                     "refused-bapfl", "cuda"); },
-                        {"bapfl", "CPU only"});
+  testing::expect_error(
+      [&] {
+        run_on(device_run().with({"attack.names=[\"bapfl\"]", "attack.malicious_count=1"}), "refused-bapfl", "cuda");
+      },
+      {"bapfl", "CPU only"});
 }
 
 }  // namespace

@@ -91,7 +91,8 @@ TEST(FedAla, LearnedWeightsMoveAndStayInTheUnitInterval) {
   const std::vector<float> out = state_of(*f.model);
   size_t k = 0;
   for (const auto& [begin, end] : upper)
-    for (int64_t i = begin; i < end; ++i, ++k) ASSERT_FLOAT_EQ(out[i], f.local[i] + (f.global[i] - f.local[i]) * weights[k]);
+    for (int64_t i = begin; i < end; ++i, ++k)
+      ASSERT_FLOAT_EQ(out[i], f.local[i] + (f.global[i] - f.local[i]) * weights[k]);
 }
 
 TEST(FedAla, IdenticalFirstTensorsSkipAlaAndTheStartPhaseStopsOnItsRule) {
@@ -101,7 +102,8 @@ TEST(FedAla, IdenticalFirstTensorsSkipAlaAndTheStartPhaseStopsOnItsRule) {
   const ParameterView& first = f.model->parameters().front();
   std::copy(f.global.begin() + first.begin, f.global.begin() + first.end, same_first.begin() + first.begin);
   AlaOptions options;
-  const AlaOutcome skipped = adaptive_local_aggregation(*f.model, f.global, same_first, weights, true, f.ala_data(), options);
+  const AlaOutcome skipped =
+      adaptive_local_aggregation(*f.model, f.global, same_first, weights, true, f.ala_data(), options);
   EXPECT_TRUE(skipped.skipped);
   EXPECT_TRUE(weights.empty());
   EXPECT_EQ(state_of(*f.model), same_first);
@@ -160,7 +162,8 @@ TEST(FedAla, TheServerSendsTheInitialModelOnlyAtFirstVisitsAfterRoundOne) {
 
 TEST(FedAla, AFirstRoundIsPlainSgdAndTheLocalModelIsKeptForEvaluation) {
   AlaFixture f;
-  const std::map<std::string, ParamValue> schedule = {{"epochs", int64_t{1}}, {"batch", int64_t{20}}, {"momentum", 0.0}};
+  const std::map<std::string, ParamValue> schedule = {
+      {"epochs", int64_t{1}}, {"batch", int64_t{20}}, {"momentum", 0.0}};
   auto run_rule = [&](const std::string& name, ClientState& state, const ClientMessage* message) {
     std::copy(f.global.begin(), f.global.end(), f.model->flat_state().begin());
     ClientTask task{*f.model, f.data, f.indices, f.identity, state, 0, 1, 11, 12};

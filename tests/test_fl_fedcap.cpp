@@ -42,8 +42,9 @@ struct PlanCall {
 };
 // `answers`: each asked client's request update; without them the rule may ask nothing (the final
 // round's "next" start states).
-PlanCall plan(ServerRule& rule, const std::vector<int64_t>& sampled, const std::vector<float>& global,
-              const std::optional<std::map<int64_t, std::vector<float>>>& answers = std::map<int64_t, std::vector<float>>{}) {
+PlanCall plan(
+    ServerRule& rule, const std::vector<int64_t>& sampled, const std::vector<float>& global,
+    const std::optional<std::map<int64_t, std::vector<float>>>& answers = std::map<int64_t, std::vector<float>>{}) {
   PlanCall call;
   RequestUpdates request;
   if (answers) {
@@ -51,7 +52,8 @@ PlanCall plan(ServerRule& rule, const std::vector<int64_t>& sampled, const std::
       call.asked = clients;
       call.base.assign(base.begin(), base.end());
       std::vector<float> updates;
-      for (int64_t client : clients) updates.insert(updates.end(), answers->at(client).begin(), answers->at(client).end());
+      for (int64_t client : clients)
+        updates.insert(updates.end(), answers->at(client).begin(), answers->at(client).end());
       return updates;
     };
   }
@@ -90,9 +92,11 @@ TEST(FlFedcap, ZeroAndNaNVectorsFollowTorchAndFedcap) {
   const std::vector<double> w = fedcap_mixture_weights(kPool.data(), 3, 2, 2, zero, -1, 5.0, 0.3);
   for (double v : w) EXPECT_NEAR(v, 1.0 / 3.0, kWeightTolerance);  // cos = 0 with every row
   const std::vector<float> pool_nan = {1, 0, NAN, 0};
-  const std::vector<double> n = fedcap_mixture_weights(pool_nan.data(), 2, 2, 2, std::vector<float>{1, 0}, -1, 1.0, 0.3);
+  const std::vector<double> n =
+      fedcap_mixture_weights(pool_nan.data(), 2, 2, 2, std::vector<float>{1, 0}, -1, 1.0, 0.3);
   EXPECT_NEAR(n[0], std::exp(1.0) / (std::exp(1.0) + std::exp(-1.0)), kWeightTolerance);  // NaN cos -> -1
-  expect_error([] { fedcap_mixture_weights(kPool.data(), 3, 2, 2, std::vector<float>{1}, -1, 1, 0); }, {"request of 1"});
+  expect_error([] { fedcap_mixture_weights(kPool.data(), 3, 2, 2, std::vector<float>{1}, -1, 1, 0); },
+               {"request of 1"});
 }
 
 TEST(FlFedcap, RecoversUploadsAgainstTheModelEachClientWasSent) {
@@ -129,7 +133,7 @@ TEST(FlFedcap, AnUploadOverTheNormThresholdRemovesItsClientForGood) {
   testing::expect_near_all(o1.update, {0.5f, 0.5f}, kModelTolerance);  // client 1 not aggregated
   const PlanCall round2 = plan(*rule, {1}, {0.5f, 0.5f}, std::map<int64_t, std::vector<float>>{{1, {1, 0}}});
   EXPECT_FALSE(round2.plan->personal[0]);  // removed: the global model
-  EXPECT_TRUE(round2.asked.empty());        // and never asked for a request
+  EXPECT_TRUE(round2.asked.empty());       // and never asked for a request
   // Round 2: client 1 now uploads a tiny update; it stays removed and is not aggregated.
   Uploads r2({{0.0f, 0.0f}, {0.01f, 0.0f}});
   r2.clients = {0, 1};
@@ -153,7 +157,7 @@ TEST(FlFedcap, NonUploadersAreAskedForARequestUpdate) {
   const PlanCall asked = plan(*rule, {0, 1, 5}, global, std::map<int64_t, std::vector<float>>{{5, {3, 0}}});
   EXPECT_EQ(asked.asked, std::vector<int64_t>{5});
   EXPECT_EQ(asked.base, (std::vector<float>{0, 0}));  // the global model the pool is relative to (r1's)
-  ASSERT_TRUE(asked.plan->personal[2]);  // request {3, 0}: cosines 1 and 0
+  ASSERT_TRUE(asked.plan->personal[2]);               // request {3, 0}: cosines 1 and 0
   const double a = std::exp(2.0) / (std::exp(2.0) + 1.0);
   testing::expect_near_all(asked.row(2), {static_cast<float>(a), static_cast<float>(1 - a)}, kModelTolerance);
   auto global_rule = fedcap({{"non_uploaders", std::string("global")}});
@@ -268,7 +272,8 @@ TEST(FlFedcap, UnshuffledLoadersDoNotDependOnTheSeed) {
     ClientState state;
     ClientTask task{*model, data, indices, identity, state, 0, 1, seed, 12};
     task.second = second.get();  // the Ditto-style personal model
-    client_rule("fedcap", {{"shuffle", shuffle}, {"personal", personal}, {"epochs", int64_t{2}}, {"batch", int64_t{16}}})
+    client_rule("fedcap",
+                {{"shuffle", shuffle}, {"personal", personal}, {"epochs", int64_t{2}}, {"batch", int64_t{16}}})
         ->train(task);
     const std::span<const float> w = model->flat_state();
     return std::vector<float>(w.begin(), w.end());

@@ -191,9 +191,11 @@ TEST(FedcrModel, EvalIsTheMeanOfFc4OverTheNoisyCodes) {
   const Tensor x = Tensor::randn({2, 1, 16, 16}, gen);
   model->train(false);
   const std::vector<float> eval = model->forward(x).to_vector();
-  const Tensor mu = Tensor::from_vector({2, 4}, std::vector<float>{net->last_encoding().data()[0], net->last_encoding().data()[1],
-      net->last_encoding().data()[2], net->last_encoding().data()[3], net->last_encoding().data()[8],
-      net->last_encoding().data()[9], net->last_encoding().data()[10], net->last_encoding().data()[11]});
+  const Tensor mu =
+      Tensor::from_vector({2, 4}, std::vector<float>{net->last_encoding().data()[0], net->last_encoding().data()[1],
+                                                     net->last_encoding().data()[2], net->last_encoding().data()[3],
+                                                     net->last_encoding().data()[8], net->last_encoding().data()[9],
+                                                     net->last_encoding().data()[10], net->last_encoding().data()[11]});
   const std::vector<float> direct = net->fc4->forward(mu).to_vector();
   for (size_t i = 0; i < eval.size(); ++i) EXPECT_NEAR(eval[i], direct[i], kFloatTolerance) << i;
 }

@@ -30,11 +30,11 @@ constexpr double kMixTolerance = 1e-6;
 
 TEST(FedFomoMath, WeightIsTheLossDropOverTheDistance) {
   const std::vector<float> a = {1, 2, 3}, b = {1, 0, 3 + 1.5f};  // differences 0, 2, -1.5
-  EXPECT_DOUBLE_EQ(fomo_distance(a, b, false), 2.5);            // sqrt(4 + 2.25)
+  EXPECT_DOUBLE_EQ(fomo_distance(a, b, false), 2.5);             // sqrt(4 + 2.25)
   EXPECT_DOUBLE_EQ(fomo_distance(a, b, true), 3.5);
-  EXPECT_DOUBLE_EQ(fomo_weight(2.0, 1.0, 2.5, 0.0), 0.4);        // lower loss: positive
-  EXPECT_DOUBLE_EQ(fomo_weight(1.0, 2.0, 2.5, 0.0), -0.4);       // higher loss: negative
-  EXPECT_DOUBLE_EQ(fomo_weight(1.0, 1.0, 0.0, 1e-5), 0.0);       // the reference itself
+  EXPECT_DOUBLE_EQ(fomo_weight(2.0, 1.0, 2.5, 0.0), 0.4);   // lower loss: positive
+  EXPECT_DOUBLE_EQ(fomo_weight(1.0, 2.0, 2.5, 0.0), -0.4);  // higher loss: negative
+  EXPECT_DOUBLE_EQ(fomo_weight(1.0, 1.0, 0.0, 1e-5), 0.0);  // the reference itself
 }
 
 TEST(FedFomoMath, MixingWeightsDropNonPositiveAndBrokenOnesAndSumToOne) {
@@ -101,7 +101,8 @@ std::vector<float> affinity_of(const MethodServer& server, int64_t N) {
 }
 
 void server_round(MethodServer& server, const std::vector<int64_t>& clients, const std::vector<float>& uploads,
-                  const std::vector<std::vector<float>>& extra, const std::vector<float>& global, std::vector<float>& update) {
+                  const std::vector<std::vector<float>>& extra, const std::vector<float>& global,
+                  std::vector<float>& update) {
   std::vector<std::span<const float>> spans(extra.begin(), extra.end());
   const int64_t D = static_cast<int64_t>(global.size());
   const MethodRound round{uploads.data(), static_cast<int64_t>(clients.size()), D, D, &clients, &spans, global};
@@ -175,7 +176,7 @@ TEST(FedFomoServer, PoolAllOffersEveryStoredModelAndTheStateSurvivesACheckpoint)
   EXPECT_EQ(from_old->save_state(), saved);
   legacy.pop_back();
   EXPECT_THROW(restored->load_state(RuleState::from_legacy(legacy)), Error);  // truncated
-  EXPECT_THROW(rule->make_method_server(6, 2)->load_state(saved), Error);  // another population
+  EXPECT_THROW(rule->make_method_server(6, 2)->load_state(saved), Error);     // another population
 }
 
 TEST(FedFomoServer, AggregateFalseKeepsNoModelsAndSendsNothing) {
@@ -184,7 +185,7 @@ TEST(FedFomoServer, AggregateFalseKeepsNoModelsAndSendsNothing) {
   server_round(*server, {0, 1}, {1, 1, 2, 2}, {{}, {}}, {0, 0}, update);
   EXPECT_EQ(update, (std::vector<float>{0, 0}));
   EXPECT_TRUE(message_for(*server, 2, 2).empty());
-  EXPECT_EQ(server->save_state().ints("last").size(), 2u);  // the 2 last uploaders
+  EXPECT_EQ(server->save_state().ints("last").size(), 2u);       // the 2 last uploaders
   EXPECT_TRUE(server->save_state().ints("models_ids").empty());  // no model kept
 }
 
@@ -251,7 +252,8 @@ TEST(FedFomoClient, AHelpfulCandidateGetsAPositiveWeightAHarmfulOneNoneAndTheMix
   EXPECT_LT(result.extra_upload[5], 0.0f);
   const double expected = (f.validation_loss(f.initial) - f.validation_loss(good)) /
                           (fomo_distance(std::span<const float>(good).first(f.model->num_parameters()),
-                                         std::span<const float>(f.initial).first(f.model->num_parameters()), false) + 1e-5);
+                                         std::span<const float>(f.initial).first(f.model->num_parameters()), false) +
+                           1e-5);
   EXPECT_NEAR(result.extra_upload[3], expected, 1e-6 * std::abs(expected));
   EXPECT_EQ(state.vectors.at("model"), good);      // weight 1 on the helpful model: bit for bit
   EXPECT_EQ(state.vectors.at("reference"), good);  // the next participation's theta_ref
@@ -306,8 +308,8 @@ TEST(FedFomoClient, AggregateFalseIgnoresTheOfferAndTrainsOnlyOnTheTrainSplit) {
   EXPECT_EQ(state.vectors.at("model"), f.initial);  // lr 0: untouched, the offer unused
   EXPECT_EQ(state.vectors.count("reference"), 0u);
   // With training: exactly the sgd client's run on the first 80 samples (same schedule, same seed).
-  const std::map<std::string, ParamValue> schedule = {{"epochs", int64_t{2}}, {"lr", 0.05}, {"batch", int64_t{16}},
-                                                      {"momentum", 0.0}, {"lr_decay", 1.0}};
+  const std::map<std::string, ParamValue> schedule = {
+      {"epochs", int64_t{2}}, {"lr", 0.05}, {"batch", int64_t{16}}, {"momentum", 0.0}, {"lr_decay", 1.0}};
   for (const bool aggregate : {false, true}) {
     ClientState own;
     std::map<std::string, ParamValue> given = schedule;
@@ -326,8 +328,8 @@ TEST(FedFomoClient, AggregateFalseIgnoresTheOfferAndTrainsOnlyOnTheTrainSplit) {
 
 testing::TinyRun fomo_run() {
   return {{"data.clients=10", "data.min_size=10", "data.local_test=like-train", "clients.rule=fedfomo",
-           "clients.fedfomo.epochs=1", "clients.fedfomo.batch=16", "clients.fedfomo.lr=0.05", "clients.fedfomo.models=3",
-           "eval.personalized=true"}};
+           "clients.fedfomo.epochs=1", "clients.fedfomo.batch=16", "clients.fedfomo.lr=0.05",
+           "clients.fedfomo.models=3", "eval.personalized=true"}};
 }
 
 using FedFomoRun = testing::FlRunTest;
@@ -343,8 +345,10 @@ TEST_F(FedFomoRun, IsTheSameForAnyThreadCountResumesBitForBitAndNeverMovesTheGlo
     EXPECT_GT(r.personal.acc.mean, 0.0);
     // Round 1 offers nothing; from round 2 each of 4 clients gets up to M - 1 = 2 of the 4 last uploaders.
     const int64_t down = r.bytes_down - 4 * model_bytes;
-    if (r.round == 1) EXPECT_EQ(down, 0);
-    else EXPECT_EQ(down, 4 * 2 * (model_bytes + 4)) << r.round;  // 2 models and their ids each
+    if (r.round == 1)
+      EXPECT_EQ(down, 0);
+    else
+      EXPECT_EQ(down, 4 * 2 * (model_bytes + 4)) << r.round;  // 2 models and their ids each
   }
   const CheckpointState last = load_checkpoint((dir_ / "one" / "checkpoint.safetensors").string());
   EXPECT_FALSE(last.method_state.empty());

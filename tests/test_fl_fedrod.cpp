@@ -65,9 +65,11 @@ TEST(FlFedRod, PersonalModelLogitsAreGenericPlusPersonalForEveryModel) {
     const std::vector<float> sum = logits_of(*model, personal, x), generic = logits_of(*model, global, x),
                              own = logits_of(*model, head_only, x);
     for (size_t i = 0; i < sum.size(); ++i)
-      ASSERT_NEAR(sum[i], generic[i] + own[i], kLogitTolerance * std::max(1.0f, std::abs(sum[i]))) << info.name << " " << i;
+      ASSERT_NEAR(sum[i], generic[i] + own[i], kLogitTolerance * std::max(1.0f, std::abs(sum[i])))
+          << info.name << " " << i;
     // The body columns of the personal model are the global ones.
-    for (const auto& [begin, end] : parts(*model).body) EXPECT_TRUE(same_columns(personal, global, begin, end)) << info.name;
+    for (const auto& [begin, end] : parts(*model).body)
+      EXPECT_TRUE(same_columns(personal, global, begin, end)) << info.name;
   }
 }
 
@@ -98,8 +100,8 @@ TEST(FlFedRod, OneStepMatchesHandWrittenGenericAndPersonalSteps) {
   ClientState state;
   state.vectors["personal_head"] = p0;
   ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12};
-  const auto rule = client_rule("fedrod", {{"steps", int64_t{1}}, {"batch", int64_t{60}}, {"lr", double{lr}},
-                                           {"momentum", 0.0}});
+  const auto rule =
+      client_rule("fedrod", {{"steps", int64_t{1}}, {"batch", int64_t{60}}, {"lr", double{lr}}, {"momentum", 0.0}});
   rule->train(task);
 
   // The batch: all 60 samples in the rule's order (its loader: shuffled with task.seed 11, epoch 0), so the
@@ -120,8 +122,10 @@ TEST(FlFedRod, OneStepMatchesHandWrittenGenericAndPersonalSteps) {
   const auto& p = reference->parameters();
   const Tensor o_g = linear(z, p[4].value.detach(), p[5].value.detach());
   const int64_t C = 10, H = p[4].value.size(1);
-  Tensor w_p = Tensor::from_vector({C, H}, std::span<const float>(p0.data(), static_cast<size_t>(C * H))).set_requires_grad(true);
-  Tensor b_p = Tensor::from_vector({C}, std::span<const float>(p0.data() + C * H, static_cast<size_t>(C))).set_requires_grad(true);
+  Tensor w_p = Tensor::from_vector({C, H}, std::span<const float>(p0.data(), static_cast<size_t>(C * H)))
+                   .set_requires_grad(true);
+  Tensor b_p = Tensor::from_vector({C}, std::span<const float>(p0.data() + C * H, static_cast<size_t>(C)))
+                   .set_requires_grad(true);
   cross_entropy(add(o_g, linear(z, w_p, b_p)), y).backward();
   sgd.step();
   EXPECT_EQ(state_of(*model), state_of(*reference));  // same ops in the same order: bit-identical
@@ -198,7 +202,8 @@ TEST(FlFedRod, FirstParticipationCopiesTheReceivedHeadOrZeros) {
     const std::vector<float> received = gather_head(*model, model->flat_state());
     ClientState state;
     ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12};
-    client_rule("fedrod", {{"steps", int64_t{1}}, {"batch", int64_t{40}}, {"lr", 0.0}, {"personal_init", init}})->train(task);
+    client_rule("fedrod", {{"steps", int64_t{1}}, {"batch", int64_t{40}}, {"lr", 0.0}, {"personal_init", init}})
+        ->train(task);
     const std::vector<float>& head = state.vectors.at("personal_head");  // lr 0: still the initial value
     const std::vector<float> want = init == "received" ? received : std::vector<float>(received.size(), 0.0f);
     EXPECT_EQ(head, want) << init;
@@ -208,15 +213,19 @@ TEST(FlFedRod, FirstParticipationCopiesTheReceivedHeadOrZeros) {
 TEST(FlFedRod, RefusesOptionsItDoesNotImplement) {
   testing::expect_error([] { client_rule("fedrod", {{"rho", 0.05}}); }, {"rho"});
   testing::expect_error([] { client_rule("fedrod", {{"keep_momentum", true}}); }, {"keep_momentum"});
-  testing::expect_error([] { client_rule("fedrod", {{"lr_decay_scope", std::string("client-epoch")}}); },
-                        {"lr_decay_scope"});
+  testing::expect_error(
+      [] {
+        client_rule("fedrod", {{"lr_decay_scope", std::string("client-epoch")}});
+      },
+      {"lr_decay_scope"});
   testing::expect_error([] { client_rule("fedrod", {{"personal_init", std::string("initial")}}); }, {"personal_init"});
 }
 
 testing::TinyRun fedrod_run() {
-  return {{"seed=5", "data.partition=dirichlet:0.3", "data.clients=10", "data.local_test=like-train", "clients.rule=fedrod",
-           "clients.fedrod.batch=16", "clients.fedrod.lr=0.05", "clients.fedrod.momentum=0", "attack.names=[\"badnets\"]",
-           "attack.malicious_count=2", "attack.malicious_per_round=1", "attack.badnets.per_batch=4", "eval.personalized=true"}};
+  return {{"seed=5", "data.partition=dirichlet:0.3", "data.clients=10", "data.local_test=like-train",
+           "clients.rule=fedrod", "clients.fedrod.batch=16", "clients.fedrod.lr=0.05", "clients.fedrod.momentum=0",
+           "attack.names=[\"badnets\"]", "attack.malicious_count=2", "attack.malicious_per_round=1",
+           "attack.badnets.per_batch=4", "eval.personalized=true"}};
 }
 
 using FlFedRodRun = testing::FlRunTest;

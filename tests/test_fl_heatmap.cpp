@@ -19,7 +19,9 @@ size_t count_of(const std::string& text, const std::string& part) {
 }
 
 TEST(Heatmap, EveryCellCarriesItsValueAndTooltip) {
-  const Heatmap map{"grid", {"fedavg", "krum"}, {"none", "lie", "worst case"}, {{0.675, 0.622, 0.622}, {0.589, kNaN, 0.591}}, false, 2};
+  const Heatmap map{
+      "grid", {"fedavg", "krum"}, {"none", "lie", "worst case"}, {{0.675, 0.622, 0.622}, {0.589, kNaN, 0.591}}, false,
+      2};
   const std::string svg = heatmap_svg(map);
   EXPECT_EQ(count_of(svg, "<rect x="), 6u + 11u);  // the cells and the key's eleven steps
   for (const char* text : {">67.5<", ">62.2<", ">58.9<", ">59.1<", ">–<", "<title>krum / lie</title>",
@@ -44,8 +46,16 @@ TEST(Heatmap, ViridisEndsAndTheReversedScale) {
 }
 
 TEST(Heatmap, ShapesMustAgree) {
-  testing::expect_error([] { heatmap_svg({"bad", {"a", "b"}, {"x"}, {{0.5}}, false, 0}); }, {"heatmap 'bad'", "1 rows of values for 2"});
-  testing::expect_error([] { heatmap_svg({"bad", {"a"}, {"x"}, {{0.5, 0.1}}, false, 0}); }, {"a row has 2 values for 1 columns"});
+  testing::expect_error(
+      [] {
+        heatmap_svg({"bad", {"a", "b"}, {"x"}, {{0.5}}, false, 0});
+      },
+      {"heatmap 'bad'", "1 rows of values for 2"});
+  testing::expect_error(
+      [] {
+        heatmap_svg({"bad", {"a"}, {"x"}, {{0.5, 0.1}}, false, 0});
+      },
+      {"a row has 2 values for 1 columns"});
 }
 
 }  // namespace

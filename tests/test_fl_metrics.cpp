@@ -29,9 +29,9 @@ RoundRecord record_with_acc(int64_t round, double acc) {
 TEST(FlMetrics, DetectionRatesFromCounts) {
   // 10 uploads: 4 malicious (3 caught, 1 missed), 6 benign (1 flagged, 5 kept).
   const DetectionRates rates = detection_rates(/*tp=*/3, /*fp=*/1, /*tn=*/5, /*fn=*/1);
-  EXPECT_DOUBLE_EQ(rates.dacc, 0.8);      // (3 + 5) / 10
-  EXPECT_DOUBLE_EQ(rates.fpr, 1.0 / 6.0); // 1 flagged of 6 benign
-  EXPECT_DOUBLE_EQ(rates.fnr, 0.25);      // 1 missed of 4 malicious
+  EXPECT_DOUBLE_EQ(rates.dacc, 0.8);       // (3 + 5) / 10
+  EXPECT_DOUBLE_EQ(rates.fpr, 1.0 / 6.0);  // 1 flagged of 6 benign
+  EXPECT_DOUBLE_EQ(rates.fnr, 0.25);       // 1 missed of 4 malicious
 }
 
 TEST(FlMetrics, DetectionRatesAreNaNWithoutADenominator) {
@@ -60,8 +60,8 @@ TEST(FlMetrics, ParseReportModeAcceptsTheThreeForms) {
 }
 
 TEST(FlMetrics, ParseReportModeRejectsEverythingElse) {
-  for (const std::string bad : {"", "first", "LAST", "last:", "last:0", "last:-3", "last:2.5", "last:5x",
-                                " last", "best:3", "last:+2"})
+  for (const std::string bad :
+       {"", "first", "LAST", "last:", "last:0", "last:-3", "last:2.5", "last:5x", " last", "best:3", "last:+2"})
     expect_error([&] { parse_report_mode(bad); }, {"'" + bad + "'", "'last'", "'best'", "'last:K'"});
 }
 

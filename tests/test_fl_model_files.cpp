@@ -83,8 +83,8 @@ TEST_F(FlModelFiles, AnInitFileOfAnotherModelOrWithATensorMissingIsRefusedByName
 // fedavg-ft (after-local) keeps each trained client's model: the personal file holds exactly those, under
 // "clients.<k>.", equal to the client state the checkpoint keeps.
 TEST_F(FlModelFiles, PersonalModelsAreSavedUnderEachClientsName) {
-  const TinyRun spec = two_rounds().with({"clients.rule=fedavg-ft", "eval.personalized=true",
-                                          "data.local_test=like-train", "run.checkpoint_every=1"});
+  const TinyRun spec = two_rounds().with(
+      {"clients.rule=fedavg-ft", "eval.personalized=true", "data.local_test=like-train", "run.checkpoint_every=1"});
   run_saving(spec, "p");
   const SafetensorsFile personal = load_safetensors(path("p", "personal-models.safetensors"));
   const CheckpointState checkpoint = load_checkpoint(path("p", "checkpoint.safetensors"));
@@ -122,11 +122,11 @@ TEST_F(FlModelFiles, TrainWithZeroEpochsEvaluatesTheLoadedModel) {
     const size_t at = output.rfind(prefix);
     return at == std::string::npos ? std::string() : output.substr(at, output.find('\n', at) - at);
   };
-  const testing::RunResult trained =
-      testing::run_bastion("train --dataset synthetic --model mlp --epochs 1 --save " + (dir_ / "m.safetensors").string());
+  const testing::RunResult trained = testing::run_bastion("train --dataset synthetic --model mlp --epochs 1 --save " +
+                                                          (dir_ / "m.safetensors").string());
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
-  const testing::RunResult loaded =
-      testing::run_bastion("train --dataset synthetic --model mlp --epochs 0 --init " + (dir_ / "m.safetensors").string());
+  const testing::RunResult loaded = testing::run_bastion("train --dataset synthetic --model mlp --epochs 0 --init " +
+                                                         (dir_ / "m.safetensors").string());
   ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
   EXPECT_NE(loaded.output.find("no training (--epochs 0)"), std::string::npos) << loaded.output;
   EXPECT_EQ(loaded.output.find("epoch 1/"), std::string::npos) << loaded.output;

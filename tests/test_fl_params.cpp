@@ -44,8 +44,11 @@ TEST(FlParams, DefaultsFillEveryKey) {
 }
 
 TEST(FlParams, GivenValuesReplaceDefaults) {
-  const Params p("s", specs(), {{"steps", int64_t{7}}, {"mode", std::string("reverse")}, {"nesterov", true},
-                                {"names", std::vector<std::string>{"b", "c"}}});
+  const Params p("s", specs(),
+                 {{"steps", int64_t{7}},
+                  {"mode", std::string("reverse")},
+                  {"nesterov", true},
+                  {"names", std::vector<std::string>{"b", "c"}}});
   EXPECT_EQ(p.integer("steps"), 7);
   EXPECT_EQ(p.text("mode"), "reverse");
   EXPECT_TRUE(p.boolean("nesterov"));
@@ -70,7 +73,11 @@ TEST(FlParams, IntegralRealIsAcceptedForInteger) {
 TEST(FlParams, IntegerBoundsAreExactBeyondDoublePrecision) {
   const std::vector<ParamSpec> seed = {{"seed", ParamType::Integer, int64_t{1}, "seed", 0, 9007199254740992.0, {}}};
   EXPECT_EQ(Params("s", seed, {{"seed", int64_t{9007199254740992}}}).integer("seed"), int64_t{9007199254740992});
-  expect_error([&] { Params("s", seed, {{"seed", int64_t{9007199254740993}}}); }, {"s.seed", "9007199254740993", "outside"});
+  expect_error(
+      [&] {
+        Params("s", seed, {{"seed", int64_t{9007199254740993}}});
+      },
+      {"s.seed", "9007199254740993", "outside"});
 }
 
 TEST(FlParams, NonFiniteNumbersAreRejected) {
@@ -81,8 +88,11 @@ TEST(FlParams, NonFiniteNumbersAreRejected) {
 }
 
 TEST(FlParams, WrongTypeNamesKeyAndValue) {
-  expect_error([] { Params("attack.scale", specs(), {{"nesterov", int64_t{1}}}); },
-               {"attack.scale.nesterov", "bool", "1"});
+  expect_error(
+      [] {
+        Params("attack.scale", specs(), {{"nesterov", int64_t{1}}});
+      },
+      {"attack.scale.nesterov", "bool", "1"});
   expect_error([] { Params("s", specs(), {{"mode", int64_t{3}}}); }, {"s.mode", "text"});
   expect_error([] { Params("s", specs(), {{"lr", std::string("fast")}}); }, {"s.lr", "\"fast\""});
   expect_error([] { Params("s", specs(), {{"names", int64_t{2}}}); }, {"s.names", "list"});
@@ -96,24 +106,33 @@ TEST(FlParams, OneTextIsAListOfOne) {
 }
 
 TEST(FlParams, RangeErrorNamesKeyValueAndBounds) {
-  expect_error([] { Params("attack.badnets", specs(), {{"steps", int64_t{-1}}}); },
-               {"attack.badnets.steps", "-1", "[0, 100]"});
+  expect_error(
+      [] {
+        Params("attack.badnets", specs(), {{"steps", int64_t{-1}}});
+      },
+      {"attack.badnets.steps", "-1", "[0, 100]"});
   expect_error([] { Params("s", specs(), {{"lr", 10.5}}); }, {"s.lr", "10.5", "[0, 10]"});
   // Bounds are inclusive.
   EXPECT_EQ(Params("s", specs(), {{"steps", int64_t{100}}}).integer("steps"), 100);
 }
 
 TEST(FlParams, ChoicesErrorListsChoices) {
-  expect_error([] { Params("attack.label-flip", specs(), {{"mode", std::string("sideways")}}); },
-               {"attack.label-flip.mode", "sideways", "shift, reverse"});
+  expect_error(
+      [] {
+        Params("attack.label-flip", specs(), {{"mode", std::string("sideways")}});
+      },
+      {"attack.label-flip.mode", "sideways", "shift, reverse"});
   // Every list element is checked.
   expect_error([] { Params("s", specs(), {{"names", std::vector<std::string>{"a", "zz"}}}); }, {"s.names", "zz"});
   EXPECT_EQ(Params("s", specs(), {{"any", std::string("whatever")}}).text("any"), "whatever");
 }
 
 TEST(FlParams, UnknownKeyListsValidKeys) {
-  expect_error([] { Params("server.fedavg", specs(), {{"learning_rate", 0.1}}); },
-               {"server.fedavg.learning_rate", "steps, lr, z, nesterov, mode, any, names"});
+  expect_error(
+      [] {
+        Params("server.fedavg", specs(), {{"learning_rate", 0.1}});
+      },
+      {"server.fedavg.learning_rate", "steps, lr, z, nesterov, mode, any, names"});
   // Top-level scope: the key is not prefixed with a dot.
   try {
     Params("", specs(), {{"sed", int64_t{1}}});

@@ -96,9 +96,9 @@ struct ThreeClientEval {
   }
   PersonalEvalInput input(const ClientRule& rule, const std::vector<ClientState>& states, bool global_acc,
                           bool received_acc) const {
-    return {rule,     no_post,    global,       states,  {0, 1, 2}, local, split.train, partition, identity,
-            nullptr,  split.test, test_indices, nullptr, none,      false, global_acc,  true,      1000,
-            1,        1,          Generator(0), received_acc, false, {}, false, {}};
+    return {rule,    no_post,    global,       states,       {0, 1, 2}, local, split.train, partition, identity,
+            nullptr, split.test, test_indices, nullptr,      none,      false, global_acc,  true,      1000,
+            1,       1,          Generator(0), received_acc, false,     {},    false,       {}};
   }
 };
 
@@ -122,7 +122,7 @@ TEST(FlPersonalized, PersonalEvaluationOfConstructedClientsGivesTheKnownMeans) {
     EXPECT_DOUBLE_EQ(record.acc.median, 0.75);
     EXPECT_DOUBLE_EQ(record.acc.max, 1.0);
     EXPECT_DOUBLE_EQ(record.global_acc.mean, 0.1);  // every constant model gets its class's share: 4 of 40
-    EXPECT_TRUE(std::isnan(record.asr.mean));      // no backdoor
+    EXPECT_TRUE(std::isnan(record.asr.mean));       // no backdoor
   }
 }
 
@@ -133,7 +133,7 @@ TEST(FlPersonalized, ReceivedModelsAreTheRulesOwnElseTheGlobalModel) {
   ThreeClientEval eval;
   std::vector<ClientState> states(3);
   for (int64_t k : {0, 1}) states[k].scalars["class"] = 1;  // own models say 1 (client 2 has none)
-  store(states[0], "received", eval.global);               // a model of its own that also says 0
+  store(states[0], "received", eval.global);                // a model of its own that also says 0
   const ConstantClassRule rule;
   ThreadPool pool(2);
   PersonalRecord record = evaluate_personal(eval.input(rule, states, false, true), pool, eval.replicas);
@@ -175,9 +175,32 @@ TEST(FlPersonalized, OwnLastJudgesEachClientsLastTrainedModelElseTheInitialModel
   frozen.lr = 0.0;
   frozen.epochs = 1;
   const std::optional<PostSpec> post = frozen;
-  PersonalEvalInput last{*sgd, post, eval.global, states, {0, 1, 2}, eval.local, eval.split.train, eval.partition,
-                         eval.identity, nullptr, eval.split.test, eval.test_indices, nullptr, eval.none, false, false,
-                         true, 1000, 1, 1, Generator(0), false, true, says2, false, {}};
+  PersonalEvalInput last{*sgd,
+                         post,
+                         eval.global,
+                         states,
+                         {0, 1, 2},
+                         eval.local,
+                         eval.split.train,
+                         eval.partition,
+                         eval.identity,
+                         nullptr,
+                         eval.split.test,
+                         eval.test_indices,
+                         nullptr,
+                         eval.none,
+                         false,
+                         false,
+                         true,
+                         1000,
+                         1,
+                         1,
+                         Generator(0),
+                         false,
+                         true,
+                         says2,
+                         false,
+                         {}};
   EXPECT_DOUBLE_EQ(evaluate_personal(last, pool, eval.replicas).acc.mean, (0.25 + 0.0 + 0.5) / 3);
 }
 
@@ -203,7 +226,8 @@ TEST(FlPersonalized, BatchMeanAccuracyAveragesPerBatchAccuracies) {
 // fedavg-ft after-local-final-head (FedFSA's code): the model after local training in every round, and in
 // the last round the head of the GLOBAL model tuned (prepare_post_step puts the global model back).
 TEST(FlPersonalized, FedAvgFtCodeVariantIsAfterLocalThenTunesTheGlobalHead) {
-  const auto rule = client_rule("fedavg-ft", {{"variant", std::string("after-local-final-head")}, {"epochs", int64_t{3}}});
+  const auto rule =
+      client_rule("fedavg-ft", {{"variant", std::string("after-local-final-head")}, {"epochs", int64_t{3}}});
   const auto post = rule->post_step();
   ASSERT_TRUE(post.has_value());
   EXPECT_EQ(post->kind, PostSpec::Kind::HeadTune);
@@ -231,8 +255,10 @@ TEST(FlPersonalized, FedAvgFtCodeVariantIsAfterLocalThenTunesTheGlobalHead) {
 
 // The tuning keys: clip, weight decay and the client's own decayed lr (FedFSA's code for FedSpeed/FedSMOO).
 TEST(FlPersonalized, TuningSpecTakesClipWeightDecayAndTheClientsDecayedLr) {
-  const auto rule = client_rule("fedspeed", {{"tune", std::string("final-head")}, {"tune_clip", 10.0},
-                                             {"tune_weight_decay", 0.1}, {"tune_lr_from", std::string("client")}});
+  const auto rule = client_rule("fedspeed", {{"tune", std::string("final-head")},
+                                             {"tune_clip", 10.0},
+                                             {"tune_weight_decay", 0.1},
+                                             {"tune_lr_from", std::string("client")}});
   const auto post = rule->post_step();
   ASSERT_TRUE(post.has_value());
   EXPECT_DOUBLE_EQ(post->grad_clip, 10.0);

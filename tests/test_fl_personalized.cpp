@@ -33,8 +33,8 @@ TEST(FlPersonalized, FedRepTrainsOnlyThePartOfEachPhaseAndCountsItsSteps) {
     const std::vector<float> before = state_of(*model);
     ClientState state;
     ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12};
-    const auto rule = client_rule("fedrep", {{"head_epochs", head_epochs}, {"body_epochs", body_epochs},
-                                             {"batch", int64_t{16}}, {"lr", 0.05}});
+    const auto rule = client_rule(
+        "fedrep", {{"head_epochs", head_epochs}, {"body_epochs", body_epochs}, {"batch", int64_t{16}}, {"lr", 0.05}});
     const ClientResult result = rule->train(task);
     const std::vector<float> after = state_of(*model);
     const HeadAndBody p = parts(*model);
@@ -60,7 +60,8 @@ TEST(FlPersonalized, BapflAttackerUnderFedRepTrainsItsHeadOnCleanRowsInTheHeadPh
   const std::vector<float> before = state_of(*model);
   ClientState state;
   ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12, attack.get(), 0};
-  const auto rule = client_rule("fedrep", {{"head_epochs", int64_t{1}}, {"body_epochs", int64_t{0}}, {"batch", int64_t{16}}});
+  const auto rule =
+      client_rule("fedrep", {{"head_epochs", int64_t{1}}, {"body_epochs", int64_t{0}}, {"batch", int64_t{16}}});
   const ClientResult result = rule->train(task);
   EXPECT_EQ(result.head_steps, 4);
   const HeadAndBody p = parts(*model);
@@ -81,7 +82,8 @@ TEST(FlPersonalized, PfedsamIsFedRepWithSamOnTheBodyOnly) {
     ClientState state;
     ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12};
     const ClientResult result = client_rule(rule, given)->train(task);
-    EXPECT_EQ(result.body_steps, std::get<int64_t>(given.count("body_epochs") ? given["body_epochs"] : ParamValue(int64_t{2})) * 7);
+    EXPECT_EQ(result.body_steps,
+              std::get<int64_t>(given.count("body_epochs") ? given["body_epochs"] : ParamValue(int64_t{2})) * 7);
     return state_of(*model);
   };
   const auto model = make_model("mlp", kInput, 10, 5);
@@ -148,9 +150,9 @@ TEST(FlPersonalized, DittoProximalGradientMatchesFiniteDifferences) {
   Generator rng(3);
   std::vector<float> reference(model->flat_parameters().size());
   for (float& r : reference) r = static_cast<float>(rng.normal() * 0.1);
-  const std::vector<float> pixels = {0.1f, -0.2f, 0.3f, 0.5f, -0.4f, 0.2f, 0.7f, 0.1f, -0.3f, 0.2f,
-                                                            0.6f, -0.1f, 0.4f, 0.3f, -0.5f, 0.9f, 0.2f, 0.1f, -0.7f, 0.8f,
-                                                            0.3f, -0.6f, 0.5f, 0.1f, 0.2f, -0.3f, 0.4f, 0.6f, 0.1f, -0.2f};
+  const std::vector<float> pixels = {0.1f, -0.2f, 0.3f, 0.5f, -0.4f, 0.2f,  0.7f, 0.1f, -0.3f, 0.2f,
+                                     0.6f, -0.1f, 0.4f, 0.3f, -0.5f, 0.9f,  0.2f, 0.1f, -0.7f, 0.8f,
+                                     0.3f, -0.6f, 0.5f, 0.1f, 0.2f,  -0.3f, 0.4f, 0.6f, 0.1f,  -0.2f};
   const Tensor x = Tensor::from_vector(Shape{5, 1, 2, 3}, pixels);
   const LabelTensor y = LabelTensor::from_vector({0, 3, 1, 2, 3});
   constexpr double kLambda = 0.7;
@@ -194,8 +196,9 @@ TEST(FlPersonalized, DittoKeepsItsPersonalModelAndUploadsOnlyTheGlobalCopy) {
     const std::vector<float> received = state_of(*model);
     ClientState state;
     ClientTask task{*model, data, indices, identity, state, 0, 1, 11, 12, nullptr, 0, second.get()};
-    const auto rule = client_rule("ditto", {{"order", std::string(order)}, {"epochs", int64_t{1}}, {"batch", int64_t{16}},
-                                            {"lr", 0.05}, {"lambda", 1.0}});
+    const auto rule = client_rule(
+        "ditto",
+        {{"order", std::string(order)}, {"epochs", int64_t{1}}, {"batch", int64_t{16}}, {"lr", 0.05}, {"lambda", 1.0}});
     const ClientResult result = rule->train(task);
     EXPECT_EQ(result.steps, 4) << order;
     EXPECT_EQ(result.personal_steps, 4) << order;
@@ -254,13 +257,15 @@ TEST(FlPersonalized, SimpleTuningKeepsTheBodyAndReinitialisesTheHeadFromItsSeed)
 
 TEST(FlPersonalized, FedAvgFtVariantsAndStTakeTheirPostSteps) {
   EXPECT_FALSE(client_rule("fedavg-ft", {})->post_step().has_value());  // after-local: the kept model itself
-  const auto final_head = client_rule("fedavg-ft", {{"variant", std::string("final-head")}, {"epochs", int64_t{3}}})->post_step();
+  const auto final_head =
+      client_rule("fedavg-ft", {{"variant", std::string("final-head")}, {"epochs", int64_t{3}}})->post_step();
   ASSERT_TRUE(final_head.has_value());
   EXPECT_EQ(final_head->kind, PostSpec::Kind::HeadTune);
   EXPECT_EQ(final_head->epochs, 3);  // tune_epochs 0 = the training epochs (FedFSA's local_ep)
   EXPECT_FALSE(final_head->applies(4, 5));
   EXPECT_TRUE(final_head->applies(5, 5));
-  const auto before_eval = client_rule("fedavg-ft", {{"variant", std::string("before-eval")}, {"tune_lr", 0.02}})->post_step();
+  const auto before_eval =
+      client_rule("fedavg-ft", {{"variant", std::string("before-eval")}, {"tune_lr", 0.02}})->post_step();
   ASSERT_TRUE(before_eval.has_value());
   EXPECT_EQ(before_eval->kind, PostSpec::Kind::FineTune);
   EXPECT_DOUBLE_EQ(before_eval->lr, 0.02);

@@ -25,7 +25,8 @@ using testing::expect_error;
 // FedRep under BadNets with personalised evaluation; each test switches the rule it is about.
 testing::TinyRun personal_run() {
   return {{"seed=5", "rounds=5", "data.local_test=like-train", "clients.rule=fedrep", "attack.names=[\"badnets\"]",
-           "attack.malicious_count=2", "attack.malicious_per_round=1", "attack.badnets.per_batch=4", "eval.personalized=true"}};
+           "attack.malicious_count=2", "attack.malicious_per_round=1", "attack.badnets.per_batch=4",
+           "eval.personalized=true"}};
 }
 
 using FlPersonalizedRun = testing::FlRunTest;
@@ -141,16 +142,19 @@ TEST_F(FlHookRun, ServerStartStatesReachTheSampledClients) {
 }
 
 TEST_F(FlPersonalizedRun, ServerRulesOnTheBodyRefuseAHeadOnlySelection) {
-  expect_error([&] { run(personal_run(), "x", 1, {"server.rule=multi-krum", "server.apply_to=[\"head\"]"}); },
-               {"server.apply_to", "keeps on the clients"});
+  expect_error(
+      [&] {
+        run(personal_run(), "x", 1, {"server.rule=multi-krum", "server.apply_to=[\"head\"]"});
+      },
+      {"server.apply_to", "keeps on the clients"});
   // The robust rules run on the uploaded bodies (pFedSAM Table III's setting).
   run(personal_run(), "mk", 1, {"server.rule=multi-krum", "clients.per_round=5", "rounds=2"});
   EXPECT_EQ(parse_rounds_csv(file("mk", "rounds.csv")).size(), 2u);
 }
 
 TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
-  for (const std::string rule : {"fedrep", "pfedsam", "ditto", "local", "fedavg-ft", "st", "fedsam", "mofedsam", "fedfsa",
-                                 "fedspeed", "fedsmoo", "fedala", "fedfomo"}) {
+  for (const std::string rule : {"fedrep", "pfedsam", "ditto", "local", "fedavg-ft", "st", "fedsam", "mofedsam",
+                                 "fedfsa", "fedspeed", "fedsmoo", "fedala", "fedfomo"}) {
     const std::vector<std::string> overrides = {"clients.rule=" + rule};
     run(personal_run(), rule + "-whole", 2, overrides);
     run(personal_run(), rule + "-resumed", 1, overrides, false, /*stop_after=*/3);
@@ -166,7 +170,8 @@ TEST_F(FlPersonalizedRun, KilledAndResumedPersonalizedRunsWriteIdenticalFiles) {
         if (line.find("seconds_per_round") == std::string::npos) out += line + "\n";
       return out;
     };
-    EXPECT_EQ(without_times(file(rule + "-whole", "summary.json")), without_times(file(rule + "-resumed", "summary.json")))
+    EXPECT_EQ(without_times(file(rule + "-whole", "summary.json")),
+              without_times(file(rule + "-resumed", "summary.json")))
         << rule;
   }
 }
@@ -190,9 +195,9 @@ TEST_F(FlPersonalizedRun, OwnLastEvaluationResumesExactlyAndJudgesEachClientsTra
   }
   run(personal_run(), "fedsam-rule", 1, {"clients.rule=fedsam", "eval.client_accuracy=batch-mean", "eval.batch=16"});
   EXPECT_NE(file("fedsam-own-whole", "rounds.csv"), file("fedsam-rule", "rounds.csv"));
-  const std::vector<std::string> code_ft = {"clients.rule=fedavg-ft", "clients.fedavg-ft.variant=after-local-final-head",
-                                            "clients.fedavg-ft.tune_epochs=1", "clients.per_round=12",
-                                            "attack.malicious_per_round=0"};
+  const std::vector<std::string> code_ft = {
+      "clients.rule=fedavg-ft", "clients.fedavg-ft.variant=after-local-final-head", "clients.fedavg-ft.tune_epochs=1",
+      "clients.per_round=12", "attack.malicious_per_round=0"};
   run(personal_run(), "ft-rule", 1, code_ft);
   std::vector<std::string> code_ft_own = code_ft;
   code_ft_own.push_back("eval.personal_model=own-last");
@@ -236,12 +241,21 @@ TEST_F(FlPersonalizedRun, LocalTrainingNeverUploadsAndJudgesEachClientsOwnModel)
 }
 
 TEST_F(FlPersonalizedRun, PersonalSettingsAreCheckedAgainstEachOther) {
-  expect_error([&] { run(personal_run(), "a", 1, {"eval.personalized=true", "data.local_test=split"}); },
-               {"eval.personalized", "local test sets"});
-  expect_error([&] { run(personal_run(), "b", 1, {"clients.rule=st", "post.rule=st"}); },
-               {"already takes a post-training step"});
-  expect_error([&] { run(personal_run(), "c", 1, {"eval.personalized=false", "post.rule=fine-tune"}); },
-               {"post.rule", "eval.personalized"});
+  expect_error(
+      [&] {
+        run(personal_run(), "a", 1, {"eval.personalized=true", "data.local_test=split"});
+      },
+      {"eval.personalized", "local test sets"});
+  expect_error(
+      [&] {
+        run(personal_run(), "b", 1, {"clients.rule=st", "post.rule=st"});
+      },
+      {"already takes a post-training step"});
+  expect_error(
+      [&] {
+        run(personal_run(), "c", 1, {"eval.personalized=false", "post.rule=fine-tune"});
+      },
+      {"post.rule", "eval.personalized"});
   expect_error([&] { run(personal_run(), "d", 1, {"data.pool_train_test=true"}); }, {"pool_train_test", "like-train"});
   expect_error([&] { run(personal_run(), "e", 1, {"data.client_test_fraction=0.2"}); }, {"client_test_fraction = 0"});
 }

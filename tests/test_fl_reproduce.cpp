@@ -140,7 +140,8 @@ TEST_F(Reproduce, ATruncatedSummaryIsNamed) {
 TEST_F(Reproduce, RowFoldersMustDifferAndQuickOverridesMustLoad) {
   const auto no_check = [](const std::string&, const std::vector<std::string>&) {};
   std::string text = preset_text(kTwoRows) + "\n[[rows]]\nname = \"FEDAVG\"\nset = []\npaper = [1, 2]\n";
-  expect_error([&] { parse_preset(text, "papers/table.toml", no_check); }, {"both get the results folder", "rename one"});
+  expect_error([&] { parse_preset(text, "papers/table.toml", no_check); },
+               {"both get the results folder", "rename one"});
   const std::string path = write_preset(kTwoRows);
   std::string bad_quick = preset_text(kTwoRows);
   bad_quick.replace(bad_quick.find("rounds=1"), 8, "rounds=0");
@@ -176,12 +177,15 @@ TEST_F(Reproduce, AMalformedPaperTableFailsNamingTheLine) {
                {"table.toml:16", "paper has 1 numbers for 2 columns"});
   expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\nset = []\npaper = [1, \"n/a\"]\n")); },
                {"table.toml:16", "numbers or \"-\""});
-  expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\nset = []\n")); }, {"table.toml:13", "needs 'paper'"});
+  expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\nset = []\n")); },
+               {"table.toml:13", "needs 'paper'"});
   expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\nset = [\"rounds\"]\npaper = [1, 2]\n")); },
                {"table.toml:15", "not key=value"});
   expect_error([&] { load_preset(write_preset("[[rows]]\nname = \"A\"\npaper = [1, 2]\nwhat = 1\n")); },
                {"table.toml:16", "unknown key 'what'"});
-  testing::write_text(dir_ / "broken.toml", "title = \"x\"\nbase = \"base.toml\"\nseeds = 3\n[[columns]]\nname = \"A\"\nmetric = \"accuracy\"\n");
+  testing::write_text(
+      dir_ / "broken.toml",
+      "title = \"x\"\nbase = \"base.toml\"\nseeds = 3\n[[columns]]\nname = \"A\"\nmetric = \"accuracy\"\n");
   expect_error([&] { load_preset((dir_ / "broken.toml").string()); }, {"broken.toml:4", "unknown metric 'accuracy'"});
 }
 
@@ -254,7 +258,8 @@ TEST_F(Reproduce, RunSettingsDoNotMarkTheTableReduced) {
   ASSERT_EQ(reproduce(preset, options).failed, 0);
   std::string table = read_text_file((dir_ / "out" / "table.md").string());
   EXPECT_NE(table.find("at full (run settings, results unchanged: `run.threads=2` `run.checkpoint_every=1`) scale"),
-            std::string::npos) << table;
+            std::string::npos)
+      << table;
   EXPECT_EQ(table.find("reduced"), std::string::npos) << table;
 
   options.overrides = {"run.threads=2", "rounds=1"};
@@ -262,7 +267,8 @@ TEST_F(Reproduce, RunSettingsDoNotMarkTheTableReduced) {
   ASSERT_EQ(reproduce(preset, options).failed, 0);
   table = read_text_file((dir_ / "out" / "table.md").string());
   EXPECT_NE(table.find("**reduced** (`rounds=1`) (run settings, results unchanged: `run.threads=2`)"),
-            std::string::npos) << table;
+            std::string::npos)
+      << table;
 }
 
 // An override that is not a scale key (here a data setting) is a variant of the paper's setting, and the
@@ -273,7 +279,8 @@ TEST_F(Reproduce, OtherSettingsAreNamedAsChangedNotReduced) {
   ASSERT_EQ(reproduce(preset, options).failed, 0);
   std::string table = read_text_file((dir_ / "out" / "table.md").string());
   EXPECT_NE(table.find("at full scale with **changed settings** (`data.min_size=5`), not the paper's;"),
-            std::string::npos) << table;
+            std::string::npos)
+      << table;
   EXPECT_EQ(table.find("reduced"), std::string::npos) << table;
 
   options.overrides = {"rounds=1", "data.min_size=5", "data.max_per_client=40"};
@@ -282,7 +289,8 @@ TEST_F(Reproduce, OtherSettingsAreNamedAsChangedNotReduced) {
   table = read_text_file((dir_ / "out" / "table.md").string());
   EXPECT_NE(table.find("at **reduced** (`rounds=1` `data.max_per_client=40`) scale with **changed settings** "
                        "(`data.min_size=5`)"),
-            std::string::npos) << table;
+            std::string::npos)
+      << table;
 }
 
 // A finished run made with other [run] settings has the results a rerun would give: --resume keeps it.
@@ -314,7 +322,8 @@ TEST_F(Reproduce, TableNamesTheCommitsThatMadeRunsFinishedEarlier) {
   const std::filesystem::path record = dir_ / "out" / "runs" / "fedavg" / "provenance.tsv";
   EXPECT_NE(read_text_file(record.string()).find("\taaaaaaa\t"), std::string::npos);
   std::string table = read_text_file((dir_ / "out" / "table.md").string());
-  EXPECT_NE(table.find("Commit: aaaaaaa (this invocation; every cell's runs were made at this commit)"), std::string::npos)
+  EXPECT_NE(table.find("Commit: aaaaaaa (this invocation; every cell's runs were made at this commit)"),
+            std::string::npos)
       << table;
   EXPECT_EQ(table.find("Runs made by"), std::string::npos) << table;  // all by this invocation
 
@@ -359,7 +368,8 @@ namespace {
 // the dataset, instead of failing every run one by one into a table of "error" cells (issue 40).
 TEST_F(Reproduce, AMissingDatasetStopsBeforeAnyRunAndIsNamed) {
   const Preset preset = load_preset(write_preset(kTwoRows));
-  const ReproduceOptions options = one_seed_with({"data.dataset=mnist", "data.data_dir=" + (dir_ / "no-datasets").string()});
+  const ReproduceOptions options =
+      one_seed_with({"data.dataset=mnist", "data.data_dir=" + (dir_ / "no-datasets").string()});
   try {
     reproduce(preset, options);
     ADD_FAILURE() << "expected an error naming the missing dataset";

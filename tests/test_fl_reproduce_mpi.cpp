@@ -70,14 +70,14 @@ class MpiGrid : public testing::TempDirTest {
   // Whether mpirun can run the grid here (the callers skip otherwise).
   bool mpi_available() const { return mpi_built() && std::string(BASTION_MPIEXEC).size() > 0; }
   testing::RunResult reproduce(const std::string& out, int ranks, const std::string& extra = "") const {
-    std::string command = std::string(BASTION_BINARY) + " reproduce " + path("grid.toml") + " --quick --threads 1 --out " +
-                          path(out) + extra + " 2>&1";
+    std::string command = std::string(BASTION_BINARY) + " reproduce " + path("grid.toml") +
+                          " --quick --threads 1 --out " + path(out) + extra + " 2>&1";
     if (ranks == 0) return run_shell(command);
     // detect_leaks=0: a sanitizer build reports MPI_Init's allocations as leaks. vader's single-copy
     // mechanism needs ptrace rights that containers often lack; "none" keeps the shared-memory path.
     return run_shell("ASAN_OPTIONS=detect_leaks=0 OMPI_MCA_btl_vader_single_copy_mechanism=none " +
-                     std::string(BASTION_MPIEXEC) + " --oversubscribe --allow-run-as-root -np " + std::to_string(ranks) +
-                     " " + command);
+                     std::string(BASTION_MPIEXEC) + " --oversubscribe --allow-run-as-root -np " +
+                     std::to_string(ranks) + " " + command);
   }
   void expect_same_results(const std::string& a, const std::string& b) const {
     EXPECT_EQ(table_without_run_lines(path(a + "/table.md")), table_without_run_lines(path(b + "/table.md")));
@@ -161,7 +161,8 @@ TEST_F(MpiGrid, WithoutALauncherTasksRunInOrderEachFollowedByItsDone) {
   unsetenv("PMIX_SIZE");
   std::string trace;
   const GridWorld world = run_grid(
-      3, [&](size_t i) {  // appended: GCC 12's -Wrestrict false positive on "t" + std::string
+      3,
+      [&](size_t i) {  // appended: GCC 12's -Wrestrict false positive on "t" + std::string
         trace.append("t").append(std::to_string(i));
         return GridOutcome{};
       },

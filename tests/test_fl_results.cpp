@@ -131,7 +131,7 @@ TEST(FlResults, ReceivedColumnsRoundTripAndTaccTakesTheBetterWeightedFigure) {
     r.personal.clients = 4;
     r.personal.acc = {0.7, 0.6 + 0.1 * static_cast<double>(round), 0.5, 0.7, 0.9};  // p_acc_w 0.7, 0.8
     r.personal.received = true;
-    r.personal.received_acc = {0.75, 0.75, 0.6, 0.75, 0.9};                         // p_racc_w 0.75
+    r.personal.received_acc = {0.75, 0.75, 0.6, 0.75, 0.9};  // p_racc_w 0.75
     records.push_back(r);
   }
   const std::string text = rounds_csv(records);
@@ -141,7 +141,7 @@ TEST(FlResults, ReceivedColumnsRoundTripAndTaccTakesTheBetterWeightedFigure) {
 
   RunSummary last = summarize_run(1, records, {}, "last", 0);
   EXPECT_DOUBLE_EQ(last.personal_value("p_racc_w"), 0.75);
-  EXPECT_DOUBLE_EQ(last.personal_value("p_tacc"), 0.8);   // round 2: personal 0.8 > received 0.75
+  EXPECT_DOUBLE_EQ(last.personal_value("p_tacc"), 0.8);  // round 2: personal 0.8 > received 0.75
   records.pop_back();
   last = summarize_run(1, records, {}, "last", 0);
   EXPECT_DOUBLE_EQ(last.personal_value("p_tacc"), 0.75);  // round 1: received 0.75 > personal 0.7
@@ -150,7 +150,7 @@ TEST(FlResults, ReceivedColumnsRoundTripAndTaccTakesTheBetterWeightedFigure) {
   const std::string without = rounds_csv(records);
   EXPECT_EQ(without.find("p_racc"), std::string::npos) << without;
   last = summarize_run(1, records, {}, "last", 0);
-  EXPECT_DOUBLE_EQ(last.personal_value("p_tacc"), 0.7);   // p_acc_w alone
+  EXPECT_DOUBLE_EQ(last.personal_value("p_tacc"), 0.7);  // p_acc_w alone
   EXPECT_TRUE(std::isnan(last.personal_value("p_racc_w")));
 }
 
@@ -192,10 +192,10 @@ TEST(FlResults, SummarizeRunAppliesTheReportMode) {
   const RunSummary s = summarize_run(7, records, timings, "last:2", 0.7);
   EXPECT_EQ(s.seed, 7u);
   EXPECT_EQ(s.rounds, 4);
-  EXPECT_DOUBLE_EQ(s.acc, 0.85);   // (0.9 + 0.8) / 2
-  EXPECT_DOUBLE_EQ(s.asr, 0.2);    // rounds 3 and 4, round 3 not measured (last:K counts rounds)
+  EXPECT_DOUBLE_EQ(s.acc, 0.85);  // (0.9 + 0.8) / 2
+  EXPECT_DOUBLE_EQ(s.asr, 0.2);   // rounds 3 and 4, round 3 not measured (last:K counts rounds)
   EXPECT_DOUBLE_EQ(s.bfr, 0.8);
-  EXPECT_DOUBLE_EQ(s.v, 0.825);    // (0.85 + 0.8) / 2
+  EXPECT_DOUBLE_EQ(s.v, 0.825);  // (0.85 + 0.8) / 2
   EXPECT_TRUE(std::isnan(s.local_acc));
   EXPECT_DOUBLE_EQ(s.final_acc, 0.8);
   EXPECT_DOUBLE_EQ(s.best_acc, 0.9);
@@ -210,7 +210,7 @@ TEST(FlResults, SummarizeRunAppliesTheReportMode) {
 
   const RunSummary best = summarize_run(7, records, {}, "best", 0);
   EXPECT_DOUBLE_EQ(best.acc, 0.9);
-  EXPECT_EQ(best.round_to_target, -1);        // target 0: disabled
+  EXPECT_EQ(best.round_to_target, -1);              // target 0: disabled
   EXPECT_TRUE(std::isnan(best.seconds_per_round));  // no timings
   expect_error([&] { summarize_run(7, records, timings, "mean", 0.7); }, {"'mean'"});
 }
@@ -237,8 +237,8 @@ TEST(FlResults, SummaryJsonParsesBackWithNullForNaN) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : run.items()) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"seed", "rounds", "acc", "asr", "bfr", "v", "local_acc", "final_acc",
-                                            "best_acc", "round_to_target", "detection", "client_detection", "rejected", "bytes_up",
-                                            "bytes_down", "seconds_per_round", "malicious_clients"}));
+                                            "best_acc", "round_to_target", "detection", "client_detection", "rejected",
+                                            "bytes_up", "bytes_down", "seconds_per_round", "malicious_clients"}));
   EXPECT_EQ(run["seed"], 1);
   EXPECT_DOUBLE_EQ(run["acc"].get<double>(), 0.8);
   EXPECT_TRUE(run["asr"].is_null());
@@ -263,8 +263,8 @@ TEST(FlResults, CurvesSvgSingleRun) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_NE(svg.find("acc &amp; asr &lt;fedavg&gt; &quot;q&quot; &apos;p&apos;"), std::string::npos);
   EXPECT_EQ(svg.find("<fedavg>"), std::string::npos);
-  EXPECT_EQ(count_of(svg, "<polyline"), 2u);  // acc and asr
-  EXPECT_EQ(count_of(svg, "stroke-dasharray"), 2u);  // the asr line and its legend sample
+  EXPECT_EQ(count_of(svg, "<polyline"), 2u);          // acc and asr
+  EXPECT_EQ(count_of(svg, "stroke-dasharray"), 2u);   // the asr line and its legend sample
   EXPECT_EQ(count_of(svg, "<"), count_of(svg, ">"));  // nothing unescaped leaked into the markup
   EXPECT_NE(svg.find(">100%</text>"), std::string::npos);
   EXPECT_NE(svg.find(">0%</text>"), std::string::npos);
@@ -273,7 +273,7 @@ TEST(FlResults, CurvesSvgSingleRun) {
 TEST(FlResults, CurvesSvgWithoutAsrDrawsOnlyAcc) {
   const std::vector<RoundRecord> records = {record(1, 0.2, kNaN), record(2, 0.5, kNaN)};
   const std::string svg = curves_svg("clean", {records, records});
-  EXPECT_EQ(count_of(svg, "<polyline"), 3u);  // two runs and their mean
+  EXPECT_EQ(count_of(svg, "<polyline"), 3u);          // two runs and their mean
   EXPECT_EQ(svg.find("#d62728"), std::string::npos);  // no asr colour anywhere, legend included
 }
 

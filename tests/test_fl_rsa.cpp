@@ -59,13 +59,15 @@ TEST(FlRsa, RunningSumCapDiffersFromClippingTheFinalSum) {
   //   col 1: - - + + + +   running -1 -2 -1 0 1 2 -> 2 (the same as the final clip)
   //   col 2: + + + + + 0   running ... 3 3 -> 3        (the final sum 5 clipped: 3)
   const Uploads u({{1, -1, 1}, {1, -1, 1}, {1, 1, 1}, {1, 1, 1}, {-1, 1, 1}, {-1, 1, 0}});
-  const std::map<std::string, ParamValue> unit = {{"alpha", 1.0}, {"lambda", 1.0}, {"weight_decay", 0.0}, {"cap", int64_t{3}}};
+  const std::map<std::string, ParamValue> unit = {
+      {"alpha", 1.0}, {"lambda", 1.0}, {"weight_decay", 0.0}, {"cap", int64_t{3}}};
   expect_near_all(run_rule(make_rsa, "rsa", rsa_params(), u, unit).update, {1.0f, 2.0f, 3.0f}, kHand);
   // The order matters: the same rows reversed give col 0: - - + + + + -> 2 and col 1: + + + + - - -> 1.
-  expect_near_all(run_rule(make_rsa, "rsa", rsa_params(), u.permuted({5, 4, 3, 2, 1, 0}), unit).update, {2.0f, 1.0f, 3.0f},
-                  kHand);
+  expect_near_all(run_rule(make_rsa, "rsa", rsa_params(), u.permuted({5, 4, 3, 2, 1, 0}), unit).update,
+                  {2.0f, 1.0f, 3.0f}, kHand);
   // rsa-server (SPMC's defaults alpha 0.05, lambda 0.1, cap 3; global 0: no decay term): 0.005 * vote.
-  expect_near_all(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u).update, {0.005f, 0.01f, 0.015f}, kHand);
+  expect_near_all(run_rule(make_rsa_server, "rsa-server", rsa_server_params(), u).update, {0.005f, 0.01f, 0.015f},
+                  kHand);
   // rsa has no cap by default: the plain sums 2, 2, 5 times alpha lambda = 0.001.
   expect_near_all(run_rule(make_rsa, "rsa", rsa_params(), u).update, {0.002f, 0.002f, 0.005f}, kHand);
 }

@@ -56,22 +56,22 @@ checkpoint_every = 2
 )" + extra_attack;
 }
 
-
 using FlRun = testing::FlRunTest;
 
 TEST_F(FlRun, WritesEveryResultsFileWithOneRowPerEvaluatedRound) {
   const std::vector<RunSummary> summaries = run(tiny_config(), "a", 1);
   ASSERT_EQ(summaries.size(), 1u);
-  for (const char* name : {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg", "checkpoint.safetensors"})
+  for (const char* name :
+       {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg", "checkpoint.safetensors"})
     EXPECT_TRUE(std::filesystem::exists(dir_ / "a" / name)) << name;
   const std::vector<RoundRecord> records = parse_rounds_csv(file("a", "rounds.csv"));
   ASSERT_EQ(records.size(), 3u);  // rounds 2, 4, 6
   EXPECT_EQ(records[2].round, 6);
   for (const RoundRecord& r : records) {
     EXPECT_EQ(r.sampled, 5);
-    EXPECT_EQ(r.malicious, 2);      // forced into every round
+    EXPECT_EQ(r.malicious, 2);        // forced into every round
     EXPECT_FALSE(std::isnan(r.asr));  // badnets gives an ASR column
-    EXPECT_GT(r.acc, 0.3);          // the synthetic set is easy: learning happened
+    EXPECT_GT(r.acc, 0.3);            // the synthetic set is easy: learning happened
   }
   // The resolved config parses back to itself.
   const std::string resolved = file("a", "config.toml");
@@ -80,7 +80,8 @@ TEST_F(FlRun, WritesEveryResultsFileWithOneRowPerEvaluatedRound) {
 
 TEST_F(FlRun, RoundsCsvIsIdenticalWithOneAndTwoThreads) {
   // badnets (data) plus a collusion and an upload attack:
-  const std::vector<std::string> overrides = {"attack.names=[\"badnets\", \"lie\", \"scale\"]", "attack.scale.factor=2"};
+  const std::vector<std::string> overrides = {"attack.names=[\"badnets\", \"lie\", \"scale\"]",
+                                              "attack.scale.factor=2"};
   run(tiny_config(), "t1", 1, overrides);
   run(tiny_config(), "t2", 2, overrides);
   EXPECT_EQ(file("t1", "rounds.csv"), file("t2", "rounds.csv"));
@@ -152,7 +153,8 @@ TEST_F(FlRun, ResumeMayChangeThreadsAndCheckpointFrequency) {
 // round 3 resumes to the same rounds.csv as the uninterrupted one (issue 41 item 7).
 TEST_F(FlRun, AutomaticCheckpointsFollowTheClock) {
   const ExperimentConfig config = parse_config(tiny_config(), "tiny.toml", {"run.checkpoint_every=-1"});
-  EXPECT_EQ(parse_config("name = \"x\"\n[data]\ndataset = \"synthetic\"\n", "x.toml").run.integer("checkpoint_every"), -1);
+  EXPECT_EQ(parse_config("name = \"x\"\n[data]\ndataset = \"synthetic\"\n", "x.toml").run.integer("checkpoint_every"),
+            -1);
   RunOptions options;
   options.out_dir = (dir_ / "whole").string();
   options.threads = 1;
@@ -205,8 +207,8 @@ TEST_F(FlRun, ResultsFilesAreRewrittenAtMostAsOftenAsTheClockSays) {
   run_with("every", 0.0, every_round);
   run_with("never", 1e9, never);
   ASSERT_EQ(every_round.size(), 6u);
-  EXPECT_FALSE(every_round[0]);  // round 1 aggregates before anything was written
-  EXPECT_TRUE(every_round[1]);   // round 2 sees round 1's row
+  EXPECT_FALSE(every_round[0]);                   // round 1 aggregates before anything was written
+  EXPECT_TRUE(every_round[1]);                    // round 2 sees round 1's row
   EXPECT_EQ(never, std::vector<bool>(6, false));  // written once, after the last round
   EXPECT_EQ(file("every", "rounds.csv"), file("never", "rounds.csv"));
 }
@@ -312,7 +314,8 @@ TEST_F(FlRun, SummaryNamesTheMaliciousClients) {
   const ExperimentConfig config = parse_config(tiny_config(), "tiny.toml", {});
   const int64_t clients = config.data.integer("clients");
   ASSERT_FALSE(ids.empty());
-  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], clients - static_cast<int64_t>(ids.size()) + static_cast<int64_t>(i));
+  for (size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(ids[i], clients - static_cast<int64_t>(ids.size()) + static_cast<int64_t>(i));
 }
 
 TEST_F(FlRun, RefusesToOverwriteResults) {
@@ -330,8 +333,11 @@ TEST_F(FlRun, OverwriteNeverFollowsLinksAndForeignFoldersAreRefused) {
   RunOptions overwrite;
   overwrite.out_dir = (dir_ / "linked").string();
   overwrite.overwrite = true;
-  expect_error([&] { run_experiment(parse_config(tiny_config(), "tiny.toml", {"repeat=2", "rounds=1"}), overwrite); },
-               {"seed-7", "symbolic link"});
+  expect_error(
+      [&] {
+        run_experiment(parse_config(tiny_config(), "tiny.toml", {"repeat=2", "rounds=1"}), overwrite);
+      },
+      {"seed-7", "symbolic link"});
   EXPECT_TRUE(std::filesystem::exists(dir_ / "other" / "seed-7" / "rounds.csv"));
   EXPECT_TRUE(std::filesystem::exists(dir_ / "other" / "seed-7" / "checkpoint.safetensors") ||
               std::filesystem::exists(dir_ / "other" / "seed-7" / "timing.csv"));
@@ -371,7 +377,8 @@ TEST_F(FlRun, ASecondProcessOnTheSameFolderIsRefused) {
   {
     const ResultsFolderLock held((dir_ / "busy").string());
     // flock locks are per open file description: a second open in this process contends like another process.
-    expect_error([&] { run(tiny_config(), "busy", 1, {"rounds=2"}, /*resume=*/true); }, {"in use by another bastion process"});
+    expect_error([&] { run(tiny_config(), "busy", 1, {"rounds=2"}, /*resume=*/true); },
+                 {"in use by another bastion process"});
     testing::write_text(dir_ / "busy" / "checkpoint.safetensors.tmp.123", "another run's half-written file");
     expect_error([&] { run(tiny_config(), "busy", 1, {"rounds=2"}, /*resume=*/true); }, {"in use"});
     EXPECT_TRUE(std::filesystem::exists(dir_ / "busy" / "checkpoint.safetensors.tmp.123"));  // not swept
@@ -382,15 +389,17 @@ TEST_F(FlRun, ASecondProcessOnTheSameFolderIsRefused) {
 
 // A learning rate of 100 (the maximum) makes the MLP's weights overflow to Inf/NaN within the first steps.
 TEST_F(FlRun, NonFiniteUploadsAreRejectedAndCounted) {
-  const std::vector<std::string> diverge = {"clients.sgd.lr=100", "clients.sgd.momentum=0", "rounds=2",
-                                            "eval.every=1"};
+  const std::vector<std::string> diverge = {"clients.sgd.lr=100", "clients.sgd.momentum=0", "rounds=2", "eval.every=1"};
   run(tiny_config(), "nan", 1, diverge);
   const std::vector<RoundRecord> records = parse_rounds_csv(file("nan", "rounds.csv"));
   ASSERT_EQ(records.size(), 2u);
   EXPECT_GT(records[0].rejected + records[1].rejected, 0);
   for (const RoundRecord& r : records) EXPECT_TRUE(std::isfinite(r.loss)) << "a rejected upload reached the model";
-  expect_error([&] { run(tiny_config(), "fail", 1, {diverge[0], diverge[1], diverge[2], "server.on_invalid=fail"}); },
-               {"NaN or Inf", "on_invalid"});
+  expect_error(
+      [&] {
+        run(tiny_config(), "fail", 1, {diverge[0], diverge[1], diverge[2], "server.on_invalid=fail"});
+      },
+      {"NaN or Inf", "on_invalid"});
 }
 
 TEST_F(FlRun, RepeatRunsEverySeedInItsOwnFolder) {
@@ -405,15 +414,16 @@ TEST_F(FlRun, RepeatRunsEverySeedInItsOwnFolder) {
 
 TEST_F(FlRun, CliPrintsProgressAndTheSummaryLineLast) {
   testing::write_text(dir_ / "tiny.toml", tiny_config());
-  const testing::RunResult result =
-      testing::run_bastion("run " + (dir_ / "tiny.toml").string() + " --out " + (dir_ / "cli").string() + " --set rounds=2");
+  const testing::RunResult result = testing::run_bastion("run " + (dir_ / "tiny.toml").string() + " --out " +
+                                                         (dir_ / "cli").string() + " --set rounds=2");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("round 2/2"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("curves.svg"), std::string::npos);
   const std::string last = result.output.substr(result.output.rfind("acc="));
   EXPECT_EQ(last.find('\n'), last.size() - 1) << "the summary must be the last line: " << last;
   EXPECT_NE(last.find("asr="), std::string::npos);
-  const testing::RunResult bad = testing::run_bastion("run " + (dir_ / "tiny.toml").string() + " --set clients.sgd.lrr=1");
+  const testing::RunResult bad =
+      testing::run_bastion("run " + (dir_ / "tiny.toml").string() + " --set clients.sgd.lrr=1");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.output.find("clients.sgd.lrr"), std::string::npos) << bad.output;
 }
@@ -428,9 +438,9 @@ namespace {
 TEST(RunTitle, NamesTheRulesTheAttacksAndTheDescription) {
   const ExperimentConfig plain = testing::TinyRun{}.config();
   EXPECT_EQ(run_title(plain), "tiny: sgd clients, fedavg server");
-  const ExperimentConfig attacked = testing::TinyRun{{"clients.rule=fedrep", "server.rule=median",
-                                                      "attack.names=[\"badnets\", \"scale\"]", "attack.malicious_count=2",
-                                                      "description=\"row A\""}}.config();
+  const ExperimentConfig attacked = testing::TinyRun{
+      {"clients.rule=fedrep", "server.rule=median", "attack.names=[\"badnets\", \"scale\"]", "attack.malicious_count=2",
+       "description=\"row A\""}}.config();
   EXPECT_EQ(run_title(attacked), "tiny: fedrep clients, median server, attack badnets + scale (row A)");
 }
 

@@ -20,8 +20,9 @@ namespace {
 // 20 clients, 5 per round, 2 sign-flip attackers forced into every round; the server holds out 10 %.
 testing::TinyRun tiny_defense_run(const std::vector<std::string>& server) {
   return testing::TinyRun{{"rounds=6", "data.clients=20", "data.server_fraction=0.1", "clients.per_round=5",
-                           "clients.sgd.epochs=1", "clients.sgd.batch=16", "clients.sgd.lr=0.05", "attack.names=[\"sign-flip\"]",
-                           "attack.malicious_count=4", "attack.malicious_per_round=2", "eval.every=2"}}
+                           "clients.sgd.epochs=1", "clients.sgd.batch=16", "clients.sgd.lr=0.05",
+                           "attack.names=[\"sign-flip\"]", "attack.malicious_count=4", "attack.malicious_per_round=2",
+                           "eval.every=2"}}
       .with(server);
 }
 

@@ -68,10 +68,12 @@ class MpiRun : public testing::TempDirTest {
     return "ASAN_OPTIONS=detect_leaks=0 OMPI_MCA_btl_vader_single_copy_mechanism=none " + std::string(BASTION_MPIEXEC) +
            " --oversubscribe --allow-run-as-root -np " + std::to_string(ranks) + " ";
   }
-  std::string run_command(const std::string& config, const std::string& out, int ranks, const std::string& extra) const {
+  std::string run_command(const std::string& config, const std::string& out, int ranks,
+                          const std::string& extra) const {
     return launcher(ranks) + BASTION_BINARY + " run " + config + " --threads 1 --out " + path(out) + " " + extra;
   }
-  testing::RunResult run(const std::string& config, const std::string& out, int ranks, const std::string& extra = "") const {
+  testing::RunResult run(const std::string& config, const std::string& out, int ranks,
+                         const std::string& extra = "") const {
     return run_shell(run_command(config, out, ranks, extra + " --overwrite") + " 2>&1");
   }
   std::string rounds(const std::string& out) const { return read_text_file(path(out + "/rounds.csv")); }
@@ -149,7 +151,8 @@ TEST_F(MpiRun, AKilledJobResumesWithAnotherRankCount) {
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
   const auto kill = kill_once_checkpointed("kill -TERM $pid");
   ASSERT_NE(kill.output.find("killed"), std::string::npos) << kill.output;
-  ASSERT_TRUE(std::filesystem::exists(dir_ / "killed" / "checkpoint.safetensors")) << read_text_file(path("killed.log"));
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "killed" / "checkpoint.safetensors"))
+      << read_text_file(path("killed.log"));
   const auto rest = run_shell(run_command(kCrash, "killed", 2, "--resume") + " 2>&1");
   ASSERT_EQ(rest.exit_code, 0) << rest.output;
   EXPECT_EQ(rounds("killed"), rounds("whole"));
@@ -166,7 +169,8 @@ TEST_F(MpiRun, ARankThatDiesStopsTheJobAndTheRunResumes) {
   const auto kill = kill_once_checkpointed("kill -KILL $(pgrep -P $pid | sort -n | tail -1)");
   ASSERT_NE(kill.output.find("exit "), std::string::npos) << kill.output;
   EXPECT_EQ(kill.output.find("exit 0"), std::string::npos) << kill.output << read_text_file(path("killed.log"));
-  EXPECT_NE(read_text_file(path("killed.log")).find("signal 9"), std::string::npos) << read_text_file(path("killed.log"));
+  EXPECT_NE(read_text_file(path("killed.log")).find("signal 9"), std::string::npos)
+      << read_text_file(path("killed.log"));
   ASSERT_TRUE(std::filesystem::exists(dir_ / "killed" / "checkpoint.safetensors"));
   const auto rest = run_shell(run_command(kCrash, "killed", 2, "--resume") + " 2>&1");
   ASSERT_EQ(rest.exit_code, 0) << rest.output;
@@ -175,7 +179,8 @@ TEST_F(MpiRun, ARankThatDiesStopsTheJobAndTheRunResumes) {
 
 TEST_F(MpiRun, ABuildWithoutMpiRefusesALaunchersSeveralProcesses) {
   if (mpi_built()) GTEST_SKIP() << "this build has MPI; the refusal is the no-MPI stub's";
-  const auto result = run_shell("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 " + run_command(kCrash, "out", 0, "") + " 2>&1");
+  const auto result =
+      run_shell("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 " + run_command(kCrash, "out", 0, "") + " 2>&1");
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("built without MPI"), std::string::npos) << result.output;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "rounds.csv")) << "nothing may run";

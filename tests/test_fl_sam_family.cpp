@@ -199,7 +199,8 @@ TEST(SamStep, DualStepOnTheDeviceAgreesWithTheCpu) {
 
 TEST(FedFsaTopC, PicksTheMostChangedWeightTensorsAndNeverABias) {
   EXPECT_TRUE(fsa_candidate("fc2.weight"));
-  for (const char* name : {"fc2.bias", "layer1.0.bn1.weight", "layer2.0.downsample.0.weight", "shortcut.weight", "norm.weight"})
+  for (const char* name :
+       {"fc2.bias", "layer1.0.bn1.weight", "layer2.0.downsample.0.weight", "shortcut.weight", "norm.weight"})
     EXPECT_FALSE(fsa_candidate(name)) << name;
   auto model = small_model();  // fc1.weight, fc1.bias, fc2.weight, fc2.bias, fc3.weight, fc3.bias
   const std::vector<float> before(model->flat_parameters().begin(), model->flat_parameters().end());
@@ -316,7 +317,8 @@ TEST(SamFamilyServer, FedSpeedAndFedSmooStateAfterTwoRoundsMatchesAHandComputati
       legacy.push_back(static_cast<float>(ids.size()));
       for (size_t k = 0; k < ids.size(); ++k) {
         legacy.push_back(static_cast<float>(ids[k]));
-        legacy.insert(legacy.end(), saved.floats(per_client).begin() + 2 * k, saved.floats(per_client).begin() + 2 * (k + 1));
+        legacy.insert(legacy.end(), saved.floats(per_client).begin() + 2 * k,
+                      saved.floats(per_client).begin() + 2 * (k + 1));
       }
     }
     const auto from_old = client_rule(rule, {{"rho", 0.1}})->make_method_server(3, 2);
@@ -340,7 +342,8 @@ TEST(SamFamilyClient, MoFedSamWithAlphaZeroRepeatsTheServersMeanUpdate) {
   ClientState state;
   ClientTask task{*model, data, indices, identity, state, 0, 2, 11, 12};
   task.message = &message;
-  const auto rule = client_rule("mofedsam", {{"alpha", 0.0}, {"grad_clip", 0.0}, {"epochs", int64_t{1}}, {"batch", int64_t{40}}});
+  const auto rule =
+      client_rule("mofedsam", {{"alpha", 0.0}, {"grad_clip", 0.0}, {"epochs", int64_t{1}}, {"batch", int64_t{40}}});
   EXPECT_EQ(rule->train(task).steps, 1);
   const std::span<const float> w = model->flat_parameters();
   for (size_t i = 0; i < before.size(); i += 211) EXPECT_NEAR(w[i] - before[i], message["mean_update"][i], 1e-6) << i;
@@ -360,7 +363,8 @@ TEST(SamFamilyClient, MoFedSamByDefaultTakesNoSgdMomentumSoKStepsRepeatTheMeanUp
   ClientState state;
   ClientTask task{*model, data, indices, identity, state, 0, 2, 11, 12};
   task.message = &message;
-  const auto rule = client_rule("mofedsam", {{"alpha", 0.0}, {"grad_clip", 0.0}, {"epochs", int64_t{1}}, {"batch", int64_t{20}}});
+  const auto rule =
+      client_rule("mofedsam", {{"alpha", 0.0}, {"grad_clip", 0.0}, {"epochs", int64_t{1}}, {"batch", int64_t{20}}});
   EXPECT_EQ(rule->train(task).steps, 2);
   const std::span<const float> w = model->flat_parameters();
   for (size_t i = 0; i < before.size(); i += 211) EXPECT_NEAR(w[i] - before[i], message["mean_update"][i], 1e-6) << i;

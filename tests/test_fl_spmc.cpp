@@ -114,7 +114,11 @@ TEST(FlSpmcServer, SampleWeightedCoalitionAndTheSingleUpload) {
 }
 
 TEST(FlSpmcServer, UnknownOrOutOfRangeOptionsAreRefused) {
-  expect_error([] { Params("server.spmc", spmc_params(), {{"metric", std::string("manhattan")}}); }, {"metric", "manhattan"});
+  expect_error(
+      [] {
+        Params("server.spmc", spmc_params(), {{"metric", std::string("manhattan")}});
+      },
+      {"metric", "manhattan"});
   expect_error([] { Params("server.spmc", spmc_params(), {{"temperature", 0.0}}); }, {"temperature"});
 }
 
@@ -186,8 +190,11 @@ TEST(FlSpmcClient, MethodServerSendsLastRoundsWeightsOnlyToItsAcceptedClients) {
   const auto from_old = client_rule("spmc", {})->make_method_server(4, 2);
   from_old->load_state(RuleState::from_legacy({-1.0f, 0.25f, -1.0f, 0.75f}));  // the pre-codec float layout
   EXPECT_EQ(message_for(*from_old, 3), message_for(*server, 3));
-  expect_error([&] { server->after_aggregation(MethodRound{uploads.data(), 2, 2, 2, &clients, nullptr, {}, {}}, update); },
-               {"aggregation weights", "spmc"});
+  expect_error(
+      [&] {
+        server->after_aggregation(MethodRound{uploads.data(), 2, 2, 2, &clients, nullptr, {}, {}}, update);
+      },
+      {"aggregation weights", "spmc"});
 }
 
 TEST(FlSpmcClient, CoalitionFromTheNewGlobalIsTheWeightedMeanOfTheOthers) {
@@ -228,8 +235,9 @@ TEST(FlSpmcClient, OneStepUsesTheCrossEntropyGradientProjectedOffTheTeachersPerT
   task.message = &message;
   task.second = second.get();
   constexpr float kLr = 0.1f;
-  const auto rule = client_rule("spmc", {{"epochs", int64_t{1}}, {"batch", int64_t{40}}, {"lr", double{kLr}},
-                                         {"momentum", 0.0}, {"weight_decay", 0.0}});
+  const auto rule = client_rule(
+      "spmc",
+      {{"epochs", int64_t{1}}, {"batch", int64_t{40}}, {"lr", double{kLr}}, {"momentum", 0.0}, {"weight_decay", 0.0}});
   EXPECT_EQ(rule->train(task).steps, 1);
 
   const auto check = make_model("mlp", kInput, 10, 5);
@@ -267,8 +275,8 @@ TEST(FlSpmcClient, SamIsRefused) {
 
 testing::TinyRun spmc_run(const std::string& server_rule) {
   return {{"rounds=3", "data.clients=5", "clients.rule=spmc", "clients.per_round=5", "clients.spmc.epochs=1",
-           "clients.spmc.batch=16", "server.rule=" + server_rule, "attack.names=[\"badnets\"]", "attack.malicious_count=1",
-           "attack.selection=last", "run.checkpoint_every=1"}};
+           "clients.spmc.batch=16", "server.rule=" + server_rule, "attack.names=[\"badnets\"]",
+           "attack.malicious_count=1", "attack.selection=last", "run.checkpoint_every=1"}};
 }
 
 using FlSpmcRun = testing::FlRunTest;
@@ -287,7 +295,7 @@ TEST_F(FlSpmcRun, SpmcPairsWithWeightReportingRulesAndIsThreadCountIndependent) 
     EXPECT_GT(a, 0.0);
     sum += a;
   }
-  EXPECT_NEAR(sum, 1.0, 1e-12);  // float64 now: exact up to the softmax's rounding
+  EXPECT_NEAR(sum, 1.0, 1e-12);                                 // float64 now: exact up to the softmax's rounding
   EXPECT_NO_THROW(run(spmc_run("fedavg"), "lgalign-only", 1));  // Table 1's LGAlign-only ablation
   expect_error([&] { run(spmc_run("median"), "median", 1); },
                {"clients.rule = 'spmc'", "server.rule = 'median'", "fedavg, spmc"});

@@ -44,7 +44,8 @@ TEST(SweepAxis, SplitsOnTopLevelCommasOnly) {
 }
 
 TEST_F(Sweep, OneAxisGivesRowsAndOneColumnPerMetric) {
-  const Preset preset = sweep_preset(base(), {parse_sweep_axis("server.rule=fedavg,median")}, {"acc", "p_acc"}, kLoadConfig);
+  const Preset preset =
+      sweep_preset(base(), {parse_sweep_axis("server.rule=fedavg,median")}, {"acc", "p_acc"}, kLoadConfig);
   EXPECT_EQ(preset.name, "base-sweep");
   EXPECT_EQ(preset.seeds, 1);
   ASSERT_EQ(preset.rows.size(), 2u);
@@ -57,10 +58,11 @@ TEST_F(Sweep, OneAxisGivesRowsAndOneColumnPerMetric) {
 }
 
 TEST_F(Sweep, TheLastAxisIsTheColumnsAndTheOthersCombineIntoRows) {
-  const Preset preset = sweep_preset(base(),
-                                     {parse_sweep_axis("server.rule=fedavg,median"), parse_sweep_axis("attack.malicious_count=1,2"),
-                                      parse_sweep_axis("attack.names=sign-flip,ipm")},
-                                     {"acc"}, kLoadConfig);
+  const Preset preset =
+      sweep_preset(base(),
+                   {parse_sweep_axis("server.rule=fedavg,median"), parse_sweep_axis("attack.malicious_count=1,2"),
+                    parse_sweep_axis("attack.names=sign-flip,ipm")},
+                   {"acc"}, kLoadConfig);
   ASSERT_EQ(preset.rows.size(), 4u);  // the first axis varies slowest
   EXPECT_EQ(preset.rows[1].name, "fedavg, 2");
   EXPECT_EQ(preset.rows[2].set, (std::vector<std::string>{"server.rule=median", "attack.malicious_count=1"}));
@@ -68,15 +70,16 @@ TEST_F(Sweep, TheLastAxisIsTheColumnsAndTheOthersCombineIntoRows) {
   EXPECT_EQ(preset.columns[1].name, "ipm");
   EXPECT_EQ(preset.columns[1].set, (std::vector<std::string>{"attack.names=ipm"}));
   EXPECT_EQ(preset_grid(preset).runs.size(), 8u);
-  const Preset two_metrics = sweep_preset(base(), {parse_sweep_axis("attack.malicious_count=1"),
-                                                   parse_sweep_axis("attack.names=sign-flip,ipm")},
-                                          {"acc", "p_acc"}, kLoadConfig);
+  const Preset two_metrics = sweep_preset(
+      base(), {parse_sweep_axis("attack.malicious_count=1"), parse_sweep_axis("attack.names=sign-flip,ipm")},
+      {"acc", "p_acc"}, kLoadConfig);
   EXPECT_EQ(two_metrics.columns[3].name, "ipm p_acc");
 }
 
 TEST_F(Sweep, EveryCellIsCheckedBeforeAnythingRuns) {
-  expect_error([&] { sweep_preset(base(), {parse_sweep_axis("server.rule=fedavg,no-such-rule")}, {"acc"}, kLoadConfig); },
-               {"the --grid sweep on", "row 'no-such-rule'", "no-such-rule"});
+  expect_error(
+      [&] { sweep_preset(base(), {parse_sweep_axis("server.rule=fedavg,no-such-rule")}, {"acc"}, kLoadConfig); },
+      {"the --grid sweep on", "row 'no-such-rule'", "no-such-rule"});
   try {  // the in-memory preset's "base-sweep.toml:LINE" names no file the user has
     sweep_preset(base(), {parse_sweep_axis("server.rule=no-such-rule")}, {"acc"}, kLoadConfig);
   } catch (const Error& e) {
@@ -116,8 +119,10 @@ TEST_F(Sweep, TheCommandLineChecksCellsWithItsOverrides) {
       testing::run_bastion("reproduce " + config + " --grid attack.names=sign-flip,ipm --set rounds=1 --out " + out);
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.output.find("no client is malicious"), std::string::npos) << refused.output;
-  const testing::RunResult ok = testing::run_bastion("reproduce " + config + " --grid attack.names=sign-flip,ipm --set rounds=1 "
-                                                     "--set attack.malicious_count=2 --out " + out);
+  const testing::RunResult ok = testing::run_bastion("reproduce " + config +
+                                                     " --grid attack.names=sign-flip,ipm --set rounds=1 "
+                                                     "--set attack.malicious_count=2 --out " +
+                                                     out);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("2 run(s), 0 skipped, 0 failed"), std::string::npos) << ok.output;
 }

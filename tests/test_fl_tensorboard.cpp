@@ -50,8 +50,8 @@ TEST(FlTensorboardFormat, ACorruptOrTruncatedRecordIsNamed) {
 
 TEST(FlTensorboardFormat, EveryNumberOfARoundsRowIsAScalarAndEmptyCellsAreLeftOut) {
   const std::string csv = "round,acc,asr,sampled\n1,0.5,,4\n3,0.75,0.25,4\n";
-  const std::vector<ScalarEvent> events = parse_tensorboard_events(
-      tensorboard_events(csv, {{1, 1, 0, 0, 2.0}, {2, 1, 0, 0, 3.0}, {3, 1, 0, 0, 4.0}}));
+  const std::vector<ScalarEvent> events =
+      parse_tensorboard_events(tensorboard_events(csv, {{1, 1, 0, 0, 2.0}, {2, 1, 0, 0, 3.0}, {3, 1, 0, 0, 4.0}}));
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[1].step, 1);
   EXPECT_EQ(events[1].wall_time, 2.0);

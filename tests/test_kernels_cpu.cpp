@@ -39,8 +39,8 @@ float op_at(const std::vector<float>& X, int64_t ld, bool trans, int64_t row, in
 }
 
 void check_gemm(bool trans_a, bool trans_b, const GemmCase& c, float alpha, float beta, Generator& gen) {
-  SCOPED_TRACE(::testing::Message() << "trans_a " << trans_a << " trans_b " << trans_b << " M " << c.M << " N "
-                                    << c.N << " K " << c.K << " alpha " << alpha << " beta " << beta);
+  SCOPED_TRACE(::testing::Message() << "trans_a " << trans_a << " trans_b " << trans_b << " M " << c.M << " N " << c.N
+                                    << " K " << c.K << " alpha " << alpha << " beta " << beta);
   // Leading dimensions larger than needed; the padding holds NaN, so a kernel that reads it fails.
   const int64_t a_rows = trans_a ? c.K : c.M, a_cols = trans_a ? c.M : c.K, lda = a_cols + 3;
   const int64_t b_rows = trans_b ? c.N : c.K, b_cols = trans_b ? c.K : c.N, ldb = b_cols + 5;
@@ -101,8 +101,8 @@ TEST(KernelsCpuGemm, BlockedAndOpenBlasAgreeWithDoubleReference) {
   Generator gen(1);
   // The last two are big enough for gemm_cpu to split C into column panels (512 + 512 + 76) and row
   // panels (128 + 128 + 44).
-  const GemmCase cases[] = {{1, 1, 1},     {7, 13, 5}, {65, 33, 129},   {200, 3, 300},
-                            {3, 600, 17},  {4, 5, 0},  {16, 1100, 40}, {300, 50, 30}};
+  const GemmCase cases[] = {{1, 1, 1},    {7, 13, 5}, {65, 33, 129},  {200, 3, 300},
+                            {3, 600, 17}, {4, 5, 0},  {16, 1100, 40}, {300, 50, 30}};
   for (const GemmCase& c : cases)
     for (const bool trans_a : {false, true})
       for (const bool trans_b : {false, true})
@@ -158,7 +158,8 @@ TEST(KernelsCpuConv, Im2colGemmForwardMatchesDirect) {
       const float* bias = with_bias ? d.bias.data() : nullptr;
       std::vector<float> out(out_numel, kNaN), workspace(conv2d_workspace_floats(g), kNaN);
       conv2d_forward_cpu(out.data(), d.in.data(), d.weight.data(), bias, g, workspace.data());
-      expect_forward_matches_reference(out, d, with_bias, with_bias ? "conv2d_forward_cpu (bias)" : "conv2d_forward_cpu");
+      expect_forward_matches_reference(out, d, with_bias,
+                                       with_bias ? "conv2d_forward_cpu (bias)" : "conv2d_forward_cpu");
     }
   }
 }
@@ -173,8 +174,8 @@ TEST(KernelsCpuConv, Im2colGemmBackwardMatchesDirect) {
     const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
     std::vector<float> grad_in(d.in.size(), kNaN), grad_w(d.weight.size(), kNaN), grad_b(g.K, kNaN);
     std::vector<float> workspace(conv2d_workspace_floats(g), kNaN);
-    conv2d_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), grad_out.data(), d.in.data(), d.weight.data(),
-                        g, workspace.data());
+    conv2d_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
+                        workspace.data());
     const ConvGrads want = conv_backward_reference(d, grad_out);
     // grad_in sums over K*R*S products at most; grad_weight and grad_bias over N*OH*OW.
     expect_close(grad_in, want.in, want.in_mag, g.K * g.R * g.S, "grad_in");
@@ -342,9 +343,9 @@ TEST(KernelsCpuDeterminism, ConvAndBatchNormDoNotDependOnThreadCount) {
     return std::vector<std::vector<float>>{out, gi, gw, gb_conv, y, mean, invstd, rm, rv, dx, dgamma, dbeta, gc};
   };
   const auto one = run(1), two = run(2);
-  const char* names[] = {"conv out",        "conv grad_in",   "conv grad_weight", "conv grad_bias", "bn y",
-                         "bn mean",         "bn invstd",      "bn running_mean",  "bn running_var", "bn dx",
-                         "bn dgamma",       "bn dbeta",       "gemm_cpu"};
+  const char* names[] = {"conv out",  "conv grad_in", "conv grad_weight", "conv grad_bias", "bn y",
+                         "bn mean",   "bn invstd",    "bn running_mean",  "bn running_var", "bn dx",
+                         "bn dgamma", "bn dbeta",     "gemm_cpu"};
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bitwise_equal(one[i], two[i])) << names[i];
 }
 

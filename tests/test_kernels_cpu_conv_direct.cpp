@@ -24,13 +24,13 @@ using namespace bastion::testing;
 // (6-channel blocks), 16 and 32 (8), 7 and 50 (4, padded channels); row-strided planes whose last
 // vector is partial; padding up to R - 1 (the grad_in transposed convolution then pads by 0).
 const ConvCase kDirectConvCases[] = {
-    {3, 1, 28, 28, 6, 5, 5, 1, 0},    // LeNet-28 conv1
-    {2, 6, 12, 12, 16, 5, 5, 1, 0},   // LeNet-28 conv2
-    {2, 3, 14, 14, 32, 5, 5, 1, 0},   // cnn-fedcap-like
-    {2, 5, 9, 11, 7, 3, 3, 1, 1},     // K = 7, padding 1
-    {1, 2, 3, 40, 5, 3, 2, 1, 1},     // wide, short plane: many vectors per row block
-    {2, 4, 6, 5, 50, 3, 3, 1, 2},     // padding R - 1
-    {9, 2, 5, 5, 3, 2, 2, 1, 0},      // N not a multiple of the weight-gradient sample chunk
+    {3, 1, 28, 28, 6, 5, 5, 1, 0},   // LeNet-28 conv1
+    {2, 6, 12, 12, 16, 5, 5, 1, 0},  // LeNet-28 conv2
+    {2, 3, 14, 14, 32, 5, 5, 1, 0},  // cnn-fedcap-like
+    {2, 5, 9, 11, 7, 3, 3, 1, 1},    // K = 7, padding 1
+    {1, 2, 3, 40, 5, 3, 2, 1, 1},    // wide, short plane: many vectors per row block
+    {2, 4, 6, 5, 50, 3, 3, 1, 2},    // padding R - 1
+    {9, 2, 5, 5, 3, 2, 2, 1, 0},     // N not a multiple of the weight-gradient sample chunk
     // channel vectors (K % 16 == 0; grad_in also C % 16 == 0): 1, 2 and 4 vectors per block
     {3, 16, 14, 14, 64, 5, 5, 1, 0},  // cnn-fedcap conv2 shape, smaller C
     {2, 16, 7, 9, 32, 3, 3, 1, 1},    // padding 1, rows split into unequal blocks
@@ -75,13 +75,11 @@ TEST(KernelsCpuConvDirect, ForwardMatchesReference) {
     const ConvData d = make_conv(c, seed++);
     const Conv2dGeometry& g = d.g;
     const int64_t out_numel = g.N * g.K * g.OH * g.OW;
-    for (const auto& [with_bias, variant] : {std::pair{true, ConvDirectVariant::RowStrided},
-                                            std::pair{false, ConvDirectVariant::RowStrided},
-                                            std::pair{true, ConvDirectVariant::ChannelVector},
-                                            std::pair{false, ConvDirectVariant::ChannelVector},
-                                            std::pair{true, ConvDirectVariant::ChannelScatter},
-                                            std::pair{false, ConvDirectVariant::ChannelScatter},
-                                            std::pair{true, ConvDirectVariant::Auto}}) {
+    for (const auto& [with_bias, variant] :
+         {std::pair{true, ConvDirectVariant::RowStrided}, std::pair{false, ConvDirectVariant::RowStrided},
+          std::pair{true, ConvDirectVariant::ChannelVector}, std::pair{false, ConvDirectVariant::ChannelVector},
+          std::pair{true, ConvDirectVariant::ChannelScatter}, std::pair{false, ConvDirectVariant::ChannelScatter},
+          std::pair{true, ConvDirectVariant::Auto}}) {
       SCOPED_TRACE(::testing::Message() << "variant " << static_cast<int>(variant) << " bias " << with_bias);
       const float* bias = with_bias ? d.bias.data() : nullptr;
       std::vector<float> out(out_numel, kNaN), workspace(conv2d_direct_workspace_floats(g, 1), kNaN);
@@ -114,8 +112,8 @@ TEST(KernelsCpuConvDirect, BackwardMatchesReference) {
       // Null outputs are skipped and the others come out bitwise the same.
       std::vector<float> grad_w_only(d.weight.size(), kNaN);
       std::fill(workspace.begin(), workspace.end(), kNaN);
-      conv2d_direct_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(),
-                                 g, workspace.data(), 1, variant);
+      conv2d_direct_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(), g,
+                                 workspace.data(), 1, variant);
       EXPECT_TRUE(bitwise_equal(grad_w, grad_w_only));
     }
   }
@@ -143,8 +141,8 @@ TEST(KernelsCpuConvDirect, ResultsDoNotDependOnTheThreadCount) {
     for (const int threads : {2, 3}) {
       const auto many = run(threads);
       for (size_t i = 0; i < one.size(); ++i)
-        EXPECT_TRUE(bitwise_equal(one[i], many[i])) << i << ", " << threads << " threads, variant "
-                                                    << static_cast<int>(variant);
+        EXPECT_TRUE(bitwise_equal(one[i], many[i]))
+            << i << ", " << threads << " threads, variant " << static_cast<int>(variant);
     }
   }
 }

@@ -84,7 +84,7 @@ TEST(KernelsCpuPool, AvgPoolKnownAnswers) {
   }
 }
 
-TEST(KernelsCpuPool, TwoByTwoTiesGoToTheFirstElement) {  // the 2x2 / stride 2 case, odd sizes, all ties
+TEST(KernelsCpuPool, TwoByTwoTiesGoToTheFirstElement) {        // the 2x2 / stride 2 case, odd sizes, all ties
   const Pool2dGeometry g = pool2d_geometry(1, 5, 5, 2, 2, 0);  // the last row and column fall outside
   ASSERT_EQ(g.OH, 2);
   const std::vector<float> flat(25, 3.0f), grad_out = {1, 2, 3, 4};
@@ -165,10 +165,18 @@ TEST(KernelsCpuPool, MatchesPlainLoopsOverGeometries) {
   struct Case {
     int64_t planes, H, W, kernel, stride, padding;
   };
-  const Case cases[] = {{6, 8, 8, 2, 2, 0}, {5, 7, 9, 2, 2, 0}, {3, 7, 6, 3, 2, 1}, {4, 5, 5, 3, 1, 1},
-                        {2, 6, 7, 2, 1, 1}, {3, 9, 4, 3, 3, 0}, {2, 1, 1, 1, 1, 0}, {130, 4, 4, 2, 2, 0},
+  const Case cases[] = {{6, 8, 8, 2, 2, 0},
+                        {5, 7, 9, 2, 2, 0},
+                        {3, 7, 6, 3, 2, 1},
+                        {4, 5, 5, 3, 1, 1},
+                        {2, 6, 7, 2, 1, 1},
+                        {3, 9, 4, 3, 3, 0},
+                        {2, 1, 1, 1, 1, 0},
+                        {130, 4, 4, 2, 2, 0},
                         // 2x2 rows of 24, 19 and 11 windows: the vector path's full and partial blocks
-                        {3, 6, 48, 2, 2, 0}, {2, 6, 39, 2, 2, 0}, {2, 5, 22, 2, 2, 0}};
+                        {3, 6, 48, 2, 2, 0},
+                        {2, 6, 39, 2, 2, 0},
+                        {2, 5, 22, 2, 2, 0}};
   Generator gen(21);
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << c.planes << " planes " << c.H << "x" << c.W << " kernel " << c.kernel

@@ -81,8 +81,9 @@ TEST(Model, ParameterNamesFollowPyTorch) {
   std::set<std::string> all;
   for (const ParameterView& p : resnet->parameters()) all.insert(p.name);
   for (const ParameterView& b : resnet->buffers()) all.insert(b.name);
-  for (const char* expected : {"conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
-                               "layer2.0.downsample.1.running_mean", "layer4.1.bn2.bias", "fc.weight"})
+  for (const char* expected :
+       {"conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
+        "layer2.0.downsample.1.running_mean", "layer4.1.bn2.bias", "fc.weight"})
     EXPECT_TRUE(all.count(expected)) << expected;
   EXPECT_EQ(resnet->counters().size(), 20u);  // one num_batches_tracked per BatchNorm
   EXPECT_EQ(resnet->counters()[0].first, "bn1.num_batches_tracked");
@@ -145,9 +146,9 @@ TEST(Model, FrozenBodyGetsNoGradientAndNoUpdate) {
 TEST(Layers, PoolBeforeReluIsBitwiseTheWrittenOrder) {
   Generator gen(11);
   std::vector<float> values = Tensor::randn({3, 4, 6, 8}, gen).to_vector();
-  for (size_t i = 0; i < values.size(); i += 7) values[i] = 0.0f;              // exact zeros
-  for (size_t i = 3; i < values.size(); i += 11) values[i] = values[i - 1];    // ties in a window
-  for (size_t i = 0; i < 8; ++i) values[i] = -std::abs(values[i]) - 1.0f;      // a row of negative windows
+  for (size_t i = 0; i < values.size(); i += 7) values[i] = 0.0f;            // exact zeros
+  for (size_t i = 3; i < values.size(); i += 11) values[i] = values[i - 1];  // ties in a window
+  for (size_t i = 0; i < 8; ++i) values[i] = -std::abs(values[i]) - 1.0f;    // a row of negative windows
   const Tensor upstream = Tensor::randn({3, 4, 3, 4}, gen);
   auto run = [&](bool pool_first) {
     Tensor x = Tensor::from_vector({3, 4, 6, 8}, values).set_requires_grad(true);

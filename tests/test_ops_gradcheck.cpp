@@ -211,8 +211,7 @@ TEST(GradcheckActivation, DropoutEvalIsIdentity) {
   Generator gen(14);
   Tensor x = leaf(Tensor::randn({3, 3}, gen));
   Generator mask_gen(5);
-  expect_gradcheck([&mask_gen](const Inputs& in) { return scale(dropout(in[0], 0.5f, false, mask_gen), 1.0f); },
-                   {x});
+  expect_gradcheck([&mask_gen](const Inputs& in) { return scale(dropout(in[0], 0.5f, false, mask_gen), 1.0f); }, {x});
 }
 
 // ---------------------------------------------------------------- linear.cpp
@@ -238,8 +237,8 @@ struct ConvCase {
 };
 
 void check_conv(const ConvCase& c, bool input_requires_grad, uint64_t seed) {
-  SCOPED_TRACE(::testing::Message() << "N" << c.N << " C" << c.C << " " << c.H << "x" << c.W << " K" << c.K
-                                    << " R" << c.R << " stride " << c.stride << " pad " << c.padding
+  SCOPED_TRACE(::testing::Message() << "N" << c.N << " C" << c.C << " " << c.H << "x" << c.W << " K" << c.K << " R"
+                                    << c.R << " stride " << c.stride << " pad " << c.padding
                                     << (c.bias ? " bias" : " no bias")
                                     << (input_requires_grad ? "" : " (input without grad)"));
   Generator gen(seed);
@@ -376,7 +375,8 @@ TEST(GradcheckGaussian, SampleWithFixedNoise) {
 TEST(GradcheckGaussian, KlToAGivenPrior) {
   Generator gen(901);
   const Tensor pm = Tensor::randn({3, 4}, gen), ps = Tensor::uniform({3, 4}, gen, 0.5f, 1.5f);
-  expect_gradcheck([&](const Inputs& in) { return gaussian_kl(in[0], pm, ps, 0.0f); }, {leaf(Tensor::randn({3, 8}, gen))});
+  expect_gradcheck([&](const Inputs& in) { return gaussian_kl(in[0], pm, ps, 0.0f); },
+                   {leaf(Tensor::randn({3, 8}, gen))});
 }
 
 TEST(GradcheckGaussian, SampleMeanAndTheWholeBottleneck) {

@@ -115,8 +115,8 @@ TEST(PartitionParse, ValidFormsRoundTrip) {
   const PartitionSpec s = parse_partition("pathological:15");
   EXPECT_EQ(s.kind, PartitionKind::kPathological);
   EXPECT_EQ(s.shards, 15);
-  for (const std::string text : {"iid", "dirichlet:0.5", "dirichlet:0.1", "dirichlet:100", "pathological:2",
-                                 "emnist-groups", "natural"})
+  for (const std::string text :
+       {"iid", "dirichlet:0.5", "dirichlet:0.1", "dirichlet:100", "pathological:2", "emnist-groups", "natural"})
     EXPECT_EQ(partition_name(parse_partition(text)), text);
 }
 
@@ -147,9 +147,12 @@ TEST(PartitionAll, NoIndexUsedTwiceWithServerAndLocalTests) {
   const Dataset emnist = labelled_set(62, 50);
   PartitionSpec prior = spec_of("dirichlet:0.5");
   prior.dirichlet_client_prior = true;
-  const std::vector<std::pair<PartitionSpec, const Dataset*>> cases = {
-      {spec_of("iid"), &ten}, {spec_of("dirichlet:0.5"), &ten}, {prior, &ten}, {spec_of("pathological:2"), &ten},
-      {spec_of("emnist-groups"), &emnist}, {spec_of("natural"), &grouped}};
+  const std::vector<std::pair<PartitionSpec, const Dataset*>> cases = {{spec_of("iid"), &ten},
+                                                                       {spec_of("dirichlet:0.5"), &ten},
+                                                                       {prior, &ten},
+                                                                       {spec_of("pathological:2"), &ten},
+                                                                       {spec_of("emnist-groups"), &emnist},
+                                                                       {spec_of("natural"), &grouped}};
   for (auto [spec, data] : cases) {
     spec.server_fraction = 0.1;
     spec.client_test_fraction = 0.25;

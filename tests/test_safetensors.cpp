@@ -271,7 +271,8 @@ TEST_F(Safetensors, InMemoryBytesMatchTheFile) {
   save_safetensors(path("m.safetensors"), file);
   const std::string bytes = safetensors_bytes(file);
   EXPECT_EQ(bytes, read_bytes(path("m.safetensors")));
-  const SafetensorsFile parsed = parse_safetensors_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "mem");
+  const SafetensorsFile parsed =
+      parse_safetensors_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "mem");
   EXPECT_EQ(parsed.metadata, file.metadata);
   EXPECT_EQ(parsed.i64, file.i64);
   ASSERT_EQ(names_of(parsed), std::vector<std::string>{"w"});

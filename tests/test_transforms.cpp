@@ -68,7 +68,8 @@ const std::vector<float> kCifarMean = {0.4914f, 0.4822f, 0.4465f}, kCifarStd = {
 
 TEST(Transforms, IdentitySpecEqualsNormalizeIntoBitForBit) {
   const Dataset images = image_set(5, 3, 5, 7, kCifarMean, kCifarStd);
-  for (int64_t i = 0; i < images.size(); ++i) EXPECT_EQ(run(images, i, {}, nullptr, Generator(1)), normalized(images, i));
+  for (int64_t i = 0; i < images.size(); ++i)
+    EXPECT_EQ(run(images, i, {}, nullptr, Generator(1)), normalized(images, i));
   Dataset floats = float_sample(2, 2, 3, {0.1f, -2.5f, 3.0f, 7.25f, 0.0f, 1e-3f, 5, 6, 7, 8, 9, 10});
   floats.mean = {0.3f, -1.0f};
   floats.std = {0.7f, 3.0f};
@@ -117,10 +118,13 @@ TEST(Transforms, ResizeUpscalesDigitsLikeHalfPixelBilinear) {
   TransformSpec spec;
   spec.resize = 32;
   const std::vector<float> out = run(d, 0, spec, nullptr, Generator(0));
-  auto px = [&](int64_t r, int64_t c) { return static_cast<float>(d.pixels[static_cast<size_t>(r * 28 + c)]) / 255.0f; };
-  const float want = 0.3125f * (0.3125f * px(8, 8) + 0.6875f * px(8, 9)) + 0.6875f * (0.3125f * px(9, 8) + 0.6875f * px(9, 9));
+  auto px = [&](int64_t r, int64_t c) {
+    return static_cast<float>(d.pixels[static_cast<size_t>(r * 28 + c)]) / 255.0f;
+  };
+  const float want =
+      0.3125f * (0.3125f * px(8, 8) + 0.6875f * px(8, 9)) + 0.6875f * (0.3125f * px(9, 8) + 0.6875f * px(9, 9));
   EXPECT_NEAR(at(out, 32, 32, 0, 10, 10), want, 1e-6f);
-  EXPECT_EQ(at(out, 32, 32, 0, 0, 0), px(0, 0));  // source −0.0625 clamps to 0 with weight exactly 1
+  EXPECT_EQ(at(out, 32, 32, 0, 0, 0), px(0, 0));            // source −0.0625 clamps to 0 with weight exactly 1
   EXPECT_FLOAT_EQ(at(out, 32, 32, 0, 31, 31), px(27, 27));  // 27.0625: both taps on pixel 27
 }
 
@@ -139,11 +143,13 @@ std::vector<float> crop_by_hand(const std::vector<float>& x, int64_t channels, i
     for (int64_t r = 0; r < m; ++r)
       for (int64_t col = 0; col < m; ++col)
         if (source(r) >= 0 && source(col) >= 0)
-          padded[static_cast<size_t>((c * m + r) * m + col)] = x[static_cast<size_t>((c * n + source(r)) * n + source(col))];
+          padded[static_cast<size_t>((c * m + r) * m + col)] =
+              x[static_cast<size_t>((c * n + source(r)) * n + source(col))];
   std::vector<float> out;
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t r = 0; r < n; ++r)
-      for (int64_t col = 0; col < n; ++col) out.push_back(padded[static_cast<size_t>((c * m + r + top) * m + col + left)]);
+      for (int64_t col = 0; col < n; ++col)
+        out.push_back(padded[static_cast<size_t>((c * m + r + top) * m + col + left)]);
   return out;
 }
 
@@ -194,7 +200,8 @@ TEST(Transforms, FlipIsAMirrorWithProbabilityHalf) {
   std::vector<float> mirrored(x.size());
   for (int64_t c = 0; c < 2; ++c)
     for (int64_t r = 0; r < 4; ++r)
-      for (int64_t col = 0; col < 5; ++col) mirrored[static_cast<size_t>((c * 4 + r) * 5 + col)] = at(x, 4, 5, c, r, 4 - col);
+      for (int64_t col = 0; col < 5; ++col)
+        mirrored[static_cast<size_t>((c * 4 + r) * 5 + col)] = at(x, 4, 5, c, r, 4 - col);
   TransformSpec spec;
   spec.horizontal_flip = true;
   int flips = 0;
@@ -282,7 +289,8 @@ TEST(Transforms, SpmcDigitPipelineMakesThreeByThirtyTwo) {
   const std::vector<float> out = run(d, 2, spec, nullptr, Generator(5));
   ASSERT_EQ(out.size(), 3u * 32u * 32u);
   for (float v : out) EXPECT_NE(v, -99.0f);  // every element written
-  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 1024), std::vector<float>(out.begin() + 1024, out.begin() + 2048));
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 1024),
+            std::vector<float>(out.begin() + 1024, out.begin() + 2048));
   EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 1024), std::vector<float>(out.begin() + 2048, out.end()));
 }
 
@@ -484,7 +492,11 @@ TEST(LoaderPoison, RejectsBadSpecs) {
   const Trigger small = make_trigger("fedcpa", 1, 28, 28);
   expect_error([&] { loader.set_poison({&fedcpa, 10, 1, {}}); }, {"target 10 out of range", "10 classes"});
   expect_error([&] { loader.set_poison({&fedcpa, 1, -1, {}}); }, {"per_batch must be >= 0"});
-  expect_error([&] { loader.set_poison({&fedcpa, 1, 0, std::vector<uint8_t>(5, 1)}); }, {"sample_mask has 5 entries", "6 samples"});
+  expect_error(
+      [&] {
+        loader.set_poison({&fedcpa, 1, 0, std::vector<uint8_t>(5, 1)});
+      },
+      {"sample_mask has 5 entries", "6 samples"});
   expect_error([&] { loader.set_poison({&small, 1, 1, {}}); }, {"made for 1x28x28", "raw step sees 3x32x32"});
   expect_error([&] { loader.set_poison({nullptr, 1, 2, {}}); }, {"without a trigger"});
   // A normalised trigger that fits now but not after a resize: set_transform refuses and keeps the old spec.

@@ -147,9 +147,8 @@ TEST(Triggers, SquareIsTenPercentAtDistanceOne) {
 TEST(Triggers, GridCopiesFederatedScopeValues) {
   // _gridTriger: (H-1,W-1)=255 (H-1,W-2)=0 (H-1,W-3)=255 / (H-2,*)= 0 255 0 / (H-3,W-1)=255, rest 0.
   const std::vector<Expected> grid = {
-      {kAll, 29, 29, 0.0f}, {kAll, 29, 30, 0.0f}, {kAll, 29, 31, 1.0f},
-      {kAll, 30, 29, 0.0f}, {kAll, 30, 30, 1.0f}, {kAll, 30, 31, 0.0f},
-      {kAll, 31, 29, 1.0f}, {kAll, 31, 30, 0.0f}, {kAll, 31, 31, 1.0f},
+      {kAll, 29, 29, 0.0f}, {kAll, 29, 30, 0.0f}, {kAll, 29, 31, 1.0f}, {kAll, 30, 29, 0.0f}, {kAll, 30, 30, 1.0f},
+      {kAll, 30, 31, 0.0f}, {kAll, 31, 29, 1.0f}, {kAll, 31, 30, 0.0f}, {kAll, 31, 31, 1.0f},
   };
   expect_trigger("grid", 3, 32, 32, grid);
   std::vector<Expected> grid28 = grid;

@@ -177,7 +177,7 @@ TEST(VectorOps, PairwiseHandComputed) {
   const float want[] = {0, 25, 2, 25, 0, 13, 2, 13, 0};
   for (int i = 0; i < 9; ++i) EXPECT_NEAR(out[i], want[i], 8 * kUnitRoundoff * 50) << i;
   for (int i = 0; i < 3; ++i) EXPECT_EQ(out[i * 3 + i], 0.0f);
-  EXPECT_EQ(pairwise(X, 1, 2), (std::vector<float>{0.0f}));  // one row
+  EXPECT_EQ(pairwise(X, 1, 2), (std::vector<float>{0.0f}));     // one row
   EXPECT_EQ(pairwise(X, 2, 0), (std::vector<float>(4, 0.0f)));  // D = 0: all rows are the empty vector
 }
 
@@ -188,7 +188,7 @@ TEST(VectorOps, PairwiseViaGemmMatchesDirectDoubleSum) {
     SCOPED_TRACE(::testing::Message() << "D " << D);
     const int64_t n = 9;
     std::vector<float> X = randn(n * D, gen);
-    for (int64_t d = 0; d < D; ++d) X[3 * D + d] *= 10.0f;  // rows of different sizes
+    for (int64_t d = 0; d < D; ++d) X[3 * D + d] *= 10.0f;               // rows of different sizes
     std::copy(X.begin() + 1 * D, X.begin() + 2 * D, X.begin() + 5 * D);  // row 5 duplicates row 1
     expect_pairwise_matches_direct(X, n, D);
     const std::vector<float> out = pairwise(X, n, D);

@@ -10,8 +10,12 @@ namespace bastion {
 Tensor relu(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), x.device());
   switch (x.device()) {
-    case Device::CPU: relu_forward_cpu(out.data(), x.data(), x.numel()); break;
-    case Device::CUDA: relu_forward_cuda(out.data(), x.data(), x.numel(), cuda_stream()); break;
+    case Device::CPU:
+      relu_forward_cpu(out.data(), x.data(), x.numel());
+      break;
+    case Device::CUDA:
+      relu_forward_cuda(out.data(), x.data(), x.numel(), cuda_stream());
+      break;
   }
   // Save the output's storage, not the output tensor: holding the tensor itself would make the node
   // own a handle to its own output (a reference cycle through grad_fn).
@@ -19,8 +23,12 @@ Tensor relu(const Tensor& x) {
   return record(out, "relu", {x}, [saved](const Tensor& g, const Node&) {
     Tensor dx = Tensor::empty(g.shape(), g.device());
     switch (g.device()) {
-      case Device::CPU: relu_backward_cpu(dx.data(), g.data(), saved.data(), g.numel()); break;
-      case Device::CUDA: relu_backward_cuda(dx.data(), g.data(), saved.data(), g.numel(), cuda_stream()); break;
+      case Device::CPU:
+        relu_backward_cpu(dx.data(), g.data(), saved.data(), g.numel());
+        break;
+      case Device::CUDA:
+        relu_backward_cuda(dx.data(), g.data(), saved.data(), g.numel(), cuda_stream());
+        break;
     }
     return std::vector<Tensor>{dx};
   });
@@ -46,8 +54,12 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   return record(out, "dropout", {x}, [mask](const Tensor& g, const Node&) {
     Tensor dx = Tensor::empty(g.shape(), g.device());
     switch (g.device()) {
-      case Device::CPU: dropout_backward_cpu(dx.data(), g.data(), mask.data(), g.numel()); break;
-      case Device::CUDA: dropout_backward_cuda(dx.data(), g.data(), mask.data(), g.numel(), cuda_stream()); break;
+      case Device::CPU:
+        dropout_backward_cpu(dx.data(), g.data(), mask.data(), g.numel());
+        break;
+      case Device::CUDA:
+        dropout_backward_cuda(dx.data(), g.data(), mask.data(), g.numel(), cuda_stream());
+        break;
     }
     return std::vector<Tensor>{dx};
   });

@@ -28,7 +28,8 @@ void check_prior(std::span<const float> log_prior, const LabelTensor& y, int64_t
                   "balanced_softmax_cross_entropy: log_prior[", c, "] = ", log_prior[c], " (must be finite or -inf)");
   for (int64_t n = 0; n < y.size(); ++n)
     BASTION_CHECK(std::isfinite(log_prior[static_cast<size_t>(y[n])]), "balanced_softmax_cross_entropy: sample ", n,
-                  " has label ", y[n], ", a class with no count (log prior -inf): its loss would be infinite; the class "
+                  " has label ", y[n],
+                  ", a class with no count (log prior -inf): its loss would be infinite; the class "
                   "counts must cover every label trained on");
 }
 

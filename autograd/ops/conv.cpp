@@ -73,8 +73,8 @@ Tensor conv2d_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, co
     Tensor dw = node.needs_grad[1] ? Tensor::empty(weight.shape(), Device::CUDA) : Tensor();
     Tensor db = node.needs_grad[2] ? Tensor::empty({g.K}, Device::CUDA) : Tensor();
     Tensor workspace = Tensor::empty({conv2d_cuda_workspace_floats(g)}, Device::CUDA);
-    conv2d_backward_cuda(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(), weight.data(),
-                         g, workspace.data(), cuda_stream());
+    conv2d_backward_cuda(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(), weight.data(), g,
+                         workspace.data(), cuda_stream());
     count_conv2d_backward_flops(g, node);
     return std::vector<Tensor>{dx, dw, db};
   });
@@ -86,19 +86,21 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   check_rank(x, 4, "conv2d", "input");
   check_rank(weight, 4, "conv2d", "weight");
   check_same_device(x, weight, "conv2d");
-  BASTION_CHECK(x.size(1) == weight.size(1), "conv2d: input ", x.shape(), " has ", x.size(1),
-                " channels but weight ", weight.shape(), " expects ", weight.size(1));
+  BASTION_CHECK(x.size(1) == weight.size(1), "conv2d: input ", x.shape(), " has ", x.size(1), " channels but weight ",
+                weight.shape(), " expects ", weight.size(1));
   if (bias.defined()) {
     check_rank(bias, 1, "conv2d", "bias");
     check_same_device(x, bias, "conv2d");
     BASTION_CHECK(bias.size(0) == weight.size(0), "conv2d: bias ", bias.shape(), " for weight ", weight.shape());
   }
-  const Conv2dGeometry g = conv2d_geometry(x.size(0), x.size(1), x.size(2), x.size(3), weight.size(0),
-                                           weight.size(2), weight.size(3), stride, padding);
+  const Conv2dGeometry g = conv2d_geometry(x.size(0), x.size(1), x.size(2), x.size(3), weight.size(0), weight.size(2),
+                                           weight.size(3), stride, padding);
   count_flops(conv2d_pass_flops(g));
   switch (x.device()) {
-    case Device::CPU: return conv2d_cpu(x, weight, bias, g);
-    case Device::CUDA: return conv2d_cuda(x, weight, bias, g);
+    case Device::CPU:
+      return conv2d_cpu(x, weight, bias, g);
+    case Device::CUDA:
+      return conv2d_cuda(x, weight, bias, g);
   }
   BASTION_FAIL("conv2d: unknown device");
 }

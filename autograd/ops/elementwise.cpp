@@ -42,8 +42,12 @@ Tensor binary(Binary kind, const Tensor& a, const Tensor& b) {
 Tensor scaled(const Tensor& a, float alpha) {
   Tensor out = Tensor::empty(a.shape(), a.device());
   switch (a.device()) {
-    case Device::CPU: scale_cpu(out.data(), a.data(), alpha, a.numel()); break;
-    case Device::CUDA: scale_cuda(out.data(), a.data(), alpha, a.numel(), cuda_stream()); break;
+    case Device::CPU:
+      scale_cpu(out.data(), a.data(), alpha, a.numel());
+      break;
+    case Device::CUDA:
+      scale_cuda(out.data(), a.data(), alpha, a.numel(), cuda_stream());
+      break;
   }
   return out;
 }
@@ -53,8 +57,12 @@ void add_inplace(const Tensor& dst, const Tensor& src) {
   BASTION_CHECK(dst.numel() == src.numel(), "add_inplace: ", src.shape(), " into ", dst.shape());
   check_same_device(dst, src, "add_inplace");
   switch (dst.device()) {
-    case Device::CPU: add_inplace_cpu(dst.data(), src.data(), dst.numel()); break;
-    case Device::CUDA: add_inplace_cuda(dst.data(), src.data(), dst.numel(), cuda_stream()); break;
+    case Device::CPU:
+      add_inplace_cpu(dst.data(), src.data(), dst.numel());
+      break;
+    case Device::CUDA:
+      add_inplace_cuda(dst.data(), src.data(), dst.numel(), cuda_stream());
+      break;
   }
 }
 
@@ -90,15 +98,16 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor scale(const Tensor& a, float alpha) {
   Tensor out = scaled(a, alpha);
-  return record(out, "scale", {a}, [alpha](const Tensor& g, const Node&) {
-    return std::vector<Tensor>{scaled(g, alpha)};
-  });
+  return record(out, "scale", {a},
+                [alpha](const Tensor& g, const Node&) { return std::vector<Tensor>{scaled(g, alpha)}; });
 }
 
 Tensor sum(const Tensor& a) {
   Tensor out;
   switch (a.device()) {
-    case Device::CPU: out = Tensor::full({1}, static_cast<float>(sum_cpu(a.data(), a.numel()))); break;
+    case Device::CPU:
+      out = Tensor::full({1}, static_cast<float>(sum_cpu(a.data(), a.numel())));
+      break;
     case Device::CUDA:
       out = Tensor::empty({1}, Device::CUDA);
       sum_cuda(out.data(), a.data(), a.numel(), cuda_stream());
@@ -108,7 +117,9 @@ Tensor sum(const Tensor& a) {
   return record(out, "sum", {a}, [shape](const Tensor& g, const Node&) {
     Tensor da = Tensor::empty(shape, g.device());
     switch (g.device()) {
-      case Device::CPU: da.fill(g.item()); break;
+      case Device::CPU:
+        da.fill(g.item());
+        break;
       case Device::CUDA: {
         // da = g broadcast: scale a ones tensor by the device scalar (no host synchronisation).
         Tensor ones = Tensor::empty(shape, Device::CUDA);
@@ -129,9 +140,8 @@ Tensor mean(const Tensor& a) {
 Tensor reshape(const Tensor& a, const Shape& shape) {
   Tensor out = a.view(shape);  // shares storage; checks numel
   const Shape original = a.shape();
-  return record(out, "reshape", {a}, [original](const Tensor& g, const Node&) {
-    return std::vector<Tensor>{g.view(original)};
-  });
+  return record(out, "reshape", {a},
+                [original](const Tensor& g, const Node&) { return std::vector<Tensor>{g.view(original)}; });
 }
 
 Tensor flatten(const Tensor& a) {

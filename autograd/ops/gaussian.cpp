@@ -57,7 +57,9 @@ Tensor gaussian_sample(const Tensor& encoding, const Tensor& eps, float alpha) {
   const int64_t S = eps.size(0);
   Tensor z = Tensor::empty({S * N, d}, encoding.device());
   switch (encoding.device()) {
-    case Device::CPU: gaussian_sample_forward_cpu(z.data(), encoding.data(), eps.data(), S, N, d, alpha); break;
+    case Device::CPU:
+      gaussian_sample_forward_cpu(z.data(), encoding.data(), eps.data(), S, N, d, alpha);
+      break;
     case Device::CUDA:
       gaussian_sample_forward_cuda(z.data(), encoding.data(), eps.data(), S, N, d, alpha, cuda_stream());
       break;
@@ -102,14 +104,22 @@ Tensor sample_mean(const Tensor& x, int64_t samples) {
   const Device device = x.device();
   Tensor out = Tensor::empty({N, C}, device);
   switch (device) {
-    case Device::CPU: sample_mean_forward_cpu(out.data(), x.data(), samples, N, C); break;
-    case Device::CUDA: sample_mean_forward_cuda(out.data(), x.data(), samples, N, C, cuda_stream()); break;
+    case Device::CPU:
+      sample_mean_forward_cpu(out.data(), x.data(), samples, N, C);
+      break;
+    case Device::CUDA:
+      sample_mean_forward_cuda(out.data(), x.data(), samples, N, C, cuda_stream());
+      break;
   }
   return record(out, "sample_mean", {x}, [samples, N, C, device](const Tensor& g, const Node&) {
     Tensor dx = Tensor::empty({samples * N, C}, device);
     switch (device) {
-      case Device::CPU: sample_mean_backward_cpu(dx.data(), g.data(), samples, N, C); break;
-      case Device::CUDA: sample_mean_backward_cuda(dx.data(), g.data(), samples, N, C, cuda_stream()); break;
+      case Device::CPU:
+        sample_mean_backward_cpu(dx.data(), g.data(), samples, N, C);
+        break;
+      case Device::CUDA:
+        sample_mean_backward_cuda(dx.data(), g.data(), samples, N, C, cuda_stream());
+        break;
     }
     return std::vector<Tensor>{dx};
   });

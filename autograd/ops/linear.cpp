@@ -18,8 +18,12 @@ namespace {
 void gemm(Device device, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
           const float* B, int64_t ldb, float* C, int64_t ldc, float beta = 0.0f) {
   switch (device) {
-    case Device::CPU: gemm_cpu(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc); break;
-    case Device::CUDA: gemm_cuda(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, cuda_stream()); break;
+    case Device::CPU:
+      gemm_cpu(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+      break;
+    case Device::CUDA:
+      gemm_cuda(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, cuda_stream());
+      break;
   }
 }
 
@@ -49,8 +53,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   gemm(device, false, true, N, out_features, in, x.data(), in, weight.data(), in, y.data(), out_features);
   if (bias.defined()) {
     switch (device) {
-      case Device::CPU: add_row_bias_cpu(y.data(), bias.data(), N, out_features); break;
-      case Device::CUDA: add_row_bias_cuda(y.data(), bias.data(), N, out_features, cuda_stream()); break;
+      case Device::CPU:
+        add_row_bias_cpu(y.data(), bias.data(), N, out_features);
+        break;
+      case Device::CUDA:
+        add_row_bias_cuda(y.data(), bias.data(), N, out_features, cuda_stream());
+        break;
     }
   }
   return record(y, "linear", {x, weight, bias}, [x, weight, device](const Tensor& g, const Node& node) {
@@ -71,8 +79,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (node.needs_grad[2]) {
       db = Tensor::empty({out_features}, device);
       switch (device) {
-        case Device::CPU: sum_rows_cpu(db.data(), g.data(), N, out_features); break;
-        case Device::CUDA: sum_rows_cuda(db.data(), g.data(), N, out_features, cuda_stream()); break;
+        case Device::CPU:
+          sum_rows_cpu(db.data(), g.data(), N, out_features);
+          break;
+        case Device::CUDA:
+          sum_rows_cuda(db.data(), g.data(), N, out_features, cuda_stream());
+          break;
       }
     }
     count_flops(linear_flops(N, in, out_features) * ((node.needs_grad[0] ? 1 : 0) + (node.needs_grad[1] ? 1 : 0)));

@@ -36,15 +36,23 @@ Tensor log_softmax(const Tensor& x) {
   const int64_t N = x.size(0), C = x.size(1);
   Tensor out = Tensor::empty(x.shape(), x.device());
   switch (x.device()) {
-    case Device::CPU: log_softmax_forward_cpu(out.data(), x.data(), N, C); break;
-    case Device::CUDA: log_softmax_forward_cuda(out.data(), x.data(), N, C, cuda_stream()); break;
+    case Device::CPU:
+      log_softmax_forward_cpu(out.data(), x.data(), N, C);
+      break;
+    case Device::CUDA:
+      log_softmax_forward_cuda(out.data(), x.data(), N, C, cuda_stream());
+      break;
   }
   const Tensor saved = out.detach();  // not `out`: see relu
   return record(out, "log_softmax", {x}, [saved, N, C](const Tensor& g, const Node&) {
     Tensor dx = Tensor::empty(saved.shape(), saved.device());
     switch (saved.device()) {
-      case Device::CPU: log_softmax_backward_cpu(dx.data(), g.data(), saved.data(), N, C); break;
-      case Device::CUDA: log_softmax_backward_cuda(dx.data(), g.data(), saved.data(), N, C, cuda_stream()); break;
+      case Device::CPU:
+        log_softmax_backward_cpu(dx.data(), g.data(), saved.data(), N, C);
+        break;
+      case Device::CUDA:
+        log_softmax_backward_cuda(dx.data(), g.data(), saved.data(), N, C, cuda_stream());
+        break;
     }
     return std::vector<Tensor>{dx};
   });
@@ -94,8 +102,8 @@ Tensor kl_div(const Tensor& student_logits, const Tensor& teacher_logits, float 
                   Tensor dt = node.needs_grad[1] ? Tensor::empty(log_ps.shape(), device) : Tensor();
                   switch (device) {
                     case Device::CPU:
-                      kl_div_backward_cpu(data_or_null(ds), data_or_null(dt), log_ps.data(), log_pt.data(),
-                                          temperature, g.item(), N, C);
+                      kl_div_backward_cpu(data_or_null(ds), data_or_null(dt), log_ps.data(), log_pt.data(), temperature,
+                                          g.item(), N, C);
                       break;
                     case Device::CUDA:
                       kl_div_backward_cuda(data_or_null(ds), data_or_null(dt), log_ps.data(), log_pt.data(),

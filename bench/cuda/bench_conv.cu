@@ -86,16 +86,16 @@ double scaled_max_error(const std::vector<float>& got, const std::vector<float>&
 }
 
 #if defined(BASTION_HAVE_CUDNN)
-#define CUDNN_CHECK(expr)                                                                                     \
-  do {                                                                                                        \
-    const cudnnStatus_t cudnn_status_ = (expr);                                                               \
-    BASTION_CHECK(cudnn_status_ == CUDNN_STATUS_SUCCESS, "cuDNN error '", cudnnGetErrorString(cudnn_status_), \
-                  "' in ", #expr);                                                                            \
+#define CUDNN_CHECK(expr)                                                                                              \
+  do {                                                                                                                 \
+    const cudnnStatus_t cudnn_status_ = (expr);                                                                        \
+    BASTION_CHECK(cudnn_status_ == CUDNN_STATUS_SUCCESS, "cuDNN error '", cudnnGetErrorString(cudnn_status_), "' in ", \
+                  #expr);                                                                                              \
   } while (0)
 
 const char* cudnn_algorithm_name(cudnnConvolutionFwdAlgo_t algo) {
-  static const char* const names[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
-                                      "FFT",           "FFT_TILING",            "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const names[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+                                      "WINOGRAD",      "WINOGRAD_NONFUSED"};
   const int index = static_cast<int>(algo);
   return index >= 0 && index < static_cast<int>(std::size(names)) ? names[index] : "unknown";
 }
@@ -134,8 +134,8 @@ class CudnnConv {
 
   void run(float* out, const float* in, const float* weight) const {
     const float alpha = 1.0f, beta = 0.0f;
-    CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, x_, in, w_, weight, conv_, algo_, workspace_,
-                                        workspace_bytes_, &beta, y_, out));
+    CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, x_, in, w_, weight, conv_, algo_, workspace_, workspace_bytes_,
+                                        &beta, y_, out));
   }
   std::string description() const {
     return std::string(cudnn_algorithm_name(algo_)) + ", workspace " + std::to_string(workspace_bytes_ >> 20) + " MiB";
@@ -225,8 +225,8 @@ bool bench_layer(const Layer& layer, int rung_choice, void* cudnn_handle) {
       ok = false;
       continue;
     }
-    bench::print_rung(rung, conv2d_forward_cuda_variant_name(rung), bench::time_with_events(body, stream), flops,
-                      bytes, rung0.median_ms);
+    bench::print_rung(rung, conv2d_forward_cuda_variant_name(rung), bench::time_with_events(body, stream), flops, bytes,
+                      rung0.median_ms);
   }
   return ok;
 }

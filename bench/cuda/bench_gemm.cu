@@ -22,11 +22,11 @@
 #include "kernels/cuda/gemm.h"
 #include "tensor/random.h"
 
-#define CUBLAS_CHECK(expr)                                                                                  \
-  do {                                                                                                      \
-    const cublasStatus_t cublas_status_ = (expr);                                                           \
-    BASTION_CHECK(cublas_status_ == CUBLAS_STATUS_SUCCESS, "cuBLAS error '",                                \
-                  cublasGetStatusString(cublas_status_), "' in ", #expr);                                   \
+#define CUBLAS_CHECK(expr)                                                                                          \
+  do {                                                                                                              \
+    const cublasStatus_t cublas_status_ = (expr);                                                                   \
+    BASTION_CHECK(cublas_status_ == CUBLAS_STATUS_SUCCESS, "cuBLAS error '", cublasGetStatusString(cublas_status_), \
+                  "' in ", #expr);                                                                                  \
   } while (0)
 
 namespace bastion {
@@ -78,8 +78,8 @@ Problem make_problem(cublasHandle_t handle, int64_t M, int64_t N, int64_t K) {
     return v;
   };
   const std::vector<float> a = random(M * K), b = random(K * N);
-  Problem p{M, N, K, upload(a), upload(b), cuda_alloc_floats(M * N), cuda_alloc_floats(M * N),
-            cuda_alloc_floats(M * N)};
+  Problem p{
+      M, N, K, upload(a), upload(b), cuda_alloc_floats(M * N), cuda_alloc_floats(M * N), cuda_alloc_floats(M * N)};
   float* abs_a = upload(absolute(a));
   float* abs_b = upload(absolute(b));
   cublas_gemm_row_major(handle, M, N, K, p.A, p.B, p.reference);
@@ -144,8 +144,8 @@ int run(int argc, char** argv) {
   const Problem p = make_problem(handle, M, N, K);
   const double flops = 2.0 * M * N * K, bytes = 4.0 * (M * K + K * N + M * N);
 
-  const bench::Timing rung0 = bench::time_with_events(
-      [&] { cublas_gemm_row_major(handle, M, N, K, p.A, p.B, p.C); }, cuda_stream());
+  const bench::Timing rung0 =
+      bench::time_with_events([&] { cublas_gemm_row_major(handle, M, N, K, p.A, p.B, p.C); }, cuda_stream());
   bench::print_rung(0, "cublas-fp32", rung0, flops, bytes, rung0.median_ms);
   bool all_ok = true;
   for (int rung = 1; rung <= gemm_cuda_variant_count(); ++rung) {
@@ -158,8 +158,8 @@ int run(int argc, char** argv) {
     bench::print_rung(rung, gemm_cuda_variant_name(rung), t, flops, bytes, rung0.median_ms);
     if (rung == 4) {
       CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH));
-      const bench::Timing tf32 = bench::time_with_events(
-          [&] { cublas_gemm_row_major(handle, M, N, K, p.A, p.B, p.C); }, cuda_stream());
+      const bench::Timing tf32 =
+          bench::time_with_events([&] { cublas_gemm_row_major(handle, M, N, K, p.A, p.B, p.C); }, cuda_stream());
       CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
       bench::print_rung(0, "cublas-tf32", tf32, flops, bytes, rung0.median_ms);
       std::printf("rung 4 is %.1f %% of cublas-tf32\n", 100.0 * tf32.median_ms / t.median_ms);

@@ -46,11 +46,12 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 5; ++i) step();
     const int64_t fresh_before = cuda_allocator_stats().fresh_allocations;
     const bench::Timing t = bench::time_with_events(step, cuda_stream(), 0, steps);
-    std::printf("train_step %s batch %lld %s: median %.3f ms  min %.3f ms  %.0f samples/s  cudaMalloc calls %lld  "
-                "final loss %.4f\n",
-                name.c_str(), static_cast<long long>(batch), tf32 ? "tf32" : "fp32", t.median_ms, t.min_ms,
-                batch / (t.median_ms * 1e-3),
-                static_cast<long long>(cuda_allocator_stats().fresh_allocations - fresh_before), loss.item());
+    std::printf(
+        "train_step %s batch %lld %s: median %.3f ms  min %.3f ms  %.0f samples/s  cudaMalloc calls %lld  "
+        "final loss %.4f\n",
+        name.c_str(), static_cast<long long>(batch), tf32 ? "tf32" : "fp32", t.median_ms, t.min_ms,
+        batch / (t.median_ms * 1e-3), static_cast<long long>(cuda_allocator_stats().fresh_allocations - fresh_before),
+        loss.item());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_train_step: %s\n", e.what());
     return 1;

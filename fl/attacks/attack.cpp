@@ -14,10 +14,14 @@ namespace bastion {
 
 const char* attack_kind_name(AttackKind kind) {
   switch (kind) {
-    case AttackKind::Data: return "data";
-    case AttackKind::Training: return "training";
-    case AttackKind::Upload: return "upload";
-    case AttackKind::Collusion: return "collusion";
+    case AttackKind::Data:
+      return "data";
+    case AttackKind::Training:
+      return "training";
+    case AttackKind::Upload:
+      return "upload";
+    case AttackKind::Collusion:
+      return "collusion";
   }
   return "unknown";
 }
@@ -27,10 +31,10 @@ const char* attack_kind_name(AttackKind kind) {
 namespace {
 // P. J. Acklam, "An algorithm for computing the inverse normal cumulative distribution function"
 // (2003): rational approximations with relative error < 1.15e-9 on (0, 1).
-constexpr double kAcklamA[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+constexpr double kAcklamA[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                                1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
 constexpr double kAcklamB[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                               6.680131188771972e+01,  -1.328068155288572e+01};
+                               6.680131188771972e+01, -1.328068155288572e+01};
 constexpr double kAcklamC[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                                -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
 constexpr double kAcklamD[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
@@ -47,8 +51,8 @@ double acklam_lower_half(double p) {
   }
   const double q = p - 0.5, r = q * q;
   return (((((kAcklamA[0] * r + kAcklamA[1]) * r + kAcklamA[2]) * r + kAcklamA[3]) * r + kAcklamA[4]) * r +
-          kAcklamA[5]) * q /
-         (((((kAcklamB[0] * r + kAcklamB[1]) * r + kAcklamB[2]) * r + kAcklamB[3]) * r + kAcklamB[4]) * r + 1.0);
+          kAcklamA[5]) *
+         q / (((((kAcklamB[0] * r + kAcklamB[1]) * r + kAcklamB[2]) * r + kAcklamB[3]) * r + kAcklamB[4]) * r + 1.0);
 }
 }  // namespace
 
@@ -129,9 +133,9 @@ BackdoorTest make_backdoor_test(const std::string& trigger, int32_t target, cons
 // ---------------------------------------------------------------- upload attacks
 
 void check_upload_context(std::span<float> update, const UploadAttackContext& context, const char* attack) {
-  BASTION_CHECK(0 <= context.num_parameters && context.num_parameters <= static_cast<int64_t>(update.size()),
-                "attack ", attack, ": num_parameters ", context.num_parameters, " outside the update of ",
-                update.size(), " values");
+  BASTION_CHECK(0 <= context.num_parameters && context.num_parameters <= static_cast<int64_t>(update.size()), "attack ",
+                attack, ": num_parameters ", context.num_parameters, " outside the update of ", update.size(),
+                " values");
 }
 
 // ---------------------------------------------------------------- collusion attacks

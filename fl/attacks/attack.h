@@ -40,13 +40,13 @@ const char* attack_kind_name(AttackKind kind);  // "data", "training", "upload",
 
 // What a Data or Training attack gets for one malicious client in one round.
 struct DataAttackContext {
-  const Dataset& data;                    // the shared training set
-  const std::vector<int64_t>& indices;    // this client's samples (indices into data)
-  int64_t attacker_index = 0;             // position of the client in the sorted malicious set (DBA part)
+  const Dataset& data;                  // the shared training set
+  const std::vector<int64_t>& indices;  // this client's samples (indices into data)
+  int64_t attacker_index = 0;           // position of the client in the sorted malicious set (DBA part)
   int64_t client = 0, round = 0;
-  Generator rng;                          // (seed, round, client)-derived: changes every round
-  Generator client_rng;                   // (seed, client)-derived: the same every round (fixed choices,
-                                          // e.g. label-flip's random permutation)
+  Generator rng;                             // (seed, round, client)-derived: changes every round
+  Generator client_rng;                      // (seed, client)-derived: the same every round (fixed choices,
+                                             // e.g. label-flip's random permutation)
   const TransformSpec* transform = nullptr;  // the loader's transform (shape a normalised trigger must fit)
 };
 
@@ -69,18 +69,18 @@ struct TrainingStepContext {
 };
 
 struct UploadAttackContext {
-  std::span<const float> global_state;    // the model the round started from (parameters then buffers)
-  int64_t num_parameters = 0;             // the attack acts on update[0, num_parameters)
-  int64_t participants = 0;               // m: uploads this round (model replacement's default scale)
+  std::span<const float> global_state;  // the model the round started from (parameters then buffers)
+  int64_t num_parameters = 0;           // the attack acts on update[0, num_parameters)
+  int64_t participants = 0;             // m: uploads this round (model replacement's default scale)
   Generator rng;
 };
 
 struct CollusionContext {
-  const float* benign = nullptr;          // (n_benign, D) row-major benign updates of the round, D = parameters
+  const float* benign = nullptr;  // (n_benign, D) row-major benign updates of the round, D = parameters
   int64_t n_benign = 0, D = 0;
-  int64_t participants = 0;               // m: all uploads of the round
-  int64_t malicious = 0;                  // f: attackers in this round
-  std::span<const float> global_state;    // parameters (first D) then buffers
+  int64_t participants = 0;             // m: all uploads of the round
+  int64_t malicious = 0;                // f: attackers in this round
+  std::span<const float> global_state;  // parameters (first D) then buffers
   Generator rng;
   std::vector<std::pair<std::string, double>> resolved;  // OUT: values the attack derived (LIE's z): summary.json
 };

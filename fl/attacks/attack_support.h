@@ -70,11 +70,11 @@ Deviation parse_deviation(const std::string& name);
 // centring) for the bounds. Cost O(n^2 D) once.
 struct DeviationGeometry {
   int64_t n = 0, D = 0;
-  std::vector<float> mean, direction;     // (D): the benign mean and p
-  std::vector<double> mean_distance_sq;   // (n): |mean - X_i|^2
-  std::vector<double> cross;              // (n): (mean - X_i).p
-  double direction_sq = 0.0;              // |p|^2
-  std::vector<double> pairwise_sq;        // (n, n): |X_i - X_j|^2
+  std::vector<float> mean, direction;    // (D): the benign mean and p
+  std::vector<double> mean_distance_sq;  // (n): |mean - X_i|^2
+  std::vector<double> cross;             // (n): (mean - X_i).p
+  double direction_sq = 0.0;             // |p|^2
+  std::vector<double> pairwise_sq;       // (n, n): |X_i - X_j|^2
 
   // d(malicious(gamma), X_i): squared L2 or, with squared false, plain L2.
   double distance(int64_t i, double gamma, bool squared) const;

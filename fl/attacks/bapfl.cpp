@@ -76,7 +76,8 @@ class BapflAttack final : public Attack {
 
   double clean_step(TrainingStepContext& context, int64_t begin, int64_t end) const {
     context.model.zero_grad();
-    Tensor loss = cross_entropy(context.model.forward(context.x.slice_rows(begin, end)), label_rows(context.y, begin, end));
+    Tensor loss =
+        cross_entropy(context.model.forward(context.x.slice_rows(begin, end)), label_rows(context.y, begin, end));
     loss.backward();
     clip_gradient_norm(context.model, grad_clip_);
     context.optimizer.step();
@@ -144,9 +145,16 @@ const std::vector<ParamSpec>& bapfl_params() {
   static const std::vector<ParamSpec> specs = {
       {"trigger", ParamType::Text, std::string("bapfl"), "trigger preset"},
       {"target", ParamType::Integer, int64_t{2}, "target label", 0, 1e6},
-      {"per_batch", ParamType::Integer, int64_t{20}, "poisoned samples at the start of every batch; the rest is the clean part", 1, 1e9},
+      {"per_batch", ParamType::Integer, int64_t{20},
+       "poisoned samples at the start of every batch; the rest is the clean part", 1, 1e9},
       {"noise_std", ParamType::Real, 0.2, "sigma of the noise added to the head in the poison step", 0, 1e3},
-      {"noise", ParamType::Text, std::string("gaussian"), "head noise distribution: gaussian N(0, sigma^2) or uniform [-sigma/2, sigma/2]", -kInf, kInf, {"gaussian", "uniform"}},
+      {"noise",
+       ParamType::Text,
+       std::string("gaussian"),
+       "head noise distribution: gaussian N(0, sigma^2) or uniform [-sigma/2, sigma/2]",
+       -kInf,
+       kInf,
+       {"gaussian", "uniform"}},
       {"grad_clip", ParamType::Real, 10.0, "clip the gradient norm of each step to this (0 = off)", 0, 1e9},
   };
   return specs;

@@ -40,10 +40,19 @@ class DbaAttack final : public Attack {
 const std::vector<ParamSpec>& dba_params() {
   static const std::vector<ParamSpec> specs = {
       {"target", ParamType::Integer, int64_t{2}, "target label", 0, 1e6},
-      {"mode", ParamType::Text, std::string("per-batch"), "per-batch: the first per_batch samples of every batch; fraction: a random fraction of the local data", -kInf, kInf, {"per-batch", "fraction"}},
-      {"per_batch", ParamType::Integer, int64_t{20}, "poisoned samples per batch in per-batch mode (pFedSAM, DBA MNIST: 20 of 64)", 0, 1e9},
-      {"fraction", ParamType::Real, 0.3, "poisoned share of the local data in fraction mode (SPMC 0.3, FedCPA 0.8)", 0, 1},
-      {"redraw", ParamType::Boolean, true, "fraction mode: draw the poisoned subset anew each round (FedCPA) or once (SPMC)"},
+      {"mode",
+       ParamType::Text,
+       std::string("per-batch"),
+       "per-batch: the first per_batch samples of every batch; fraction: a random fraction of the local data",
+       -kInf,
+       kInf,
+       {"per-batch", "fraction"}},
+      {"per_batch", ParamType::Integer, int64_t{20},
+       "poisoned samples per batch in per-batch mode (pFedSAM, DBA MNIST: 20 of 64)", 0, 1e9},
+      {"fraction", ParamType::Real, 0.3, "poisoned share of the local data in fraction mode (SPMC 0.3, FedCPA 0.8)", 0,
+       1},
+      {"redraw", ParamType::Boolean, true,
+       "fraction mode: draw the poisoned subset anew each round (FedCPA) or once (SPMC)"},
   };
   return specs;
 }

@@ -53,8 +53,8 @@ class GaussianAttack final : public Attack {
     if (mode_ == "update-std") return population_std(update, context.num_parameters);
     if (mode_ == "global-std") {
       BASTION_CHECK(static_cast<int64_t>(context.global_state.size()) >= context.num_parameters,
-                    "attack gaussian: global-std needs the global state (", context.global_state.size(),
-                    " values for ", context.num_parameters, " parameters)");
+                    "attack gaussian: global-std needs the global state (", context.global_state.size(), " values for ",
+                    context.num_parameters, " parameters)");
       return sigma_ * population_std(context.global_state.data(), context.num_parameters);
     }
     return sigma_;
@@ -65,7 +65,14 @@ class GaussianAttack final : public Attack {
 const std::vector<ParamSpec>& gaussian_params() {
   static const std::vector<ParamSpec> specs = {
       {"sigma", ParamType::Real, 0.05, "standard deviation (fixed mode) or multiplier (global-std mode)", 0, 1e9},
-      {"mode", ParamType::Text, std::string("fixed"), "fixed: N(0, sigma^2); update-std: N(0, std(own update)^2) (FedCAP A2); global-std: sigma * std(global) * N(0, 1) (FedCPA)", -kInf, kInf, {"fixed", "update-std", "global-std"}},
+      {"mode",
+       ParamType::Text,
+       std::string("fixed"),
+       "fixed: N(0, sigma^2); update-std: N(0, std(own update)^2) (FedCAP A2); global-std: sigma * std(global) * N(0, "
+       "1) (FedCPA)",
+       -kInf,
+       kInf,
+       {"fixed", "update-std", "global-std"}},
   };
   return specs;
 }

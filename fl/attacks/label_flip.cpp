@@ -74,7 +74,14 @@ class LabelFlipAttack final : public Attack {
 
 const std::vector<ParamSpec>& label_flip_params() {
   static const std::vector<ParamSpec> specs = {
-      {"mode", ParamType::Text, std::string("shift"), "shift: y -> (y + 1) mod C; reverse: y -> C - 1 - y (FedCAP A1); random: a seeded permutation fixed per attacker (FedCPA-like)", -kInf, kInf, {"shift", "reverse", "random"}},
+      {"mode",
+       ParamType::Text,
+       std::string("shift"),
+       "shift: y -> (y + 1) mod C; reverse: y -> C - 1 - y (FedCAP A1); random: a seeded permutation fixed per "
+       "attacker (FedCPA-like)",
+       -kInf,
+       kInf,
+       {"shift", "reverse", "random"}},
       {"fraction", ParamType::Real, 1.0, "share of the local samples relabelled (pollution ratio; SPMC 0.3)", 0, 1},
       {"redraw", ParamType::Boolean, false, "draw the relabelled subset anew each round"},
   };

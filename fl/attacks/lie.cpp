@@ -52,8 +52,9 @@ class LieAttack final : public Attack {
     BASTION_CHECK(m >= 1 && f >= 0, "attack lie: needs participants >= 1 and malicious >= 0, got m = ", m, ", f = ", f);
     const int64_t s = m / 2 + 1 - f;  // floor(m/2 + 1) = floor(m/2) + 1 for m >= 0: the same s in every rule
     if (rule_ == "spmc") return std::exp(-static_cast<double>(s * s)) * std::sqrt(2.0 * M_PI) / 2.0;
-    const double p = rule_ == "fedcap" ? static_cast<double>(m - f - s) / static_cast<double>(std::max<int64_t>(m - f, 1))
-                                       : static_cast<double>(m - s) / static_cast<double>(m);
+    const double p = rule_ == "fedcap"
+                         ? static_cast<double>(m - f - s) / static_cast<double>(std::max<int64_t>(m - f, 1))
+                         : static_cast<double>(m - s) / static_cast<double>(m);
     return normal_quantile(std::clamp(p, kMinProbability, 1.0 - kMinProbability));
   }
 };
@@ -62,7 +63,14 @@ class LieAttack final : public Attack {
 const std::vector<ParamSpec>& lie_params() {
   static const std::vector<ParamSpec> specs = {
       {"z", ParamType::Real, 0, "z; 0 = from z_rule", 0, 1e3},
-      {"z_rule", ParamType::Text, std::string("paper"), "paper: z = Phi^-1((m - s) / m), s = floor(m/2 + 1) - f; fedcap: Phi^-1((m - f - s) / (m - f)); spmc: exp(-s^2) sqrt(2 pi) / 2 with + z (the SPMC code quirk)", -kInf, kInf, {"paper", "fedcap", "spmc"}},
+      {"z_rule",
+       ParamType::Text,
+       std::string("paper"),
+       "paper: z = Phi^-1((m - s) / m), s = floor(m/2 + 1) - f; fedcap: Phi^-1((m - f - s) / (m - f)); spmc: exp(-s^2) "
+       "sqrt(2 pi) / 2 with + z (the SPMC code quirk)",
+       -kInf,
+       kInf,
+       {"paper", "fedcap", "spmc"}},
   };
   return specs;
 }

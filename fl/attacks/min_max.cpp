@@ -57,10 +57,22 @@ class MinMaxAttack final : public Attack {
 
 const std::vector<ParamSpec>& min_max_params() {
   static const std::vector<ParamSpec> specs = {
-      {"deviation", ParamType::Text, std::string("std"), "p: std (coordinate std), unit (mean / |mean|), sign (sign(mean))", -kInf, kInf, {"std", "unit", "sign"}},
+      {"deviation",
+       ParamType::Text,
+       std::string("std"),
+       "p: std (coordinate std), unit (mean / |mean|), sign (sign(mean))",
+       -kInf,
+       kInf,
+       {"std", "unit", "sign"}},
       {"gamma0", ParamType::Real, 10, "initial gamma and step of the halving search", 0, 1e9},
       {"tolerance", ParamType::Real, 1e-5, "stop the search when |gamma_succ - gamma| <= this", 0, 1e3},
-      {"distance", ParamType::Text, std::string("squared"), "squared L2 (NDSS21 code) or plain l2 (FedCAP)", -kInf, kInf, {"squared", "l2"}},
+      {"distance",
+       ParamType::Text,
+       std::string("squared"),
+       "squared L2 (NDSS21 code) or plain l2 (FedCAP)",
+       -kInf,
+       kInf,
+       {"squared", "l2"}},
   };
   return specs;
 }

@@ -64,8 +64,20 @@ const std::vector<ParamSpec>& min_sum_params() {
       {"deviation", ParamType::Text, std::string("std"), "p: std, unit or sign", -kInf, kInf, {"std", "unit", "sign"}},
       {"gamma0", ParamType::Real, 10, "initial gamma and step of the halving search", 0, 1e9},
       {"tolerance", ParamType::Real, 1e-5, "stop the search when |gamma_succ - gamma| <= this", 0, 1e3},
-      {"distance", ParamType::Text, std::string("squared"), "squared L2 (NDSS21 code) or plain l2 (FedCAP)", -kInf, kInf, {"squared", "l2"}},
-      {"bound", ParamType::Text, std::string("max"), "compare with the max (SPEC, FedCAP) or min (NDSS21 code) benign sum of distances", -kInf, kInf, {"max", "min"}},
+      {"distance",
+       ParamType::Text,
+       std::string("squared"),
+       "squared L2 (NDSS21 code) or plain l2 (FedCAP)",
+       -kInf,
+       kInf,
+       {"squared", "l2"}},
+      {"bound",
+       ParamType::Text,
+       std::string("max"),
+       "compare with the max (SPEC, FedCAP) or min (NDSS21 code) benign sum of distances",
+       -kInf,
+       kInf,
+       {"max", "min"}},
   };
   return specs;
 }

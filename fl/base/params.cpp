@@ -24,11 +24,16 @@ std::string full_key(const std::string& scope, const std::string& name) {
 // The kind of value a user wrote, for "expected int, got text" messages.
 const char* value_kind_name(const ParamValue& value) {
   switch (value.index()) {
-    case 0: return "int";
-    case 1: return "real";
-    case 2: return "bool";
-    case 3: return "text";
-    default: return "list";
+    case 0:
+      return "int";
+    case 1:
+      return "real";
+    case 2:
+      return "bool";
+    case 3:
+      return "text";
+    default:
+      return "list";
   }
 }
 
@@ -80,7 +85,8 @@ ParamValue coerce(const ParamSpec& spec, const ParamValue& value, const std::str
       return *r;
     }
     case ParamType::Boolean:
-      BASTION_CHECK(std::holds_alternative<bool>(value), key, ": expected bool, got ", value_kind_name(value), " ", got);
+      BASTION_CHECK(std::holds_alternative<bool>(value), key, ": expected bool, got ", value_kind_name(value), " ",
+                    got);
       return value;
     case ParamType::Text:
       BASTION_CHECK(std::holds_alternative<std::string>(value), key, ": expected text, got ", value_kind_name(value),
@@ -116,11 +122,11 @@ bool within_integer_bounds(int64_t value, double min, double max) {
 // Range and choices of an already coerced value.
 void check_bounds(const ParamSpec& spec, const ParamValue& value, const std::string& key) {
   if (spec.type == ParamType::Integer || spec.type == ParamType::Real) {
-    const double v = spec.type == ParamType::Integer ? static_cast<double>(std::get<int64_t>(value))
-                                                     : std::get<double>(value);
+    const double v =
+        spec.type == ParamType::Integer ? static_cast<double>(std::get<int64_t>(value)) : std::get<double>(value);
     // An integer is also compared exactly: as a double, 2^53 + 1 rounds to 2^53 and passed a bound of 2^53.
-    const bool exact_ok = spec.type != ParamType::Integer ||
-                          within_integer_bounds(std::get<int64_t>(value), spec.min, spec.max);
+    const bool exact_ok =
+        spec.type != ParamType::Integer || within_integer_bounds(std::get<int64_t>(value), spec.min, spec.max);
     BASTION_CHECK(v >= spec.min && v <= spec.max && exact_ok, key, " = ", param_value_to_toml(value), " is outside [",
                   bound_text(spec.min, spec.type), ", ", bound_text(spec.max, spec.type), "]");
   } else if (spec.type == ParamType::Text) {
@@ -134,13 +140,27 @@ void append_escaped(std::string& out, const std::string& text) {
   out += '"';
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\f': out += "\\f"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
           char code[8];
@@ -172,8 +192,8 @@ Params::Params(std::string scope, const std::vector<ParamSpec>& specs, const std
     const std::string& name = given_name;
     const std::string key = full_key(scope_, name);
     const auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == name; });
-    BASTION_CHECK(spec != specs.end(), "unknown key '", key, "'; valid keys", scope_.empty() ? "" : " in [" + scope_ + "]",
-                  ": ", valid_keys(specs));
+    BASTION_CHECK(spec != specs.end(), "unknown key '", key, "'; valid keys",
+                  scope_.empty() ? "" : " in [" + scope_ + "]", ": ", valid_keys(specs));
     ParamValue coerced = coerce(*spec, value, key);
     check_bounds(*spec, coerced, key);
     values_[name] = std::move(coerced);
@@ -181,7 +201,8 @@ Params::Params(std::string scope, const std::vector<ParamSpec>& specs, const std
   // Defaults are trusted (they are code, checked by the registry sweep tests) but still widened, so a
   // table may write `int64_t{0}` for a Real default.
   for (const ParamSpec& spec : specs) {
-    if (values_.count(spec.name) == 0) values_[spec.name] = coerce(spec, spec.default_value, full_key(scope_, spec.name));
+    if (values_.count(spec.name) == 0)
+      values_[spec.name] = coerce(spec, spec.default_value, full_key(scope_, spec.name));
   }
 }
 
@@ -225,11 +246,16 @@ const std::vector<std::string>& Params::list(const std::string& name) const {
 
 const char* param_type_name(ParamType type) {
   switch (type) {
-    case ParamType::Integer: return "int";
-    case ParamType::Real: return "real";
-    case ParamType::Boolean: return "bool";
-    case ParamType::Text: return "text";
-    case ParamType::TextList: return "list";
+    case ParamType::Integer:
+      return "int";
+    case ParamType::Real:
+      return "real";
+    case ParamType::Boolean:
+      return "bool";
+    case ParamType::Text:
+      return "text";
+    case ParamType::TextList:
+      return "list";
   }
   return "?";
 }
@@ -258,7 +284,11 @@ std::string constraint_text(const ParamSpec& spec) {
   if (spec.type == ParamType::Integer || spec.type == ParamType::Real) {
     const bool low = std::isfinite(spec.min), high = std::isfinite(spec.max);
     if (low && high)
-      return std::string("[").append(bound_text(spec.min, spec.type)).append(", ").append(bound_text(spec.max, spec.type)).append("]");
+      return std::string("[")
+          .append(bound_text(spec.min, spec.type))
+          .append(", ")
+          .append(bound_text(spec.max, spec.type))
+          .append("]");
     // Appending (not "literal" + string&&) sidesteps a GCC 12 -Wrestrict false positive.
     if (low) return std::string(">= ").append(bound_text(spec.min, spec.type));
     if (high) return std::string("<= ").append(bound_text(spec.max, spec.type));
@@ -274,8 +304,8 @@ std::string constraint_text(const ParamSpec& spec) {
 std::string param_default_text(const ParamSpec& spec) {
   // A Real default written as an int literal still shows as a real ("0.0").
   const auto* int_default = std::get_if<int64_t>(&spec.default_value);
-  const ParamValue shown = spec.type == ParamType::Real && int_default ? ParamValue(static_cast<double>(*int_default))
-                                                                       : spec.default_value;
+  const ParamValue shown =
+      spec.type == ParamType::Real && int_default ? ParamValue(static_cast<double>(*int_default)) : spec.default_value;
   return param_value_to_toml(shown);
 }
 

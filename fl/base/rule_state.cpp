@@ -46,9 +46,15 @@ bool RuleState::has(const std::string& name) const {
   return floats_.contains(name) || reals_.contains(name) || ints_.contains(name);
 }
 
-const std::vector<float>& RuleState::floats(const std::string& name) const { return block(floats_, name, "float32", owner_); }
-const std::vector<double>& RuleState::reals(const std::string& name) const { return block(reals_, name, "float64", owner_); }
-const std::vector<int64_t>& RuleState::ints(const std::string& name) const { return block(ints_, name, "int64", owner_); }
+const std::vector<float>& RuleState::floats(const std::string& name) const {
+  return block(floats_, name, "float32", owner_);
+}
+const std::vector<double>& RuleState::reals(const std::string& name) const {
+  return block(reals_, name, "float64", owner_);
+}
+const std::vector<int64_t>& RuleState::ints(const std::string& name) const {
+  return block(ints_, name, "int64", owner_);
+}
 
 int64_t RuleState::int_in(const std::string& name, int64_t low, int64_t high) const {
   const std::vector<int64_t>& values = ints(name);

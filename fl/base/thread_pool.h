@@ -45,7 +45,8 @@ class ThreadPool {
 // body(task, worker) for every task on `pool`, or inline in task order on the caller (worker 0) when there
 // is none (a server rule called without AggregationInput::pool).
 inline void run_tasks(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t task, int worker)>& body) {
-  if (pool != nullptr) pool->run(tasks, body);
+  if (pool != nullptr)
+    pool->run(tasks, body);
   else
     for (int64_t t = 0; t < tasks; ++t) body(t, 0);
 }

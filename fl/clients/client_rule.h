@@ -54,19 +54,19 @@ struct ClientState {
 using ClientMessage = std::map<std::string, std::vector<float>>;
 
 struct ClientTask {
-  Model& model;                           // holds the start state on entry; trained in place
-  const Dataset& data;                    // the shared training set
-  const std::vector<int64_t>& indices;    // this client's training samples
-  const TransformSpec& transform;         // per-sample transform (augmentation) for the loader
+  Model& model;                         // holds the start state on entry; trained in place
+  const Dataset& data;                  // the shared training set
+  const std::vector<int64_t>& indices;  // this client's training samples
+  const TransformSpec& transform;       // per-sample transform (augmentation) for the loader
   ClientState& state;
-  int64_t client = 0, round = 0;          // round counts from 1
-  uint64_t seed = 0;                      // (seed, round, client)-derived: loader shuffling, dropout, ...
-  uint64_t client_seed = 0;               // (seed, client)-derived, the same every round (fixed attack choices)
+  int64_t client = 0, round = 0;  // round counts from 1
+  uint64_t seed = 0;              // (seed, round, client)-derived: loader shuffling, dropout, ...
+  uint64_t client_seed = 0;       // (seed, client)-derived, the same every round (fixed attack choices)
   // Set for a malicious client whose attack acts on data or training (else nullptr). The rule calls
   // attack->poison_loader on its loader, and for Training attacks attack->training_step instead of its
   // own step.
   const Attack* attack = nullptr;
-  int64_t attacker_index = 0;             // position in the malicious set (DBA part), valid with attack
+  int64_t attacker_index = 0;  // position in the malicious set (DBA part), valid with attack
   // A second replica of the same architecture for rules that train two models at once (Ditto's
   // personal model); its state is undefined on entry. Null unless the rule asks (traits().second_model).
   Model* second = nullptr;
@@ -75,14 +75,14 @@ struct ClientTask {
 };
 
 struct ClientResult {
-  double train_loss = 0.0;                // mean over the steps taken
+  double train_loss = 0.0;  // mean over the steps taken
   int64_t steps = 0;
-  int64_t samples = 0;                    // samples processed (epochs × local size, or steps × batch)
-  int64_t head_steps = 0, body_steps = 0; // FedRep's phases (steps with only the head / only the body trainable)
-  int64_t personal_steps = 0;             // Ditto: steps of the personal model
-  std::vector<float> extra_upload;        // sent to the method server besides the update (FedSMOO's mu_i)
-  std::string note;                       // what the rule chose for this client this round, written to
-                                          // client_notes.csv (FedFSA: its Top-C tensors); empty = none
+  int64_t samples = 0;                     // samples processed (epochs × local size, or steps × batch)
+  int64_t head_steps = 0, body_steps = 0;  // FedRep's phases (steps with only the head / only the body trainable)
+  int64_t personal_steps = 0;              // Ditto: steps of the personal model
+  std::vector<float> extra_upload;         // sent to the method server besides the update (FedSMOO's mu_i)
+  std::string note;                        // what the rule chose for this client this round, written to
+                                           // client_notes.csv (FedFSA: its Top-C tensors); empty = none
 };
 
 // Which columns of the flat state a client uploads (the rest stays on the client).
@@ -106,15 +106,15 @@ struct ClientTraits {
   bool needs_aggregation_weights = false;
 };
 
-struct PostSpec;      // fl/clients/post_step.h
-class MethodServer;   // fl/clients/method_server.h
+struct PostSpec;     // fl/clients/post_step.h
+class MethodServer;  // fl/clients/method_server.h
 
 // What a rule may read to prepare a client's model for its post step (prepare_post_step).
 struct PostStartData {
   const Dataset& data;
   const std::vector<int64_t>& indices;  // the client's training samples
   const TransformSpec& transform;
-  uint64_t seed = 0;                    // (seed, round, client)-derived
+  uint64_t seed = 0;  // (seed, round, client)-derived
 };
 
 class ClientRule {

@@ -40,10 +40,13 @@ class DittoClient final : public ClientRule {
     // Host copies in and out: the models may be device replicas (run.device = "cuda").
     const std::vector<float> reference = global.state_values();
     std::vector<float> own(reference.size());
-    personal.load_state_values(copy_stored(task.state, kPersonalKey, own, "ditto") ? own : reference);  // else first participation
-    const Tensor reference_there = Tensor::from_vector({static_cast<int64_t>(reference.size())}, reference).to(personal.device());
+    personal.load_state_values(
+        copy_stored(task.state, kPersonalKey, own, "ditto") ? own : reference);  // else first participation
+    const Tensor reference_there =
+        Tensor::from_vector({static_cast<int64_t>(reference.size())}, reference).to(personal.device());
     const GradientHook prox = [&](Model& m) { add_proximal_gradient(m, reference_there, lambda_); };
-    ClientResult result = interleaved_ ? train_interleaved(task, personal, prox) : train_sequential(task, personal, prox);
+    ClientResult result =
+        interleaved_ ? train_interleaved(task, personal, prox) : train_sequential(task, personal, prox);
     store_model(task.state, kPersonalKey, personal);
     return result;
   }
@@ -80,8 +83,15 @@ class DittoClient final : public ClientRule {
     ClientLoader personal_data(personal_task, schedule_);
     Sgd personal_sgd(personal, options(task, true));
     start(personal, dropout_seed(personal_task));
-    LocalPass personal_pass{personal, personal_data.loader, personal_sgd, nullptr, personal_task,
-                            personal_data.attack_rng, schedule_.grad_clip, &prox, /*allow_attack=*/false};
+    LocalPass personal_pass{personal,
+                            personal_data.loader,
+                            personal_sgd,
+                            nullptr,
+                            personal_task,
+                            personal_data.attack_rng,
+                            schedule_.grad_clip,
+                            &prox,
+                            /*allow_attack=*/false};
     const int64_t epochs = personal_epochs_ > 0 ? personal_epochs_ : schedule_.epochs;
     const ClientResult personal_result = run_local_epochs(personal_pass, epochs, schedule_.steps);
 
@@ -101,8 +111,9 @@ class DittoClient final : public ClientRule {
     start(task.model, dropout_seed(task));
     start(personal, Generator(task.seed).fork(kPersonalStream).next_u64());
     LocalPass pass{task.model, data.loader, sgd, nullptr, task, data.attack_rng, schedule_.grad_clip};
-    LocalPass personal_pass{personal, data.loader, personal_sgd, nullptr, task, data.attack_rng, schedule_.grad_clip,
-                            &prox, /*allow_attack=*/false};
+    LocalPass personal_pass{
+        personal, data.loader,           personal_sgd, nullptr, task, data.attack_rng, schedule_.grad_clip,
+        &prox,    /*allow_attack=*/false};
     const BatchStep both = [&](const Tensor& x, const LabelTensor& y, int64_t) {
       local_step(personal_pass, x, y);
       return local_step(pass, x, y);
@@ -117,12 +128,19 @@ class DittoClient final : public ClientRule {
 
 const std::vector<ParamSpec>& ditto_client_params() {
   static const std::vector<ParamSpec> specs = with_schedule_params({
-      {"lambda", ParamType::Real, 0.1, "weight of the proximal term (lambda/2)||v - w||^2 (FedCAP grid 0.01, 0.1, 1, 2)", 0, 1e6},
-      {"personal_epochs", ParamType::Integer, int64_t{0}, "sequential order: epochs on the personal model (0 = epochs)", 0, 1e6},
+      {"lambda", ParamType::Real, 0.1,
+       "weight of the proximal term (lambda/2)||v - w||^2 (FedCAP grid 0.01, 0.1, 1, 2)", 0, 1e6},
+      {"personal_epochs", ParamType::Integer, int64_t{0}, "sequential order: epochs on the personal model (0 = epochs)",
+       0, 1e6},
       {"personal_lr", ParamType::Real, 0.0, "learning rate of the personal model (0 = lr; decays with it)", 0, 100},
-      {"order", ParamType::Text, std::string("sequential"),
-       "sequential (personal epochs, then global epochs: FederatedScope, PFLlib) | interleaved (per batch, FedCAP, original Ditto)",
-       -kInf, kInf, {"sequential", "interleaved"}},
+      {"order",
+       ParamType::Text,
+       std::string("sequential"),
+       "sequential (personal epochs, then global epochs: FederatedScope, PFLlib) | interleaved (per batch, FedCAP, "
+       "original Ditto)",
+       -kInf,
+       kInf,
+       {"sequential", "interleaved"}},
   });
   return specs;
 }

@@ -42,8 +42,8 @@ constexpr uint64_t kAlaStream = 0x616c61ULL;
 // The [begin, end) columns of the last `upper` parameter tensors, in model order.
 std::vector<std::pair<int64_t, int64_t>> upper_columns(const Model& model, int64_t upper) {
   const std::vector<ParameterView>& params = model.parameters();
-  BASTION_CHECK(upper >= 1 && upper <= static_cast<int64_t>(params.size()), "fedala: layers = ", upper,
-                " but model ", model.name(), " has ", params.size(), " parameter tensors");
+  BASTION_CHECK(upper >= 1 && upper <= static_cast<int64_t>(params.size()), "fedala: layers = ", upper, " but model ",
+                model.name(), " has ", params.size(), " parameter tensors");
   std::vector<std::pair<int64_t, int64_t>> columns;
   for (size_t i = params.size() - static_cast<size_t>(upper); i < params.size(); ++i)
     columns.emplace_back(params[i].begin, params[i].end);
@@ -81,7 +81,8 @@ void freeze_lower(Model& model, int64_t upper) {
   for (const ParameterView& p : model.parameters()) head += p.is_head ? 1 : 0;
   const std::vector<ParameterView>& params = model.parameters();
   bool upper_is_head = head == upper;
-  for (size_t i = params.size() - static_cast<size_t>(upper); i < params.size(); ++i) upper_is_head &= params[i].is_head;
+  for (size_t i = params.size() - static_cast<size_t>(upper); i < params.size(); ++i)
+    upper_is_head &= params[i].is_head;
   if (upper_is_head) model.set_trainable(/*head=*/false, false);
 }
 }  // namespace
@@ -213,7 +214,8 @@ class FedAlaClient final : public ClientRule {
     ala_.window = p.integer("window");
     ala_.max_start_epochs = p.integer("max_start_epochs");
     ala_.batch = schedule_.batch;
-    if (p.text("tune") == "final-head") post_ = tuning_spec(p, schedule_, PostSpec::Kind::HeadTune, PostSpec::When::Final);
+    if (p.text("tune") == "final-head")
+      post_ = tuning_spec(p, schedule_, PostSpec::Kind::HeadTune, PostSpec::When::Final);
   }
 
   ClientResult train(ClientTask& task) const override {
@@ -288,20 +290,33 @@ class FedAlaClient final : public ClientRule {
 const std::vector<ParamSpec>& fedala_client_params() {
   static const std::vector<ParamSpec> specs = [] {
     std::vector<ParamSpec> extra = {
-        {"layers", ParamType::Integer, int64_t{2}, "p: the last p parameter tensors are mixed element-wise (2 = last linear layer)", 1, 1e6},
+        {"layers", ParamType::Integer, int64_t{2},
+         "p: the last p parameter tensors are mixed element-wise (2 = last linear layer)", 1, 1e6},
         {"eta", ParamType::Real, 1.0, "learning rate of the aggregation weights W", 0, 1e6},
         {"sample_percent", ParamType::Real, 80.0, "s: % of the client's training samples W is learned on", 0.01, 100},
         {"threshold", ParamType::Real, 0.01,
          "start phase: stop when the std of the last `window` epoch losses is below this (0.01: FedALA paper, FedFSA; "
-         "0.1: FedALA and PFLlib code)", 0, 1e6},
-        {"window", ParamType::Integer, int64_t{10}, "num_pre_loss: epoch losses the start phase's std looks at", 1, 1e6},
-        {"max_start_epochs", ParamType::Integer, int64_t{1000}, "bound on the start phase's epochs (the code has none)", 1, 1e9},
-        {"first_visit", ParamType::Text, std::string("initial"),
+         "0.1: FedALA and PFLlib code)",
+         0, 1e6},
+        {"window", ParamType::Integer, int64_t{10}, "num_pre_loss: epoch losses the start phase's std looks at", 1,
+         1e6},
+        {"max_start_epochs", ParamType::Integer, int64_t{1000}, "bound on the start phase's epochs (the code has none)",
+         1, 1e9},
+        {"first_visit",
+         ParamType::Text,
+         std::string("initial"),
          "a client's local model before its first training: initial (Θ^0, the paper and codes) | global (ALA skipped)",
-         -kInf, kInf, {"initial", "global"}},
-        {"tune", ParamType::Text, std::string("none"),
+         -kInf,
+         kInf,
+         {"initial", "global"}},
+        {"tune",
+         ParamType::Text,
+         std::string("none"),
          "none | final-head: after the last round every client runs ALA on the final global model, then tunes the head "
-         "(FedFSA's extra round)", -kInf, kInf, {"none", "final-head"}}};
+         "(FedFSA's extra round)",
+         -kInf,
+         kInf,
+         {"none", "final-head"}}};
     for (ParamSpec& spec : tuning_params(0, 0.0)) extra.push_back(spec);
     return with_schedule_params(extra);
   }();

@@ -29,11 +29,11 @@
 namespace bastion {
 
 struct AlaOptions {
-  int64_t upper_tensors = 2;     // p: the last p parameter tensors are aggregated element-wise
-  double eta = 1.0;              // learning rate of W
-  double sample_percent = 80.0;  // s: the share of the training samples W is learned on
-  double threshold = 0.01;       // start phase: stop when std(last `window` epoch losses) < threshold
-  int64_t window = 10;           // num_pre_loss
+  int64_t upper_tensors = 2;        // p: the last p parameter tensors are aggregated element-wise
+  double eta = 1.0;                 // learning rate of W
+  double sample_percent = 80.0;     // s: the share of the training samples W is learned on
+  double threshold = 0.01;          // start phase: stop when std(last `window` epoch losses) < threshold
+  int64_t window = 10;              // num_pre_loss
   int64_t max_start_epochs = 1000;  // guard: the authors' loop has no bound
   int64_t batch = 48;
 };
@@ -42,12 +42,12 @@ struct AlaData {
   const Dataset& data;
   const std::vector<int64_t>& indices;  // the client's training samples, in their fixed order
   const TransformSpec& transform;
-  uint64_t seed = 0;                     // draws the slice's offset
+  uint64_t seed = 0;  // draws the slice's offset
 };
 
 struct AlaOutcome {
-  bool skipped = false;   // g and l agree on the first tensor: the model holds l unchanged
-  int64_t epochs = 0;     // weight-learning epochs taken
+  bool skipped = false;  // g and l agree on the first tensor: the model holds l unchanged
+  int64_t epochs = 0;    // weight-learning epochs taken
   double last_loss = 0.0;
 };
 

@@ -37,8 +37,8 @@ class FedcapClient final : public ClientRule {
   explicit FedcapClient(const Params& p) : personal_(p.boolean("personal")), schedule_(local_schedule(p)) {
     BASTION_CHECK(schedule_.rho == 0.0f, p.scope(), ".rho: FedCAP trains with SGD (rho must be 0)");
     if (personal_)
-      ditto_ = make_ditto_client(
-          Params(p.scope(), ditto_client_params(), subset(p, ditto_client_params(), {{"order", std::string("interleaved")}})));
+      ditto_ = make_ditto_client(Params(p.scope(), ditto_client_params(),
+                                        subset(p, ditto_client_params(), {{"order", std::string("interleaved")}})));
   }
 
   ClientResult train(ClientTask& task) const override {
@@ -70,7 +70,8 @@ const std::vector<ParamSpec>& fedcap_client_params() {
   static const std::vector<ParamSpec> specs = [] {
     std::vector<ParamSpec> s = with_schedule_params({
         {"lambda", ParamType::Real, 0.1,
-         "lambda of the personal model's proximal term (lambda/2)||v - w_c||^2 (FedCAP grid 0.1, 0.5, 1; Table IV 0.1)", 0, 1e6},
+         "lambda of the personal model's proximal term (lambda/2)||v - w_c||^2 (FedCAP grid 0.1, 0.5, 1; Table IV 0.1)",
+         0, 1e6},
         {"personal_lr", ParamType::Real, 0.0, "learning rate of the personal model (0 = lr; FedCAP: lr)", 0, 100},
         {"personal", ParamType::Boolean, true,
          "train the Ditto-style personal model (false: FedCAP1 / FedCAP3 of Table IV, evaluate the customised model)"},

@@ -36,8 +36,8 @@ namespace bastion {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr const char* kHeadKey = "head";            // ClientState: the client's fc4
-constexpr const char* kPriorKey = "fedcr_prior";    // message: the packed global class Gaussians
+constexpr const char* kHeadKey = "head";          // ClientState: the client's fc4
+constexpr const char* kPriorKey = "fedcr_prior";  // message: the packed global class Gaussians
 
 FedcrCnn& network_of(Model& model) {
   FedcrCnn* net = fedcr_network(model);
@@ -117,11 +117,11 @@ class FedcrServer final : public MethodServer {
 
 class FedcrClient final : public ClientRule {
  public:
-  explicit FedcrClient(const Params& p)
-      : schedule_(local_schedule(p)), beta_(p.real("beta")), beta2_(p.real("beta2")) {
+  explicit FedcrClient(const Params& p) : schedule_(local_schedule(p)), beta_(p.real("beta")), beta2_(p.real("beta2")) {
     BASTION_CHECK(schedule_.rho == 0.0f, p.scope(), ".rho: FedCR trains with SGD (FedFSA applied no SAM to it)");
     BASTION_CHECK(schedule_.steps == 0, p.scope(), ".steps: FedCR fuses over its last local epoch: count epochs");
-    if (p.text("tune") == "final-head") post_ = tuning_spec(p, schedule_, PostSpec::Kind::HeadTune, PostSpec::When::Final);
+    if (p.text("tune") == "final-head")
+      post_ = tuning_spec(p, schedule_, PostSpec::Kind::HeadTune, PostSpec::When::Final);
   }
 
   ClientResult train(ClientTask& task) const override {
@@ -192,10 +192,16 @@ const std::vector<ParamSpec>& fedcr_client_params() {
         {"beta", ParamType::Real, 0.001, "weight of the KL regulariser (FedCR's beta; FedFSA Table 4: 0.001)", 0, 1e6},
         {"beta2", ParamType::Real, 1.0,
          "server mixing of the product of experts into the global Gaussians (1 = replace, the authors' command; "
-         "options.py default 0 = never update)", 0, 1},
-        {"tune", ParamType::Text, std::string("final-head"),
+         "options.py default 0 = never update)",
+         0, 1},
+        {"tune",
+         ParamType::Text,
+         std::string("final-head"),
          "final-head: after the last round every evaluated client trains its head fc4 alone (FedCR's last round, "
-         "FedFSA's extra round) | none", -kInf, kInf, {"none", "final-head"}},
+         "FedFSA's extra round) | none",
+         -kInf,
+         kInf,
+         {"none", "final-head"}},
     };
     for (ParamSpec& spec : tuning_params(0, 0.0)) extra.push_back(spec);
     std::vector<ParamSpec> table = with_schedule_params(extra);

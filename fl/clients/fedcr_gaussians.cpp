@@ -9,7 +9,7 @@
 namespace bastion {
 
 namespace {
-constexpr double kSigmaFloor = 1e-8;  // as the code's KL clamp
+constexpr double kSigmaFloor = 1e-8;    // as the code's KL clamp
 constexpr double kFuseEpsilon = 1e-32;  // product_of_experts_two's guard in the denominators
 
 double floored(double sigma) { return std::max(sigma, kSigmaFloor); }
@@ -30,8 +30,10 @@ void ClassFusion::add(int32_t c, const float* mu, const float* sigma) {
   const size_t at = static_cast<size_t>(c) * static_cast<size_t>(g_.dim);
   const bool first = !g_.present[c];
   for (int64_t j = 0; j < g_.dim; ++j) {
-    if (first) g_.mu[at + j] = mu[j], g_.sigma[at + j] = sigma[j];
-    else fuse_two_experts(g_.mu[at + j], g_.sigma[at + j], mu[j], sigma[j]);
+    if (first)
+      g_.mu[at + j] = mu[j], g_.sigma[at + j] = sigma[j];
+    else
+      fuse_two_experts(g_.mu[at + j], g_.sigma[at + j], mu[j], sigma[j]);
   }
   g_.present[c] = 1;
 }

@@ -65,7 +65,7 @@ class FomoClient final : public ClientRule {
   }
 
   ClientResult train(ClientTask& task) const override {
-    Model& model = task.model;  // read and written through host copies: it may be a device replica
+    Model& model = task.model;                      // read and written through host copies: it may be a device replica
     std::vector<float> own = model.state_values();  // the start state: the initial model
     copy_stored(task.state, kModelKey, own, "fedfomo");
     const Split split = split_samples(task.indices);
@@ -73,8 +73,9 @@ class FomoClient final : public ClientRule {
     std::vector<float> start = aggregate_ ? mix(task, own, split.validation, pairs) : own;
     if (aggregate_ && previous_start_) store(task.state, kReferenceKey, start);
     model.load_state_values(start);
-    ClientTask train_task{model, task.data, split.train, task.transform, task.state, task.client, task.round,
-                          task.seed, task.client_seed, task.attack, task.attacker_index, task.second, task.message};
+    ClientTask train_task{model,       task.data, split.train,      task.transform, task.state,          task.client,
+                          task.round,  task.seed, task.client_seed, task.attack,    task.attacker_index, task.second,
+                          task.message};
     ClientResult result = train_with_schedule(train_task, schedule_);
     store_model(task.state, kModelKey, model);
     result.extra_upload = std::move(pairs);
@@ -82,7 +83,8 @@ class FomoClient final : public ClientRule {
   }
   ClientTraits traits() const override { return {.on_device = true}; }
 
-  bool personal_model(const ClientState& state, std::span<const float>, const Model&, std::span<float> out) const override {
+  bool personal_model(const ClientState& state, std::span<const float>, const Model&,
+                      std::span<float> out) const override {
     return copy_stored(state, kModelKey, out, "fedfomo");
   }
 
@@ -107,10 +109,12 @@ class FomoClient final : public ClientRule {
   Split split_samples(const std::vector<int64_t>& indices) const {
     const int64_t n = static_cast<int64_t>(indices.size());
     const int64_t train = std::min(n, std::max<int64_t>(1, std::llround(train_split_ * static_cast<double>(n))));
-    return {std::vector<int64_t>(indices.begin(), indices.begin() + train), std::vector<int64_t>(indices.begin() + train, indices.end())};
+    return {std::vector<int64_t>(indices.begin(), indices.begin() + train),
+            std::vector<int64_t>(indices.begin() + train, indices.end())};
   }
 
-  double validation_loss(const ClientTask& task, std::span<const float> candidate, const std::vector<int64_t>& validation) const {
+  double validation_loss(const ClientTask& task, std::span<const float> candidate,
+                         const std::vector<int64_t>& validation) const {
     task.model.load_state_values(candidate);
     const std::optional<TransformSpec> transform = validation_transform(task.transform);
     return evaluate(task.model, task.data, schedule_.batch, validation, transform ? &*transform : nullptr).loss;
@@ -168,25 +172,54 @@ const std::vector<ParamSpec>& fedfomo_client_params() {
   static const std::vector<ParamSpec> specs = [] {
     std::vector<ParamSpec> s = with_schedule_params({
         {"models", ParamType::Integer, int64_t{5},
-         "M: models a client weighs, its own included (M - 1 downloaded): the paper's 5 (NVlabs: own + 4; PFLlib M = 5)", 1, 1e6},
-        {"epsilon", ParamType::Real, 0.3, "e-greedy: chance that a download slot takes a random pool client (NVlabs)", 0, 1},
+         "M: models a client weighs, its own included (M - 1 downloaded): the paper's 5 (NVlabs: own + 4; PFLlib M = "
+         "5)",
+         1, 1e6},
+        {"epsilon", ParamType::Real, 0.3, "e-greedy: chance that a download slot takes a random pool client (NVlabs)",
+         0, 1},
         {"epsilon_decay", ParamType::Real, 0.05, "epsilon decreases by this per round, down to 0 (NVlabs)", 0, 1},
-        {"train_split", ParamType::Real, 0.8, "fraction of the client's samples it trains on; the last ones validate", 1e-6, 1},
-        {"aggregate", ParamType::Boolean, true, "false: FedCAP's FedFomo, no weighing or mixing (each client trains alone)"},
-        {"baseline", ParamType::Text, std::string("previous-start"),
+        {"train_split", ParamType::Real, 0.8, "fraction of the client's samples it trains on; the last ones validate",
+         1e-6, 1},
+        {"aggregate", ParamType::Boolean, true,
+         "false: FedCAP's FedFomo, no weighing or mixing (each client trains alone)"},
+        {"baseline",
+         ParamType::Text,
+         std::string("previous-start"),
          "theta_ref: previous-start (the model the client last started training from; NVlabs, PFLlib) | current "
-         "(its current model)", -kInf, kInf, {"previous-start", "current"}},
-        {"fallback", ParamType::Text, std::string("own"),
-         "no positive weight: own (keep the current model; PFLlib) | reference (go back to theta_ref; NVlabs)", -kInf, kInf,
+         "(its current model)",
+         -kInf,
+         kInf,
+         {"previous-start", "current"}},
+        {"fallback",
+         ParamType::Text,
+         std::string("own"),
+         "no positive weight: own (keep the current model; PFLlib) | reference (go back to theta_ref; NVlabs)",
+         -kInf,
+         kInf,
          {"own", "reference"}},
-        {"distance", ParamType::Text, std::string("l2"), "||theta_n - theta_ref||: l2 (paper, PFLlib) | l1 (NVlabs' default)",
-         -kInf, kInf, {"l2", "l1"}},
+        {"distance",
+         ParamType::Text,
+         std::string("l2"),
+         "||theta_n - theta_ref||: l2 (paper, PFLlib) | l1 (NVlabs' default)",
+         -kInf,
+         kInf,
+         {"l2", "l1"}},
         {"distance_eps", ParamType::Real, 1e-5, "added to the distance (PFLlib 1e-5; FedCAP 1e-9)", 0, 1},
-        {"pool", ParamType::Text, std::string("last-round"),
+        {"pool",
+         ParamType::Text,
+         std::string("last-round"),
          "who may be offered: last-round (last round's accepted uploaders; NVlabs, FedCAP) | all (every client that "
-         "ever uploaded; PFLlib)", -kInf, kInf, {"last-round", "all"}},
-        {"affinity", ParamType::Text, std::string("raw"),
-         "P[i, n] += raw w_n (paper, PFLlib) | normalised: w_n / |sum w| (NVlabs)", -kInf, kInf, {"raw", "normalised"}},
+         "ever uploaded; PFLlib)",
+         -kInf,
+         kInf,
+         {"last-round", "all"}},
+        {"affinity",
+         ParamType::Text,
+         std::string("raw"),
+         "P[i, n] += raw w_n (paper, PFLlib) | normalised: w_n / |sum w| (NVlabs)",
+         -kInf,
+         kInf,
+         {"raw", "normalised"}},
     });
     // NVlabs README command: 5 local epochs, batch 50, lr 0.1 decayed 0.99 per round, no momentum.
     for (ParamSpec& spec : s) {

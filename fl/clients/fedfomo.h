@@ -45,11 +45,11 @@ inline constexpr const char* kFomoIds = "fomo_ids";
 inline constexpr const char* kFomoModels = "fomo_models";
 
 struct FomoServerOptions {
-  int64_t models = 5;               // M: models a client weighs, its own included (M - 1 are sent)
+  int64_t models = 5;  // M: models a client weighs, its own included (M - 1 are sent)
   double epsilon = 0.3, epsilon_decay = 0.05;
-  bool pool_all = false;            // false: last round's uploaders (NVlabs, FedCAP); true: every stored model
-  bool normalised_affinity = false; // P += w / |sum w| (NVlabs) instead of P += w
-  bool store_models = true;         // false (aggregate = false): nothing is sent, no model is kept
+  bool pool_all = false;             // false: last round's uploaders (NVlabs, FedCAP); true: every stored model
+  bool normalised_affinity = false;  // P += w / |sum w| (NVlabs) instead of P += w
+  bool store_models = true;          // false (aggregate = false): nothing is sent, no model is kept
 };
 
 // The server part (fedfomo_server.cpp): P, the stored models, the e-greedy offer; zeroes the global update.

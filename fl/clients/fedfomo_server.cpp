@@ -183,7 +183,8 @@ class FomoServer final : public MethodServer {
       BASTION_CHECK(at < state.size(), "fedfomo state: truncated");
       return state[at++];
     };
-    BASTION_CHECK(static_cast<int64_t>(next()) == N_, "fedfomo state: written for ", state[0], " clients, this run has ", N_);
+    BASTION_CHECK(static_cast<int64_t>(next()) == N_, "fedfomo state: written for ", state[0],
+                  " clients, this run has ", N_);
     width_ = static_cast<int64_t>(next());
     BASTION_CHECK(at + affinity_.size() <= state.size(), "fedfomo state: truncated");
     std::copy_n(state.begin() + at, affinity_.size(), affinity_.begin());
@@ -204,10 +205,10 @@ class FomoServer final : public MethodServer {
  private:
   int64_t N_;
   FomoServerOptions options_;
-  std::vector<float> affinity_;             // (N, N) row-major
+  std::vector<float> affinity_;  // (N, N) row-major
   std::map<int64_t, std::vector<float>> models_;
   std::vector<int64_t> last_;
-  int64_t width_ = 0;                       // D, known from the first round's uploads
+  int64_t width_ = 0;  // D, known from the first round's uploads
   int64_t round_ = 1;
   uint64_t seed_ = 0;
 
@@ -217,7 +218,8 @@ class FomoServer final : public MethodServer {
 
   int64_t checked_client(float value) const {
     const int64_t id = static_cast<int64_t>(value);
-    BASTION_CHECK(id >= 0 && id < N_ && static_cast<float>(id) == value, "fedfomo: client id ", value, " outside [0, ", N_, ")");
+    BASTION_CHECK(id >= 0 && id < N_ && static_cast<float>(id) == value, "fedfomo: client id ", value, " outside [0, ",
+                  N_, ")");
     return id;
   }
 
@@ -239,9 +241,11 @@ class FomoServer final : public MethodServer {
   }
 
   void store_model(int64_t client, const MethodRound& round, int64_t r) {
-    BASTION_CHECK(static_cast<int64_t>(round.global.size()) == round.width, "fedfomo: the server needs the global state (",
-                  round.width, " values) to recover the uploaded models, got ", round.global.size());
-    BASTION_CHECK(width_ == 0 || width_ == round.width, "fedfomo: uploads of ", round.width, " values, earlier ", width_);
+    BASTION_CHECK(static_cast<int64_t>(round.global.size()) == round.width,
+                  "fedfomo: the server needs the global state (", round.width,
+                  " values) to recover the uploaded models, got ", round.global.size());
+    BASTION_CHECK(width_ == 0 || width_ == round.width, "fedfomo: uploads of ", round.width, " values, earlier ",
+                  width_);
     width_ = round.width;
     std::vector<float>& model = models_[client];
     model.resize(static_cast<size_t>(width_));

@@ -34,7 +34,8 @@ class FedRepClient final : public ClientRule {
   FedRepClient(const Params& p, bool body_sam)
       : schedule_(local_schedule(p)), head_epochs_(p.integer("head_epochs")), body_epochs_(p.integer("body_epochs")),
         head_lr_(p.real("head_lr")), body_rho_(body_sam ? schedule_.rho : 0.0f) {
-    BASTION_CHECK(body_sam || schedule_.rho == 0.0f, p.scope(), ".rho: FedRep trains with SGD (pfedsam is FedRep with SAM)");
+    BASTION_CHECK(body_sam || schedule_.rho == 0.0f, p.scope(),
+                  ".rho: FedRep trains with SGD (pfedsam is FedRep with SAM)");
     BASTION_CHECK(schedule_.steps == 0, p.scope(), ".steps: FedRep counts epochs per part (head_epochs, body_epochs)");
     BASTION_CHECK(head_epochs_ + body_epochs_ > 0, p.scope(), ": head_epochs + body_epochs must be at least 1");
   }
@@ -61,9 +62,9 @@ class FedRepClient final : public ClientRule {
     result.body_steps = body.steps;
     result.steps = head.steps + body.steps;
     result.samples = head.samples + body.samples;
-    result.train_loss = result.steps > 0
-                            ? (head.train_loss * head.steps + body.train_loss * body.steps) / static_cast<double>(result.steps)
-                            : 0.0;
+    result.train_loss = result.steps > 0 ? (head.train_loss * head.steps + body.train_loss * body.steps) /
+                                               static_cast<double>(result.steps)
+                                         : 0.0;
     return result;
   }
 
@@ -120,7 +121,8 @@ std::vector<ParamSpec> phase_params(double rho, const char* rho_doc) {
 }  // namespace
 
 const std::vector<ParamSpec>& fedrep_client_params() {
-  static const std::vector<ParamSpec> specs = phase_params(0.0, "must be 0 (pfedsam is FedRep with SAM in the body phase)");
+  static const std::vector<ParamSpec> specs =
+      phase_params(0.0, "must be 0 (pfedsam is FedRep with SAM in the body phase)");
   return specs;
 }
 

@@ -84,8 +84,7 @@ std::vector<int64_t> trained_label_counts(const ClientTask& task, BatchLoader& l
 
 class FedRodClient final : public ClientRule {
  public:
-  explicit FedRodClient(const Params& p)
-      : schedule_(local_schedule(p)), zero_init_(p.text("personal_init") == "zero") {
+  explicit FedRodClient(const Params& p) : schedule_(local_schedule(p)), zero_init_(p.text("personal_init") == "zero") {
     BASTION_CHECK(schedule_.rho == 0.0f, p.scope(), ".rho: FedRoD trains with SGD (rho must be 0)");
     BASTION_CHECK(!schedule_.decay_per_client_epoch, p.scope(),
                   ".lr_decay_scope: FedRoD decays its two learning rates per round (use \"round\")");
@@ -205,10 +204,14 @@ class FedRodClient final : public ClientRule {
 
 const std::vector<ParamSpec>& fedrod_client_params() {
   static const std::vector<ParamSpec> specs = with_schedule_params({
-      {"personal_init", ParamType::Text, std::string("received"),
+      {"personal_init",
+       ParamType::Text,
+       std::string("received"),
        "personal head at a client's first round: received (a copy of the global head it receives; FedCAP/PFLlib's "
        "copy of the initial head when that round is round 1) | zero",
-       -kInf, kInf, {"received", "zero"}},
+       -kInf,
+       kInf,
+       {"received", "zero"}},
   });
   return specs;
 }

@@ -22,7 +22,8 @@ class LocalClient final : public ClientRule {
 
   ClientResult train(ClientTask& task) const override {
     std::vector<float> own(static_cast<size_t>(task.model.state_tensor().numel()));
-    if (copy_stored(task.state, kModelKey, own, "local")) task.model.load_state_values(own);  // else the common initial model
+    if (copy_stored(task.state, kModelKey, own, "local"))
+      task.model.load_state_values(own);  // else the common initial model
     ClientResult result = train_with_schedule(task, schedule_);
     store_model(task.state, kModelKey, task.model);
     return result;
@@ -44,8 +45,12 @@ class LocalClient final : public ClientRule {
 
 const std::vector<ParamSpec>& local_client_params() {
   static const std::vector<ParamSpec> specs = with_schedule_params({
-      {"participation", ParamType::Text, std::string("sampled"),
-       "sampled (the round's sampled clients train; PFLlib) | all (every client trains every round; FedCAP)", -kInf, kInf,
+      {"participation",
+       ParamType::Text,
+       std::string("sampled"),
+       "sampled (the round's sampled clients train; PFLlib) | all (every client trains every round; FedCAP)",
+       -kInf,
+       kInf,
        {"sampled", "all"}},
   });
   return specs;

@@ -101,7 +101,8 @@ float LocalSchedule::lr_at(int64_t round) const { return static_cast<float>(sgd.
 std::vector<ParamSpec> local_schedule_params() {
   return {
       {"epochs", ParamType::Integer, int64_t{2}, "local epochs per round (ignored when steps > 0)", 0, 1e6},
-      {"steps", ParamType::Integer, int64_t{0}, "exactly this many local steps per round instead of epochs (0 = use epochs)", 0, 1e9},
+      {"steps", ParamType::Integer, int64_t{0},
+       "exactly this many local steps per round instead of epochs (0 = use epochs)", 0, 1e9},
       {"batch", ParamType::Integer, int64_t{64}, "batch size", 1, 1e6},
       {"lr", ParamType::Real, 0.01, "learning rate", 0, 100},
       {"momentum", ParamType::Real, 0.9, "SGD momentum (PyTorch semantics)", 0, 0.999999},
@@ -114,19 +115,33 @@ std::vector<ParamSpec> local_schedule_params() {
       {"drop_last", ParamType::Boolean, false, "drop the last partial batch of each epoch"},
       {"shuffle", ParamType::Boolean, true,
        "shuffle the client's samples every epoch (false: in index order every epoch, FedCAP's code)"},
-      {"rho", ParamType::Real, 0.0, "SAM radius: > 0 makes every step a SAM step (FedSAM's client); 0 = plain SGD", 0, 10},
-      {"sam_clip", ParamType::Text, std::string("both"),
+      {"rho", ParamType::Real, 0.0, "SAM radius: > 0 makes every step a SAM step (FedSAM's client); 0 = plain SGD", 0,
+       10},
+      {"sam_clip",
+       ParamType::Text,
+       std::string("both"),
        "SAM steps: where grad_clip applies: both (before the ascent and on the final direction; FedFSA's codes) | "
        "after (the final direction only; FL-Simulator) | before",
-       -kInf, kInf, {"both", "after", "before"}},
-      {"sam_perturbation", ParamType::Text, std::string("global"),
-       "SAM steps: e = rho d / ||d|| over every trainable tensor (global) | rho d_k / ||d_k|| per tensor (per-tensor) | "
+       -kInf,
+       kInf,
+       {"both", "after", "before"}},
+      {"sam_perturbation",
+       ParamType::Text,
+       std::string("global"),
+       "SAM steps: e = rho d / ||d|| over every trainable tensor (global) | rho d_k / ||d_k|| per tensor (per-tensor) "
+       "| "
        "rho d (none) | rho w^2 d / || |w| d || (adaptive: ASAM)",
-       -kInf, kInf, {"global", "per-tensor", "none", "adaptive"}},
-      {"lr_decay_scope", ParamType::Text, std::string("round"),
+       -kInf,
+       kInf,
+       {"global", "per-tensor", "none", "adaptive"}},
+      {"lr_decay_scope",
+       ParamType::Text,
+       std::string("round"),
        "round: lr_t = lr * lr_decay^floor((round - 1) / lr_decay_every) | client-epoch: the client's own lr decays "
        "by lr_decay after each of its local epochs and is kept across rounds (FedFSA's codes)",
-       -kInf, kInf, {"round", "client-epoch"}},
+       -kInf,
+       kInf,
+       {"round", "client-epoch"}},
   };
 }
 
@@ -171,7 +186,7 @@ uint64_t dropout_seed(const ClientTask& task) { return Generator(task.seed).fork
 void prepare_loader(BatchLoader& loader, const ClientTask& task, Generator& attack_rng) {
   if (!is_identity_transform(task.transform)) loader.set_transform(task.transform);
   if (!task.attack) return;
-  DataAttackContext context{task.data,  task.indices, task.attacker_index, task.client,
+  DataAttackContext context{task.data,  task.indices,       task.attacker_index,         task.client,
                             task.round, attack_rng.fork(0), Generator(task.client_seed), &task.transform};
   task.attack->poison_loader(loader, context);
 }
@@ -198,16 +213,18 @@ ClientResult run_epochs(BatchLoader& loader, int64_t epochs, int64_t steps, int6
       ++result.steps;
       ++batches;
     }
-    BASTION_CHECK(batches > 0, who, " has no batch (", loader.num_samples(), " samples, batch ", loader.batch_size(), ")");
+    BASTION_CHECK(batches > 0, who, " has no batch (", loader.num_samples(), " samples, batch ", loader.batch_size(),
+                  ")");
   }
   result.train_loss = result.steps > 0 ? loss_sum / static_cast<double>(result.steps) : 0.0;
   return result;
 }
 
 ClientResult run_local_epochs(LocalPass& pass, int64_t epochs, int64_t steps, int64_t first_epoch) {
-  return run_epochs(pass.loader, epochs, steps, first_epoch,
-                    [&](const Tensor& x, const LabelTensor& y, int64_t) { return local_step(pass, x, y); },
-                    "client " + std::to_string(pass.task.client));
+  return run_epochs(
+      pass.loader, epochs, steps, first_epoch,
+      [&](const Tensor& x, const LabelTensor& y, int64_t) { return local_step(pass, x, y); },
+      "client " + std::to_string(pass.task.client));
 }
 
 ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule, const TrainingHooks& hooks) {
@@ -219,8 +236,10 @@ ClientResult train_with_schedule(ClientTask& task, const LocalSchedule& schedule
   task.model.reseed_dropout(dropout_seed(task));
   task.model.train(true);
   std::unique_ptr<Sam> sam;
-  if (hooks.sam) sam = std::make_unique<Sam>(task.model, sgd, *hooks.sam);
-  else if (schedule.rho > 0.0f) sam = std::make_unique<Sam>(task.model, sgd, schedule.sam_options(schedule.rho));
+  if (hooks.sam)
+    sam = std::make_unique<Sam>(task.model, sgd, *hooks.sam);
+  else if (schedule.rho > 0.0f)
+    sam = std::make_unique<Sam>(task.model, sgd, schedule.sam_options(schedule.rho));
   LocalPass pass{task.model, data.loader, sgd, sam.get(), task, data.attack_rng, schedule.grad_clip};
   pass.extra_loss = hooks.extra_loss;
   pass.hook = hooks.gradient;
@@ -256,7 +275,8 @@ void add_proximal_gradient(Model& model, const Tensor& reference, double lambda)
                 "proximal gradient: reference of ", reference.numel(), " values on ", device_name(reference.device()),
                 " for a model of ", model.num_parameters(), " parameters on ", device_name(model.device()));
   if (model.device() == Device::CPU)
-    return add_proximal_gradient(model, std::span<const float>(reference.data(), static_cast<size_t>(reference.numel())), lambda);
+    return add_proximal_gradient(
+        model, std::span<const float>(reference.data(), static_cast<size_t>(reference.numel())), lambda);
   const float l = static_cast<float>(lambda);
   float* grad = model.gradient_tensor().data();
   const float* w = model.state_tensor().data();
@@ -268,10 +288,12 @@ void add_proximal_gradient(Model& model, const Tensor& reference, double lambda)
 }
 
 namespace {
-void add_sign_gradient_host(const float* w, float* grad, const Model& model, std::span<const float> reference, float l) {
+void add_sign_gradient_host(const float* w, float* grad, const Model& model, std::span<const float> reference,
+                            float l) {
   for (const ParameterView& p : model.parameters()) {
     if (!p.value.requires_grad()) continue;
-    for (int64_t i = p.begin; i < p.end; ++i) grad[i] += l * static_cast<float>((w[i] > reference[i]) - (w[i] < reference[i]));
+    for (int64_t i = p.begin; i < p.end; ++i)
+      grad[i] += l * static_cast<float>((w[i] > reference[i]) - (w[i] < reference[i]));
   }
 }
 }  // namespace
@@ -330,7 +352,8 @@ void copy_head(const Model& model, std::span<const float> from, std::span<float>
 
 std::vector<float> gather_head(const Model& model, std::span<const float> state) {
   std::vector<float> head;
-  for (const auto& [begin, end] : head_columns(model)) head.insert(head.end(), state.begin() + begin, state.begin() + end);
+  for (const auto& [begin, end] : head_columns(model))
+    head.insert(head.end(), state.begin() + begin, state.begin() + end);
   return head;
 }
 

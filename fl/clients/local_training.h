@@ -34,12 +34,12 @@ struct LocalSchedule {
   double grad_clip = 0.0;
   bool drop_last = false;
   bool shuffle = true;  // false: the client's samples in index order every epoch (FedCAP's code)
-  float rho = 0.0f;  // > 0: SAM steps
+  float rho = 0.0f;     // > 0: SAM steps
   bool clip_before_ascent = true, clip_after_ascent = true;  // sam_clip: where grad_clip applies in a SAM step
   SamOptions::Perturbation sam_perturbation = SamOptions::Perturbation::Global;
-  bool decay_per_client_epoch = false;                      // lr_decay_scope = client-epoch
-  double decay_at(int64_t round) const;  // lr_decay^floor((round - 1) / lr_decay_every); 1 for client-epoch
-  float lr_at(int64_t round) const;      // lr * decay_at(round)
+  bool decay_per_client_epoch = false;         // lr_decay_scope = client-epoch
+  double decay_at(int64_t round) const;        // lr_decay^floor((round - 1) / lr_decay_every); 1 for client-epoch
+  float lr_at(int64_t round) const;            // lr * decay_at(round)
   SamOptions sam_options(float radius) const;  // radius and the clipping of sam_clip
 };
 
@@ -89,12 +89,12 @@ struct LocalPass {
   Model& model;
   BatchLoader& loader;
   Sgd& sgd;
-  Sam* sam = nullptr;               // SAM steps when set
-  const ClientTask& task;           // client id (errors) and the attack (malicious clients)
+  Sam* sam = nullptr;      // SAM steps when set
+  const ClientTask& task;  // client id (errors) and the attack (malicious clients)
   Generator& attack_rng;
   double grad_clip = 0.0;
   const GradientHook* hook = nullptr;
-  bool allow_attack = true;         // false: a Training attack's step is not used (clean phases)
+  bool allow_attack = true;  // false: a Training attack's step is not used (clean phases)
   const LossTerm* extra_loss = nullptr;
   const BatchHook* batch_hook = nullptr;
 };

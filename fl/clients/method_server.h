@@ -29,7 +29,7 @@
 namespace bastion {
 
 struct MethodRound {
-  const float* uploads = nullptr;      // (n, width) accepted uploads, after attacks, in `clients` order
+  const float* uploads = nullptr;  // (n, width) accepted uploads, after attacks, in `clients` order
   int64_t n = 0, width = 0, num_parameters = 0;
   const std::vector<int64_t>* clients = nullptr;  // the accepted clients
   // The accepted clients' extra uploads (row i: clients[i]); an entry is empty when the client sent none.

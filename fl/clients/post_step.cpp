@@ -28,9 +28,12 @@ PostSpec::Kind parse_post_kind(const std::string& name) {
 
 const char* post_kind_name(PostSpec::Kind kind) {
   switch (kind) {
-    case PostSpec::Kind::SimpleTuning: return "st";
-    case PostSpec::Kind::HeadTune: return "head-tune";
-    case PostSpec::Kind::FineTune: return "fine-tune";
+    case PostSpec::Kind::SimpleTuning:
+      return "st";
+    case PostSpec::Kind::HeadTune:
+      return "head-tune";
+    case PostSpec::Kind::FineTune:
+      return "fine-tune";
   }
   return "?";
 }
@@ -45,7 +48,8 @@ void apply_post_step(const PostSpec& spec, Model& model, const Dataset& data, co
   BatchLoader loader(data, spec.batch, /*shuffle=*/true, seed, indices);
   Generator attack_rng = attack_stream(task);
   prepare_loader(loader, task, attack_rng);
-  Sgd sgd(model, {static_cast<float>(spec.lr), static_cast<float>(spec.momentum), static_cast<float>(spec.weight_decay), false});
+  Sgd sgd(model, {static_cast<float>(spec.lr), static_cast<float>(spec.momentum), static_cast<float>(spec.weight_decay),
+                  false});
   model.reseed_dropout(dropout_seed(task));
   model.train(true);
   LocalPass pass{model, loader, sgd, nullptr, task, attack_rng, spec.grad_clip};
@@ -55,14 +59,24 @@ void apply_post_step(const PostSpec& spec, Model& model, const Dataset& data, co
 
 const std::vector<ParamSpec>& post_section_params() {
   static const std::vector<ParamSpec> specs = {
-      {"rule", ParamType::Text, std::string("none"), "post-training step before evaluation of each client's own model",
-       -kInf, kInf, {"none", "st", "head-tune", "fine-tune"}},
+      {"rule",
+       ParamType::Text,
+       std::string("none"),
+       "post-training step before evaluation of each client's own model",
+       -kInf,
+       kInf,
+       {"none", "st", "head-tune", "fine-tune"}},
       {"epochs", ParamType::Integer, int64_t{5}, "epochs of the post step", 1, 1e6},
       {"batch", ParamType::Integer, int64_t{64}, "batch size of the post step", 1, 1e6},
       {"lr", ParamType::Real, 0.01, "learning rate of the post step", 0, 100},
       {"momentum", ParamType::Real, 0.0, "momentum of the post step", 0, 0.999999},
-      {"when", ParamType::Text, std::string("final"), "final = before the last evaluation only; every = before every evaluation",
-       -kInf, kInf, {"final", "every"}},
+      {"when",
+       ParamType::Text,
+       std::string("final"),
+       "final = before the last evaluation only; every = before every evaluation",
+       -kInf,
+       kInf,
+       {"final", "every"}},
   };
   return specs;
 }
@@ -95,10 +109,14 @@ std::vector<ParamSpec> tuning_params(int64_t epochs, double lr) {
       {"tune_momentum", ParamType::Real, 0.0, "momentum of the tuning step", 0, 0.999999},
       {"tune_clip", ParamType::Real, 0.0, "clip the tuning gradient's global L2 norm to this (0 = off)", 0, 1e30},
       {"tune_weight_decay", ParamType::Real, 0.0, "L2 weight decay of the tuning step", 0, 1},
-      {"tune_lr_from", ParamType::Text, std::string("tune_lr"),
+      {"tune_lr_from",
+       ParamType::Text,
+       std::string("tune_lr"),
        "tune_lr: tune at tune_lr | client: at the client's own lr as its decay left it after its last training "
        "(lr_decay_scope = client-epoch; FedFSA's code), tune_lr when it never trained",
-       -1e30, 1e30, {"tune_lr", "client"}},
+       -1e30,
+       1e30,
+       {"tune_lr", "client"}},
   };
 }
 

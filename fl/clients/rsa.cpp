@@ -56,7 +56,8 @@ class RsaClient final : public ClientRule {
 
 std::vector<ParamSpec> rsa_client_specs() {
   std::vector<ParamSpec> specs = with_schedule_params({
-      {"lambda", ParamType::Real, 0.1, "weight of the l1 consensus penalty lambda ||x_i - x_0||_1 (use the server's lambda)", 0, 1e6},
+      {"lambda", ParamType::Real, 0.1,
+       "weight of the l1 consensus penalty lambda ||x_i - x_0||_1 (use the server's lambda)", 0, 1e6},
   });
   // The paper's worker: one stochastic subgradient step per iteration, no momentum.
   for (ParamSpec& spec : specs) {

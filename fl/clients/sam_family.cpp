@@ -43,7 +43,7 @@ std::unique_ptr<MethodServer> ClientRule::make_method_server(int64_t, int64_t) c
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr const char* kLayersKey = "fsa_layers";     // ClientState: FedFSA's Top-C tensor indices
+constexpr const char* kLayersKey = "fsa_layers";    // ClientState: FedFSA's Top-C tensor indices
 constexpr const char* kMeanUpdate = "mean_update";  // message: the previous round's mean accepted update
 constexpr const char* kHistory = "h";               // message: FedSpeed / FedSMOO's h_i
 constexpr const char* kDual = "mu";                 // message and extra upload: FedSMOO's mu_i
@@ -134,7 +134,8 @@ class SamFamilyServer final : public MethodServer {
     int64_t count = 0;
     for (int64_t r = 0; r < round.n; ++r) {
       const std::span<const float> mu = (*round.extra)[r];
-      if (static_cast<int64_t>(mu.size()) != P_ || !std::all_of(mu.begin(), mu.end(), [](float v) { return std::isfinite(v); }))
+      if (static_cast<int64_t>(mu.size()) != P_ ||
+          !std::all_of(mu.begin(), mu.end(), [](float v) { return std::isfinite(v); }))
         continue;  // documented: a missing or non-finite dual keeps the client's previous one out of s
       mu_[(*round.clients)[r]].assign(mu.begin(), mu.end());
       for (int64_t j = 0; j < P_; ++j) sum[j] += mu[j];
@@ -170,7 +171,8 @@ class SamFamilyServer final : public MethodServer {
   std::vector<float> read_block(std::span<const float> state, size_t& at) const {
     BASTION_CHECK(at < state.size(), "method state: truncated");
     const size_t size = static_cast<size_t>(state[at++]);
-    BASTION_CHECK(size == 0 || size == static_cast<size_t>(P_), "method state: block of ", size, " values, expected 0 or ", P_);
+    BASTION_CHECK(size == 0 || size == static_cast<size_t>(P_), "method state: block of ", size,
+                  " values, expected 0 or ", P_);
     BASTION_CHECK(at + size <= state.size(), "method state: truncated");
     std::vector<float> block(state.begin() + at, state.begin() + at + size);
     at += size;
@@ -290,7 +292,8 @@ class SamFamilyClient final : public ClientRule {
   // "fc1.weight fc2.weight": the chosen tensors by name, in the order chosen.
   static std::string tensor_names(const Model& model, const std::vector<float>& chosen) {
     std::string names;
-    for (float index : chosen) names += (names.empty() ? "" : " ") + model.parameters()[static_cast<size_t>(index)].name;
+    for (float index : chosen)
+      names += (names.empty() ? "" : " ") + model.parameters()[static_cast<size_t>(index)].name;
     return names;
   }
 
@@ -304,7 +307,8 @@ class SamFamilyClient final : public ClientRule {
 
 double squared_change(std::span<const float> after, std::span<const float> before) {
   double sum = 0.0;
-  for (size_t i = 0; i < after.size(); ++i) sum += (static_cast<double>(after[i]) - before[i]) * (static_cast<double>(after[i]) - before[i]);
+  for (size_t i = 0; i < after.size(); ++i)
+    sum += (static_cast<double>(after[i]) - before[i]) * (static_cast<double>(after[i]) - before[i]);
   return sum;
 }
 
@@ -324,21 +328,32 @@ double normalised_mean_squared_change(std::span<const float> after, std::span<co
 std::vector<ParamSpec> sam_params(Variant variant) {
   const bool speed = has_history(variant);
   std::vector<ParamSpec> extra = {
-      {"tune", ParamType::Text, std::string(variant == Variant::FedFsa ? "final-head" : "none"),
+      {"tune",
+       ParamType::Text,
+       std::string(variant == Variant::FedFsa ? "final-head" : "none"),
        "none | final-head: every client tunes the head of the final global model after the last round (FedFSA's "
        "protocol for every row of its Table 1)",
-       -kInf, kInf, {"none", "final-head"}}};
+       -kInf,
+       kInf,
+       {"none", "final-head"}}};
   if (has_momentum(variant))
-    extra.push_back({"alpha", ParamType::Real, 0.1, "weight of the SAM gradient; 1 - alpha weighs the momentum m", 0, 1});
+    extra.push_back(
+        {"alpha", ParamType::Real, 0.1, "weight of the SAM gradient; 1 - alpha weighs the momentum m", 0, 1});
   if (variant == Variant::FedFsa) {
     extra.push_back({"rho_larger", ParamType::Real, 0.2, "SAM radius of the Top-C tensors (rho: the others)", 0, 10});
     extra.push_back({"top_c", ParamType::Integer, int64_t{2}, "tensors perturbed with rho_larger", 0, 1e6});
-    extra.push_back({"sensitivity", ParamType::Text, std::string("paper"),
+    extra.push_back({"sensitivity",
+                     ParamType::Text,
+                     std::string("paper"),
                      "paper: ||w_after - w_before||^2 per tensor (Eq. 10-11) | code: mean squared difference of the "
                      "min-max normalised tensors (FedFSA's code)",
-                     -kInf, kInf, {"paper", "code"}});
+                     -kInf,
+                     kInf,
+                     {"paper", "code"}});
   }
-  if (speed) extra.push_back({"lambda", ParamType::Real, 0.1, "prox weight: linear term lambda (h_i - w_g) and weight decay lambda", 0, 100});
+  if (speed)
+    extra.push_back({"lambda", ParamType::Real, 0.1,
+                     "prox weight: linear term lambda (h_i - w_g) and weight decay lambda", 0, 100});
   for (ParamSpec& spec : tuning_params(0, 0.0)) extra.push_back(spec);
   std::vector<ParamSpec> specs = with_schedule_params(extra);
   // FedFSA's Table 4 and code: lr 0.1, clip 10, no SGD momentum (momentumForSGD = 0: with the schedule's
@@ -384,7 +399,8 @@ std::vector<double> fsa_sensitivity(const Model& model, std::span<const float> b
       sensitivity.push_back(-kInf);
       continue;
     }
-    const std::span<const float> a = after.subspan(p.begin, p.end - p.begin), b = before.subspan(p.begin, p.end - p.begin);
+    const std::span<const float> a = after.subspan(p.begin, p.end - p.begin),
+                                 b = before.subspan(p.begin, p.end - p.begin);
     sensitivity.push_back(code_variant ? normalised_mean_squared_change(a, b) : squared_change(a, b));
   }
   return sensitivity;
@@ -394,7 +410,9 @@ const std::vector<ParamSpec>& fedsam_client_params() {
   static const std::vector<ParamSpec> specs = sam_params(Variant::FedSam);
   return specs;
 }
-std::unique_ptr<ClientRule> make_fedsam_client(const Params& p) { return std::make_unique<SamFamilyClient>(p, Variant::FedSam); }
+std::unique_ptr<ClientRule> make_fedsam_client(const Params& p) {
+  return std::make_unique<SamFamilyClient>(p, Variant::FedSam);
+}
 
 const std::vector<ParamSpec>& mofedsam_client_params() {
   static const std::vector<ParamSpec> specs = sam_params(Variant::MoFedSam);
@@ -408,7 +426,9 @@ const std::vector<ParamSpec>& fedfsa_client_params() {
   static const std::vector<ParamSpec> specs = sam_params(Variant::FedFsa);
   return specs;
 }
-std::unique_ptr<ClientRule> make_fedfsa_client(const Params& p) { return std::make_unique<SamFamilyClient>(p, Variant::FedFsa); }
+std::unique_ptr<ClientRule> make_fedfsa_client(const Params& p) {
+  return std::make_unique<SamFamilyClient>(p, Variant::FedFsa);
+}
 
 const std::vector<ParamSpec>& fedspeed_client_params() {
   static const std::vector<ParamSpec> specs = sam_params(Variant::FedSpeed);
@@ -422,6 +442,8 @@ const std::vector<ParamSpec>& fedsmoo_client_params() {
   static const std::vector<ParamSpec> specs = sam_params(Variant::FedSmoo);
   return specs;
 }
-std::unique_ptr<ClientRule> make_fedsmoo_client(const Params& p) { return std::make_unique<SamFamilyClient>(p, Variant::FedSmoo); }
+std::unique_ptr<ClientRule> make_fedsmoo_client(const Params& p) {
+  return std::make_unique<SamFamilyClient>(p, Variant::FedSmoo);
+}
 
 }  // namespace bastion

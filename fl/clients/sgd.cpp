@@ -107,11 +107,15 @@ std::unique_ptr<ClientRule> make_sgd_client(const Params& params) { return std::
 const std::vector<ParamSpec>& fedavg_ft_client_params() {
   static const std::vector<ParamSpec> specs = [] {
     std::vector<ParamSpec> extra = {
-        {"variant", ParamType::Text, std::string("after-local"),
+        {"variant",
+         ParamType::Text,
+         std::string("after-local"),
          "after-local (FedCAP: the model after local training) | final-head (FedFSA: head tuning after the last "
          "round) | after-local-final-head (FedFSA's code: after-local, then final-head in the last round) | "
          "before-eval (Qin et al.: fine-tune the global model before every evaluation)",
-         -kInf, kInf, {"after-local", "final-head", "after-local-final-head", "before-eval"}}};
+         -kInf,
+         kInf,
+         {"after-local", "final-head", "after-local-final-head", "before-eval"}}};
     for (ParamSpec& spec : tuning_params(0, 0.0)) extra.push_back(spec);
     return with_schedule_params(extra);
   }();

@@ -74,9 +74,8 @@ class SpmcServer final : public MethodServer {
   }
   void load_state(const RuleState& state) override {
     const std::span<const float> legacy = state.legacy();
-    const std::vector<double> weights = !legacy.empty() || state.empty()
-                                            ? std::vector<double>(legacy.begin(), legacy.end())
-                                            : state.reals("weights");
+    const std::vector<double> weights =
+        !legacy.empty() || state.empty() ? std::vector<double>(legacy.begin(), legacy.end()) : state.reals("weights");
     BASTION_CHECK(weights.size() == alpha_.size(), "spmc server state: ", weights.size(), " weights for ",
                   alpha_.size(), " clients");
     alpha_ = weights;
@@ -154,8 +153,10 @@ class SpmcClient final : public ClientRule {
     GradientGroup whole;
     for (const ParameterView& p : model.parameters()) {
       if (!p.value.requires_grad()) continue;
-      if (per_tensor_) groups.push_back({{p.begin, p.end}});
-      else whole.emplace_back(p.begin, p.end);
+      if (per_tensor_)
+        groups.push_back({{p.begin, p.end}});
+      else
+        whole.emplace_back(p.begin, p.end);
     }
     if (!per_tensor_) groups.push_back(std::move(whole));
     return groups;
@@ -168,10 +169,14 @@ const std::vector<ParamSpec>& spmc_client_params() {
     std::vector<ParamSpec> table = with_schedule_params({
         {"lambda", ParamType::Real, 1.0, "projection strength lambda of eq. 9 (1: orthogonal to G_g; paper and code)",
          0, 10},
-        {"granularity", ParamType::Text, std::string("tensor"),
+        {"granularity",
+         ParamType::Text,
+         std::string("tensor"),
          "where G_d . G_g is tested and projected: tensor = per parameter tensor (code) | model = the whole "
          "gradient as one vector",
-         -kInf, kInf, {"tensor", "model"}},
+         -kInf,
+         kInf,
+         {"tensor", "model"}},
     });
     // SPMC §5.1 and the code: 10 local epochs, SGD lr 0.01, momentum 0.9, weight decay 1e-5, batch 64;
     // the code's client loaders drop the last partial batch (IMPLEMENTATION-FACTS §2.3).

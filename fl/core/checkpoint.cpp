@@ -131,7 +131,8 @@ void add_rule_state(SafetensorsFile& file, const std::string& owner, const RuleS
   };
   const auto add_i64 = [&](const std::string& name, std::vector<int64_t> values) {
     if (!values.empty())
-      file.i64.emplace_back(owner + "." + name, std::make_pair(Shape{static_cast<int64_t>(values.size())}, std::move(values)));
+      file.i64.emplace_back(owner + "." + name,
+                            std::make_pair(Shape{static_cast<int64_t>(values.size())}, std::move(values)));
   };
   for (const auto& [name, values] : state.float_blocks()) {
     list(name, "f32");
@@ -186,8 +187,8 @@ RuleState load_rule_state(const SafetensorsFile& file, const std::string& owner,
   size_t entries = 0;
   for (const auto& [key, tensor] : file.f32) entries += key.rfind(owner + ".", 0) == 0;
   for (const auto& [key, entry] : file.i64) entries += key.rfind(owner + ".", 0) == 0;
-  BASTION_CHECK(entries == found, "checkpoint ", path, ": ", entries - found, " ", owner, " entries are not in ",
-                owner, "_blocks");
+  BASTION_CHECK(entries == found, "checkpoint ", path, ": ", entries - found, " ", owner, " entries are not in ", owner,
+                "_blocks");
   return state;
 }
 
@@ -196,8 +197,8 @@ RuleState load_rule_state(const SafetensorsFile& file, const std::string& owner,
 std::pair<Shape, std::vector<int64_t>> timing_bits(const std::vector<RoundTiming>& timings) {
   std::vector<int64_t> bits;
   for (const RoundTiming& t : timings)
-    for (double value : {static_cast<double>(t.round), t.train_seconds, t.aggregate_seconds, t.eval_seconds,
-                         t.round_seconds})
+    for (double value :
+         {static_cast<double>(t.round), t.train_seconds, t.aggregate_seconds, t.eval_seconds, t.round_seconds})
       bits.push_back(std::bit_cast<int64_t>(value));
   return {Shape{static_cast<int64_t>(timings.size()), 5}, bits};
 }
@@ -288,8 +289,9 @@ void check_consistent(const CheckpointState& state, const std::string& path) {
     BASTION_CHECK(state.timings[i].round == static_cast<int64_t>(i) + 1, "checkpoint ", path, ": timing row ", i + 1,
                   " is for round ", state.timings[i].round);
   const auto bad = std::find_if(state.global.begin(), state.global.end(), [](float v) { return !std::isfinite(v); });
-  BASTION_CHECK(bad == state.global.end(), "checkpoint ", path, ": the global model holds a non-finite value (",
-                *bad, " at ", bad - state.global.begin(), "): the file is corrupt, resume from an earlier copy or "
+  BASTION_CHECK(bad == state.global.end(), "checkpoint ", path, ": the global model holds a non-finite value (", *bad,
+                " at ", bad - state.global.begin(),
+                "): the file is corrupt, resume from an earlier copy or "
                 "start again with --overwrite");
 }
 }  // namespace
@@ -302,8 +304,11 @@ CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string&
   // A flipped bit in a weight passes every other check (a finite value, the right shapes): the checksum
   // catches it before anything is resumed from the file.
   if (const auto stored = file.metadata.find(kChecksumKey); stored != file.metadata.end())
-    BASTION_CHECK(stored->second == payload_checksum(file), "checkpoint ", path, ": its contents do not match its "
-                  "checksum (", stored->second, "): the file is damaged, resume from an earlier copy or start again "
+    BASTION_CHECK(stored->second == payload_checksum(file), "checkpoint ", path,
+                  ": its contents do not match its "
+                  "checksum (",
+                  stored->second,
+                  "): the file is damaged, resume from an earlier copy or start again "
                   "with --overwrite");
   CheckpointState state;
   state.round = metadata_number<int64_t>(file, "round", path);
@@ -322,7 +327,8 @@ CheckpointState parse_checkpoint(const SafetensorsFile& file, const std::string&
   size_t id = 0;
   std::string name;
   for (const auto& [key, tensor] : file.f32)
-    if (split_client_key(key, state.clients.size(), id, name, path)) state.clients[id].vectors[name] = tensor.to_vector();
+    if (split_client_key(key, state.clients.size(), id, name, path))
+      state.clients[id].vectors[name] = tensor.to_vector();
   for (const auto& [key, value] : file.metadata)
     if (split_client_key(key, state.clients.size(), id, name, path))
       state.clients[id].scalars[name] = parse_number<double>(value, "metadata entry '" + key + "'", path);

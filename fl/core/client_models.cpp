@@ -32,8 +32,10 @@ SharedColumns shared_columns(const Model& model, SharedPart part) {
   shared.all = part == SharedPart::All;
   if (part == SharedPart::None) return shared;
   auto take = [&](const ParameterView& view) {
-    if (!shared.ranges.empty() && shared.ranges.back().end == view.begin) shared.ranges.back().end = view.end;
-    else shared.ranges.push_back({view.begin, view.end});
+    if (!shared.ranges.empty() && shared.ranges.back().end == view.begin)
+      shared.ranges.back().end = view.end;
+    else
+      shared.ranges.push_back({view.begin, view.end});
     shared.width += view.end - view.begin;
   };
   for (const ParameterView& view : model.parameters()) {

@@ -61,7 +61,9 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string dotted(const std::string& scope, const std::string& name) { return scope.empty() ? name : scope + "." + name; }
+std::string dotted(const std::string& scope, const std::string& name) {
+  return scope.empty() ? name : scope + "." + name;
+}
 
 // Runs fn; a bastion::Error it throws is rethrown with `key: ` in front, so registry and partition
 // errors ("unknown attack 'x'; valid: ...") say which config key held the bad name.
@@ -86,10 +88,14 @@ toml::table parse_toml(std::string_view text, const std::string& source) {
 
 ParamValue node_to_value(const toml::node& node, const std::string& key) {
   switch (node.type()) {
-    case toml::node_type::integer: return node.as_integer()->get();
-    case toml::node_type::floating_point: return node.as_floating_point()->get();
-    case toml::node_type::boolean: return node.as_boolean()->get();
-    case toml::node_type::string: return node.as_string()->get();
+    case toml::node_type::integer:
+      return node.as_integer()->get();
+    case toml::node_type::floating_point:
+      return node.as_floating_point()->get();
+    case toml::node_type::boolean:
+      return node.as_boolean()->get();
+    case toml::node_type::string:
+      return node.as_string()->get();
     case toml::node_type::array: {
       std::vector<std::string> items;
       for (const toml::node& element : *node.as_array()) {
@@ -98,8 +104,10 @@ ParamValue node_to_value(const toml::node& node, const std::string& key) {
       }
       return items;
     }
-    case toml::node_type::table: BASTION_FAIL(key, ": expected a value, got a table");
-    default: BASTION_FAIL(key, ": dates and times are not supported, got ", node.type());
+    case toml::node_type::table:
+      BASTION_FAIL(key, ": expected a value, got a table");
+    default:
+      BASTION_FAIL(key, ": dates and times are not supported, got ", node.type());
   }
 }
 
@@ -132,8 +140,8 @@ RawSection read_section(const toml::table& table, const std::string& scope) {
     }
     // A table under a known key is a type error; under another name it is a unit's table or unknown.
     BASTION_CHECK(!has_spec(specs, name), full, ": expected a value, got a table");
-    BASTION_CHECK(has_units, "unknown table [", full, "]; [", scope, "] has no subtables; valid keys: ",
-                  join(spec_names(specs)));
+    BASTION_CHECK(has_units, "unknown table [", full, "]; [", scope,
+                  "] has no subtables; valid keys: ", join(spec_names(specs)));
     raw.units[name] = read_values(*node.as_table(), full);
   }
   return raw;
@@ -245,8 +253,10 @@ void check_report(const ExperimentConfig& c) {
 void check_experiment_name(const ExperimentConfig& c) {
   const std::string& name = c.experiment.text("name");
   const bool plain = !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
-                     std::none_of(name.begin(), name.end(), [](unsigned char ch) { return ch < 0x20 || ch == 0x7f || ch == '/' || ch == '\\'; });
-  BASTION_CHECK(plain, "name: '", printable(name), "' is not a plain folder name (it becomes results/<name>/): 1-255 bytes ",
+                     std::none_of(name.begin(), name.end(),
+                                  [](unsigned char ch) { return ch < 0x20 || ch == 0x7f || ch == '/' || ch == '\\'; });
+  BASTION_CHECK(plain, "name: '", printable(name),
+                "' is not a plain folder name (it becomes results/<name>/): 1-255 bytes ",
                 "without '/', '\\' or control characters, and not '.' or '..'");
 }
 
@@ -259,8 +269,7 @@ void check_names(const ExperimentConfig& c) {
   bool known = std::find(models.begin(), models.end(), model) != models.end();
   // cnn-fedcr-<d_Z>-<S_train>-<S_test> (nn/fedcr_model.h): a malformed suffix says what is expected.
   with_key("model.name", [&] { known = known || parse_fedcr_name(model).has_value(); });
-  BASTION_CHECK(known, "model.name: unknown model '", model,
-                "'; valid: ", join(models));
+  BASTION_CHECK(known, "model.name: unknown model '", model, "'; valid: ", join(models));
   with_key("clients.rule", [&] { find_client_rule(c.clients.text("rule")); });
   with_key("server.rule", [&] { find_server_rule(c.server.text("rule")); });
   const bool wrapper = static_cast<bool>(find_server_rule(c.server.text("rule")).wrap);
@@ -276,8 +285,8 @@ void check_names(const ExperimentConfig& c) {
   const std::vector<std::string>& names = c.attack.list("names");
   for (size_t i = 0; i < names.size(); ++i) {
     with_key("attack.names", [&] { find_attack(names[i]); });
-    BASTION_CHECK(std::find(names.begin(), names.begin() + i, names[i]) == names.begin() + i,
-                  "attack.names: '", names[i], "' is listed twice");
+    BASTION_CHECK(std::find(names.begin(), names.begin() + i, names[i]) == names.begin() + i, "attack.names: '",
+                  names[i], "' is listed twice");
   }
   check_report(c);
 }
@@ -317,8 +326,8 @@ void build_units(ExperimentConfig& c, std::map<std::string, RawSection>& tree) {
                                  tree["server"].units[server_inner]);
   }
   for (const std::string& name : c.attack.list("names")) {
-    c.attacks.emplace_back(name, Params("attack." + name, specs_or_none(find_attack(name).info.params),
-                                        tree["attack"].units[name]));
+    c.attacks.emplace_back(
+        name, Params("attack." + name, specs_or_none(find_attack(name).info.params), tree["attack"].units[name]));
   }
 }
 
@@ -371,31 +380,36 @@ void check_weight_pairing(const ExperimentConfig& c) {
   std::vector<std::string> reporting;
   for (const ServerRuleEntry& entry : server_rule_registry())
     if (entry.reports_weights) reporting.push_back(entry.info.name);
-  BASTION_CHECK(find_server_rule(c.server.text("rule")).reports_weights, "clients.rule = '", c.clients.text("rule"),
-                "' rebuilds each client's coalition model from the server rule's aggregation weights, but server.rule = '",
-                c.server.text("rule"), "' reports none; use one of: ", join(reporting),
-                " (SPMC = clients.rule \"spmc\" + server.rule \"spmc\"; fedavg = the LGAlign-only ablation)");
+  BASTION_CHECK(
+      find_server_rule(c.server.text("rule")).reports_weights, "clients.rule = '", c.clients.text("rule"),
+      "' rebuilds each client's coalition model from the server rule's aggregation weights, but server.rule = '",
+      c.server.text("rule"), "' reports none; use one of: ", join(reporting),
+      " (SPMC = clients.rule \"spmc\" + server.rule \"spmc\"; fedavg = the LGAlign-only ablation)");
 }
 
 void cross_check(const ExperimentConfig& c) {
   const int64_t clients = c.data.integer("clients"), per_round = c.clients.integer("per_round");
   BASTION_CHECK(per_round <= clients, "clients.per_round = ", per_round, " exceeds data.clients = ", clients);
   const int64_t malicious = resolved_malicious_count(c);
-  const std::string malicious_key = c.attack.integer("malicious_count") >= 0 ? "attack.malicious_count" : "attack.malicious_fraction";
-  BASTION_CHECK(malicious <= clients, malicious_key, " gives ", malicious, " malicious clients, more than data.clients = ", clients);
+  const std::string malicious_key =
+      c.attack.integer("malicious_count") >= 0 ? "attack.malicious_count" : "attack.malicious_fraction";
+  BASTION_CHECK(malicious <= clients, malicious_key, " gives ", malicious,
+                " malicious clients, more than data.clients = ", clients);
   const int64_t forced = c.attack.integer("malicious_per_round");
-  BASTION_CHECK(forced <= per_round, "attack.malicious_per_round = ", forced, " exceeds clients.per_round = ", per_round);
+  BASTION_CHECK(forced <= per_round, "attack.malicious_per_round = ", forced,
+                " exceeds clients.per_round = ", per_round);
   BASTION_CHECK(forced <= malicious, "attack.malicious_per_round = ", forced, " exceeds the ", malicious,
                 " malicious clients (", malicious_key, ")");
-  BASTION_CHECK(c.attack.list("names").empty() || malicious >= 1, "attack.names = ",
-                param_value_to_toml(c.attack.list("names")),
+  BASTION_CHECK(c.attack.list("names").empty() || malicious >= 1,
+                "attack.names = ", param_value_to_toml(c.attack.list("names")),
                 " but no client is malicious: set attack.malicious_fraction or attack.malicious_count");
   check_attack_composition(c);
   BASTION_CHECK(!c.eval.boolean("local") || c.data.real("client_test_fraction") > 0,
                 "eval.local = true needs data.client_test_fraction > 0");
   for (const std::string& rule : {c.server.text("rule"), c.server.text("inner")}) {
     BASTION_CHECK(rule.empty() || !find_server_rule(rule).needs_server_data || c.data.real("server_fraction") > 0,
-                  "server rule '", rule, "' needs the server's own data: set data.server_fraction (SPMC holds out 0.1)");
+                  "server rule '", rule,
+                  "' needs the server's own data: set data.server_fraction (SPMC holds out 0.1)");
   }
   check_personalization(c);
   check_weight_pairing(c);
@@ -421,7 +435,6 @@ void write_table(std::ostringstream& out, const std::string& header, const Specs
 }
 
 }  // namespace
-
 
 ExperimentConfig parse_config(std::string_view toml_text, const std::string& source,
                               const std::vector<std::string>& overrides) {

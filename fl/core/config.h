@@ -36,11 +36,11 @@
 namespace bastion {
 
 struct ExperimentConfig {
-  Params experiment;               // top-level keys: name, description, seed, rounds, repeat
+  Params experiment;  // top-level keys: name, description, seed, rounds, repeat
   Params data, model, clients, server, attack, eval, post, run;
-  Params client_rule;              // [clients.<clients.rule>]
-  Params server_rule;              // [server.<server.rule>]
-  Params server_inner_rule;        // [server.<server.inner>] for a wrapper rule (bucketing, gas)
+  Params client_rule;                                   // [clients.<clients.rule>]
+  Params server_rule;                                   // [server.<server.rule>]
+  Params server_inner_rule;                             // [server.<server.inner>] for a wrapper rule (bucketing, gas)
   std::vector<std::pair<std::string, Params>> attacks;  // [attack.<name>] for each of attack.names, in order
 };
 

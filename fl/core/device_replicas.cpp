@@ -57,9 +57,10 @@ Device select_run_device(const ExperimentConfig& config, const std::string& over
 }
 
 void check_device_support(const ExperimentConfig& config, const ClientRule& rule, const AttackSet& attacks) {
-  BASTION_CHECK(rule.traits().on_device, "run.device = \"cuda\": client rule '", config.clients.text("rule"),
-                "' trains on the CPU only (it reads the model's weights on the host); docs/cuda.md lists the rules that ",
-                "train on the device");
+  BASTION_CHECK(
+      rule.traits().on_device, "run.device = \"cuda\": client rule '", config.clients.text("rule"),
+      "' trains on the CPU only (it reads the model's weights on the host); docs/cuda.md lists the rules that ",
+      "train on the device");
   BASTION_CHECK(!attacks.data || attacks.data->kind() != AttackKind::Training, "run.device = \"cuda\": an attack that ",
                 "replaces the training step (bapfl) runs on the CPU only; data and upload attacks run with any device");
 }

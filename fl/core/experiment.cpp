@@ -75,8 +75,10 @@ std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const Run
     const std::string dir = seed_dir(config, options.out_dir, r);
     if (repeat > 1 && server) prepare_out_dir(dir, options);
     SeedRun run(config, shared, seed, threads, device, dir, options, *net);
-    if (options.resume && net->size() > 1) resume_seed_spread(run, config_toml, options);
-    else if (options.resume) resume_seed(run, config_toml, options);
+    if (options.resume && net->size() > 1)
+      resume_seed_spread(run, config_toml, options);
+    else if (options.resume)
+      resume_seed(run, config_toml, options);
     RunOptions seed_options = options;  // the event file goes where this seed's results go
     if (!options.tensorboard_dir.empty()) seed_options.tensorboard_dir = seed_dir(config, options.tensorboard_dir, r);
     run.run(seed_options);

@@ -31,17 +31,17 @@
 namespace bastion {
 
 struct RunOptions {
-  std::string out_dir;                                // required
-  int threads = 0;                                    // 0 = run.threads from the config
-  std::string device;                                 // "cpu" | "cuda"; empty = run.device from the config
-  bool save_model = false;                            // write each seed's model.safetensors (SeedRun::save_models)
-  bool resume = false;                                // continue from out_dir's checkpoints
-  bool overwrite = false;                             // replace results already in out_dir
-  std::function<void(const std::string&)> log;        // progress lines; null = silent
-  int64_t stop_after_round = 0;                       // tests: return after this round (a "kill"), 0 = off
-  double auto_checkpoint_seconds = 60.0;              // run.checkpoint_every = -1: at most one checkpoint this often
-  double results_write_seconds = 2.0;                 // rounds.csv & co. rewritten at most this often (and at
-                                                      // checkpoints and the last round)
+  std::string out_dir;                          // required
+  int threads = 0;                              // 0 = run.threads from the config
+  std::string device;                           // "cpu" | "cuda"; empty = run.device from the config
+  bool save_model = false;                      // write each seed's model.safetensors (SeedRun::save_models)
+  bool resume = false;                          // continue from out_dir's checkpoints
+  bool overwrite = false;                       // replace results already in out_dir
+  std::function<void(const std::string&)> log;  // progress lines; null = silent
+  int64_t stop_after_round = 0;                 // tests: return after this round (a "kill"), 0 = off
+  double auto_checkpoint_seconds = 60.0;        // run.checkpoint_every = -1: at most one checkpoint this often
+  double results_write_seconds = 2.0;           // rounds.csv & co. rewritten at most this often (and at
+                                                // checkpoints and the last round)
   // `--tensorboard DIR`: each seed's TensorBoard event file goes to DIR (DIR/seed-<s> with repeat > 1, as
   // the results), rewritten with rounds.csv (fl/metrics/tensorboard.h); empty = none.
   std::string tensorboard_dir;

@@ -26,9 +26,9 @@ namespace bastion {
 struct GridOutcome {
   enum class Status { ran, skipped, failed };
   Status status = Status::ran;
-  double seconds = 0.0;   // the task's wall time
-  std::string error;      // failed: the message
-  int rank = 0;           // the process that ran it
+  double seconds = 0.0;  // the task's wall time
+  std::string error;     // failed: the message
+  int rank = 0;          // the process that ran it
 };
 
 // Runs task i; reports failures in the outcome (an exception that escapes is turned into a failed outcome

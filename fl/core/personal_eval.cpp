@@ -37,7 +37,8 @@ void load_own_last(const PersonalEvalInput& in, int64_t client, std::span<float>
 void load_evaluated_model(const PersonalEvalInput& in, int64_t client, Model& model, bool post_now) {
   const std::span<float> state = model.flat_state();
   if (in.own_last && !post_now) return load_own_last(in, client, state);
-  if (!in.rule.personal_model(in.states[client], in.global, model, state)) std::copy(in.global.begin(), in.global.end(), state.begin());
+  if (!in.rule.personal_model(in.states[client], in.global, model, state))
+    std::copy(in.global.begin(), in.global.end(), state.begin());
 }
 
 // The client's received model: the given row, else the rule's received_model, else the global model.
@@ -47,7 +48,8 @@ void load_received(const PersonalEvalInput& in, size_t row, std::span<float> out
     std::copy(given.begin(), given.end(), out.begin());
     return;
   }
-  if (!in.rule.received_model(in.states[in.clients[row]], out)) std::copy(in.global.begin(), in.global.end(), out.begin());
+  if (!in.rule.received_model(in.states[in.clients[row]], out))
+    std::copy(in.global.begin(), in.global.end(), out.begin());
 }
 
 double client_accuracy(const EvalResult& result, bool batch_mean) {
@@ -75,7 +77,8 @@ ClientFigures evaluate_client(const PersonalEvalInput& in, size_t row, Model& ho
     figures.local_samples = static_cast<double>(local.size());
   }
   if (in.global_acc)
-    figures.global_acc = client_accuracy(evaluate(model, in.test, in.batch, in.test_indices, in.eval_transform), in.batch_mean);
+    figures.global_acc =
+        client_accuracy(evaluate(model, in.test, in.batch, in.test_indices, in.eval_transform), in.batch_mean);
   if (in.backdoor) {
     PoisonSpec poison;
     poison.trigger = &in.backdoor->trigger;
@@ -92,7 +95,8 @@ ClientFigures evaluate_client(const PersonalEvalInput& in, size_t row, Model& ho
   }
   if (in.received_acc && !local.empty()) {
     load_received(in, row, host.flat_state());
-    figures.received_acc = client_accuracy(evaluate(devices.upload(worker, host), *in.local.data, in.batch, local, in.eval_transform), in.batch_mean);
+    figures.received_acc = client_accuracy(
+        evaluate(devices.upload(worker, host), *in.local.data, in.batch, local, in.eval_transform), in.batch_mean);
   }
   return figures;
 }
@@ -151,7 +155,8 @@ LocalTestSets make_local_test_sets(const std::string& mode, const Dataset& train
     for (int64_t k = 0; k < clients; ++k) {
       cumulative += counts[k][c];
       // Integer cut points: exact, and the last client's cut is the whole pool.
-      const int64_t end = static_cast<int64_t>((static_cast<__int128>(cumulative) * static_cast<int64_t>(pool.size())) / total);
+      const int64_t end =
+          static_cast<int64_t>((static_cast<__int128>(cumulative) * static_cast<int64_t>(pool.size())) / total);
       sets.indices[k].insert(sets.indices[k].end(), pool.begin() + begin, pool.begin() + end);
       begin = end;
     }
@@ -194,7 +199,8 @@ PersonalRecord evaluate_personal(const PersonalEvalInput& input, ThreadPool& poo
   }
   PersonalRecord record;
   for (size_t i = 0; i < figures.size(); ++i)
-    record.per_client.push_back({input.clients[i], figures[i].acc, figures[i].asr, static_cast<int64_t>(figures[i].local_samples)});
+    record.per_client.push_back(
+        {input.clients[i], figures[i].acc, figures[i].asr, static_cast<int64_t>(figures[i].local_samples)});
   record.present = true;
   record.clients = static_cast<int64_t>(input.clients.size());
   record.acc = client_spread(acc, local_weights);

@@ -42,8 +42,8 @@
 namespace bastion {
 
 struct LocalTestSets {
-  const Dataset* data = nullptr;                 // the set the lists index into (train for split, test for like-train)
-  std::vector<std::vector<int64_t>> indices;     // per client, ascending
+  const Dataset* data = nullptr;              // the set the lists index into (train for split, test for like-train)
+  std::vector<std::vector<int64_t>> indices;  // per client, ascending
 };
 
 // like-train: for each class c, its test samples (shuffled with `seed`) are cut at the cumulative shares
@@ -57,12 +57,12 @@ struct PersonalEvalInput {
   const std::optional<PostSpec>& post;
   std::span<const float> global;
   const std::vector<ClientState>& states;
-  std::vector<int64_t> clients;                  // the clients to evaluate, ascending
+  std::vector<int64_t> clients;  // the clients to evaluate, ascending
   const LocalTestSets& local;
-  const Dataset& train;                          // post steps train on partition.train[client]
+  const Dataset& train;  // post steps train on partition.train[client]
   const Partition& partition;
   const TransformSpec& train_transform;
-  const TransformSpec* eval_transform;           // null = identity
+  const TransformSpec* eval_transform;  // null = identity
   const Dataset& test;
   const std::vector<int64_t>& test_indices;      // the global clean evaluation list
   const BackdoorTest* backdoor = nullptr;        // null: no asr
@@ -72,14 +72,14 @@ struct PersonalEvalInput {
   bool local_asr = true;
   int64_t batch = 1000;
   int64_t round = 0, rounds = 0;
-  Generator post_streams;                        // forked by (round, client) for the post step's seeds
-  bool received_acc = false;                     // also evaluate the received model (eval.personal_received)
+  Generator post_streams;     // forked by (round, client) for the post step's seeds
+  bool received_acc = false;  // also evaluate the received model (eval.personal_received)
   // eval.personal_model = own-last: judge each client's own last locally trained model (the run loop keeps
   // it under kOwnLastKey), `initial` (the run's initial model) before its first training; in a round whose
   // post step applies, the post step starts as without own-last (the rule's model, else the global one).
   bool own_last = false;
   std::span<const float> initial;
-  bool batch_mean = false;                       // eval.client_accuracy = batch-mean: mean of per-batch accuracies
+  bool batch_mean = false;  // eval.client_accuracy = batch-mean: mean of per-batch accuracies
   // With received_acc: when not empty, row i (D floats) is the received model of clients[i], in place of
   // the rule's received_model (eval.personal_received_final = next: what the server would send next).
   std::span<const float> received_rows;

@@ -56,12 +56,13 @@ AttackSet make_attacks(const ExperimentConfig& c) {
     const AttackEntry& entry = find_attack(name);
     set.owned.push_back(entry.make(params));
     const Attack* attack = set.owned.back().get();
-    if (entry.kind == AttackKind::Data || entry.kind == AttackKind::Training) set.data = attack;
+    if (entry.kind == AttackKind::Data || entry.kind == AttackKind::Training)
+      set.data = attack;
     else if (entry.kind == AttackKind::Collusion) {
       set.collusion = attack;
       set.collusion_name = name;
-    }
-    else set.upload.push_back(attack);
+    } else
+      set.upload.push_back(attack);
   }
   return set;
 }
@@ -95,13 +96,9 @@ std::string canonical_config_toml(const std::string& toml) {
   }
 }
 
-std::string resumable_part(const std::string& toml) {
-  return config_lines_without(canonical_config_toml(toml), true);
-}
+std::string resumable_part(const std::string& toml) { return config_lines_without(canonical_config_toml(toml), true); }
 
-std::string computed_part(const std::string& toml) {
-  return config_lines_without(canonical_config_toml(toml), false);
-}
+std::string computed_part(const std::string& toml) { return config_lines_without(canonical_config_toml(toml), false); }
 
 namespace {
 // The first line where two configs differ, as "[table] 'a' there, 'b' here", for the resume error.
@@ -136,10 +133,13 @@ void check_resume_folder(const std::string& dir, const std::string& config_toml)
 
 namespace {
 // The files `bastion run` writes in a results folder (and in its seed-<s> folders): --overwrite deletes them.
-constexpr const char* kRunFiles[] = {"config.toml", "rounds.csv", "timing.csv", "summary.json", "curves.svg",
-                                     "checkpoint.safetensors", "client_notes.csv", "clients.csv", "model.safetensors",
-                                     "personal-models.safetensors", "partition.csv",
-                                     "report.html"};  // bastion report's default page: a resume keeps it
+constexpr const char* kRunFiles[] = {
+    "config.toml",       "rounds.csv",
+    "timing.csv",        "summary.json",
+    "curves.svg",        "checkpoint.safetensors",
+    "client_notes.csv",  "clients.csv",
+    "model.safetensors", "personal-models.safetensors",
+    "partition.csv",     "report.html"};  // bastion report's default page: a resume keeps it
 // `reproduce`'s record of the invocations that ran a cell (fl/reproduce/reproduce.cpp keeps it itself).
 constexpr const char* kProvenanceFile = "provenance.tsv";
 constexpr const char* kLockFile = ".bastion-lock";
@@ -156,7 +156,8 @@ bool is_seed_folder_name(const std::string& name) { return name.rfind("seed-", 0
 bool is_temporary(const std::string& name) {
   const size_t at = name.rfind(".tmp.");
   if (at == std::string::npos || at + 5 == name.size()) return false;
-  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at + 5), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at + 5), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // Refuses symbolic links among the names a run reads, writes or deletes, and (unless overwriting)
@@ -218,7 +219,8 @@ ResultsFolderLock::~ResultsFolderLock() {
 
 void prepare_out_dir(const std::string& dir, const RunOptions& options) {
   BASTION_CHECK(!dir.empty(), "no output folder given");
-  const bool has_results = std::filesystem::exists(dir + "/rounds.csv") || std::filesystem::exists(dir + "/summary.json");
+  const bool has_results =
+      std::filesystem::exists(dir + "/rounds.csv") || std::filesystem::exists(dir + "/summary.json");
   BASTION_CHECK(!has_results || options.resume || options.overwrite, "'", dir,
                 "' already holds results: pass --resume to continue that run, --overwrite to replace it, or --out "
                 "for another folder");

@@ -30,7 +30,7 @@ PartitionSpec partition_spec(const Params& data);
 // The attacks of a run, sorted by where they act (fl/attacks/attack.h).
 struct AttackSet {
   std::vector<std::unique_ptr<Attack>> owned;
-  const Attack* data = nullptr;       // Data or Training
+  const Attack* data = nullptr;  // Data or Training
   const Attack* collusion = nullptr;
   std::string collusion_name;         // its registered name (summary.json's resolved values)
   std::vector<const Attack*> upload;  // in config order

@@ -31,7 +31,8 @@ std::vector<int64_t> choose_malicious(int64_t clients, int64_t count, const std:
 
 std::vector<int64_t> sample_round(int64_t clients, int64_t per_round, const std::vector<int64_t>& malicious,
                                   int64_t forced_malicious, Generator rng) {
-  BASTION_CHECK(per_round >= 1 && per_round <= clients, "clients per round ", per_round, " must be in [1, ", clients, "]");
+  BASTION_CHECK(per_round >= 1 && per_round <= clients, "clients per round ", per_round, " must be in [1, ", clients,
+                "]");
   std::vector<int64_t> round;
   if (forced_malicious <= 0) {
     round = sample_without_replacement(clients, per_round, rng);
@@ -41,8 +42,10 @@ std::vector<int64_t> sample_round(int64_t clients, int64_t per_round, const std:
                   " attackers into rounds of ", per_round, " with ", f, " malicious clients");
     std::vector<int64_t> benign;
     for (int64_t c = 0, j = 0; c < clients; ++c) {
-      if (j < f && malicious[j] == c) ++j;
-      else benign.push_back(c);
+      if (j < f && malicious[j] == c)
+        ++j;
+      else
+        benign.push_back(c);
     }
     BASTION_CHECK(per_round - forced_malicious <= static_cast<int64_t>(benign.size()), "only ", benign.size(),
                   " benign clients for ", per_round - forced_malicious, " benign places per round");

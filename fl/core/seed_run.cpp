@@ -38,8 +38,8 @@ int client_workers(int threads, Device device) { return device == Device::CUDA ?
 
 SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint64_t seed, int threads, Device device,
                  std::string dir, const RunOptions& options, RunTransport& net)
-    : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)), pool_(client_workers(threads, device)),
-      server_pool_(threads), net_(net) {
+    : c_(config), shared_(shared), seed_(seed), root_(seed), dir_(std::move(dir)),
+      pool_(client_workers(threads, device)), server_pool_(threads), net_(net) {
   threads = client_workers(threads, device);  // from here on: one model replica per client worker
   partition_ = make_partition(shared.train, partition_spec(c_.data), c_.data.integer("clients"),
                               root_.fork(kPartition).next_u64());
@@ -66,8 +66,8 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
   weight_columns_ = weight_columns(*replicas_[0], sharing_);
   if (options.wrap_server_rule) server_rule_ = options.wrap_server_rule(std::move(server_rule_));
   method_server_ = client_rule_->make_method_server(c_.data.integer("clients"), P_);
-  BASTION_CHECK(!method_server_ || sharing_.all || !method_server_->needs_all_columns(), "client rule '", c_.clients.text("rule"),
-                "' keeps server state over the whole model: it must share every column");
+  BASTION_CHECK(!method_server_ || sharing_.all || !method_server_->needs_all_columns(), "client rule '",
+                c_.clients.text("rule"), "' keeps server state over the whole model: it must share every column");
   post_ = client_rule_->post_step();
   if (!post_) post_ = post_spec_from_section(c_.post);
   if (device == Device::CUDA) {
@@ -79,14 +79,15 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
       second_replicas_.push_back(make_model(c_.model.text("name"), shared.input, shared.train.num_classes, init_seed));
   if (device == Device::CUDA) second_devices_ = DeviceReplicas(second_replicas_);
   if (!partition_.server.empty())
-    server_data_.emplace(*replicas_[0], shared.train, partition_.server, shared.train_transform,
-                         shared.eval_transform, c_.eval.integer("batch"), client_local_schedule(c_.client_rule));
+    server_data_.emplace(*replicas_[0], shared.train, partition_.server, shared.train_transform, shared.eval_transform,
+                         c_.eval.integer("batch"), client_local_schedule(c_.client_rule));
   D_ = static_cast<int64_t>(global_.size());
   client_states_.resize(static_cast<size_t>(c_.data.integer("clients")));
   client_flags_.assign(client_states_.size(), 0);
   sampled_since_eval_.assign(client_states_.size(), 0);
   const std::string clients_csv = c_.eval.text("clients_csv");
-  clients_csv_ = clients_csv == "on" || (clients_csv == "auto" && (c_.eval.boolean("personalized") || !malicious_.empty()));
+  clients_csv_ =
+      clients_csv == "on" || (clients_csv == "auto" && (c_.eval.boolean("personalized") || !malicious_.empty()));
   loaded_version_.assign(static_cast<size_t>(threads), -1);
   test_indices_.resize(static_cast<size_t>(shared.test.size()));
   std::iota(test_indices_.begin(), test_indices_.end(), int64_t{0});
@@ -181,20 +182,28 @@ void SeedRun::train_clients(int64_t round, const std::vector<int64_t>& sampled, 
         starts_.empty() ? std::span<const float>(global_) : std::span<const float>(starts_.data() + i * D_, D_);
     std::copy(start.begin(), start.end(), host.flat_state().begin());
     Model& model = devices_.upload(worker, host);  // the host replica itself on a CPU run
-    loaded_version_[worker] = -1;  // the replica now holds a client's model, not the global one
+    loaded_version_[worker] = -1;                  // the replica now holds a client's model, not the global one
     const int64_t client = sampled[i];
     const bool attacker = attack_on && is_malicious_[client];
     ClientState& state = scratch ? (*scratch)[static_cast<size_t>(i)] : client_states_[client];
-    ClientTask task{model, shared_.train, partition_.train[client], shared_.train_transform, state,
-                    client, round, client_streams.fork(static_cast<uint64_t>(client)).next_u64(),
+    ClientTask task{model,
+                    shared_.train,
+                    partition_.train[client],
+                    shared_.train_transform,
+                    state,
+                    client,
+                    round,
+                    client_streams.fork(static_cast<uint64_t>(client)).next_u64(),
                     root_.fork(kClientFixed).fork(static_cast<uint64_t>(client)).next_u64(),
-                    attacker ? attacks_.data : nullptr, attacker ? attacker_index_.at(client) : 0,
+                    attacker ? attacks_.data : nullptr,
+                    attacker ? attacker_index_.at(client) : 0,
                     second_replicas_.empty() ? nullptr : &second_devices_.model(worker, *second_replicas_[worker]),
                     messages_.empty() ? nullptr : &messages_[static_cast<size_t>(i)]};
     results[i] = client_rule_->train(task);
     model.set_all_trainable(true);  // a rule that froze a part leaves the replica whole for the next client
     devices_.download(worker, host);
-    if (own_last_ && !scratch) store(state, kOwnLastKey, host.flat_state());  // a request's training is not the client's own
+    if (own_last_ && !scratch)
+      store(state, kOwnLastKey, host.flat_state());  // a request's training is not the client's own
     sharing_.difference(host.flat_state(), start, uploads.data() + i * width);
   });
 }
@@ -220,11 +229,19 @@ void SeedRun::attack_uploads(int64_t round, const std::vector<int64_t>& sampled,
     for (size_t r = 0; r < view_rows.size(); ++r)
       std::copy_n(uploads.data() + view_rows[r] * width, parameters, view.data() + r * parameters);
     std::vector<float> malicious_update(static_cast<size_t>(parameters));
-    CollusionContext context{view.data(), static_cast<int64_t>(view_rows.size()), parameters, m,
-                             static_cast<int64_t>(attacker_rows.size()), global_part, streams.fork(0), {}};
+    CollusionContext context{view.data(),
+                             static_cast<int64_t>(view_rows.size()),
+                             parameters,
+                             m,
+                             static_cast<int64_t>(attacker_rows.size()),
+                             global_part,
+                             streams.fork(0),
+                             {}};
     attacks_.collusion->collude(malicious_update, context);
-    for (const auto& [key, value] : context.resolved) resolved_["attack." + attacks_.collusion_name + "." + key] = value;
-    for (int64_t row : attacker_rows) std::copy(malicious_update.begin(), malicious_update.end(), uploads.data() + row * width);
+    for (const auto& [key, value] : context.resolved)
+      resolved_["attack." + attacks_.collusion_name + "." + key] = value;
+    for (int64_t row : attacker_rows)
+      std::copy(malicious_update.begin(), malicious_update.end(), uploads.data() + row * width);
   }
   for (int64_t row : attacker_rows) {
     for (const Attack* attack : attacks_.upload) {
@@ -314,8 +331,10 @@ void SeedRun::record_round(const RoundWork& work) {
 void SeedRun::evaluate_round_if_due(RoundWork& work) {
   const auto start = std::chrono::steady_clock::now();
   if (work.round % c_.eval.integer("every") == 0 || work.round == c_.experiment.integer("rounds")) {
-    if (is_server()) evaluate_round(work.round);
-    else if (c_.eval.boolean("personalized")) evaluate_personalized(work.round);  // this rank's share of it
+    if (is_server())
+      evaluate_round(work.round);
+    else if (c_.eval.boolean("personalized"))
+      evaluate_personalized(work.round);  // this rank's share of it
   }
   work.eval_seconds = seconds_since(start);
 }
@@ -330,8 +349,8 @@ bool SeedRun::finish_round(const RunOptions& options, const RoundWork& work) {
   // O(rounds^2) bytes: at most every results_write_seconds_, and always at a checkpoint, the last round and
   // a test's stop; a resume rewrites them from the checkpoint anyway.
   const bool stopping = options.stop_after_round > 0 && round >= options.stop_after_round;
-  if (is_server() && (checkpoint || round == rounds || stopping ||
-                      seconds_since(last_results_write_) >= results_write_seconds_)) {
+  if (is_server() &&
+      (checkpoint || round == rounds || stopping || seconds_since(last_results_write_) >= results_write_seconds_)) {
     write_results();
     last_results_write_ = std::chrono::steady_clock::now();
   }
@@ -395,12 +414,13 @@ void SeedRun::log_progress(const RunOptions& options, int64_t round, double roun
   char line[256];
   std::snprintf(line, sizeof line, "seed %llu round %lld/%lld  acc %s  asr %s  train_loss %.4f  %.2fs/round  eta %.0fs",
                 static_cast<unsigned long long>(seed_), static_cast<long long>(round), static_cast<long long>(rounds),
-                percent(last.acc).c_str(), percent(last.asr).c_str(), last_train_loss_,
-                round_seconds, eta);
+                percent(last.acc).c_str(), percent(last.asr).c_str(), last_train_loss_, round_seconds, eta);
   std::string text = line;
-  if (last.personal.present) text += "  p_acc " + percent(last.personal.acc.mean) + "  p_asr " + percent(last.personal.asr.mean);
+  if (last.personal.present)
+    text += "  p_acc " + percent(last.personal.acc.mean) + "  p_asr " + percent(last.personal.asr.mean);
   if (spread()) {  // what crossed between the ranks this round (fl/core/spread_round.h)
-    std::snprintf(line, sizeof line, "  mpi %.3f MB", static_cast<double>(net_.bytes_moved() - bytes_before_round_) / 1e6);
+    std::snprintf(line, sizeof line, "  mpi %.3f MB",
+                  static_cast<double>(net_.bytes_moved() - bytes_before_round_) / 1e6);
     text += line;
   }
   options.log(text);

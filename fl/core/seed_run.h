@@ -55,10 +55,20 @@ class SeedRun {
  private:
   // Purposes forked from Generator(seed): each random decision has its own stream.
   enum Stream : uint64_t {
-    kPartition = 1, kMalicious, kInit, kSampling, kClient, kAttack, kServer, kClientFixed,
-    kLocalTest, kPersonalSubset, kPostStep,  // personalised evaluation
-    kMethodServer,                           // the method server's random choices (FedFomo's exploration)
-    kRequest, kRequestAttack                 // FedCAP's request updates: training and attacks
+    kPartition = 1,
+    kMalicious,
+    kInit,
+    kSampling,
+    kClient,
+    kAttack,
+    kServer,
+    kClientFixed,
+    kLocalTest,
+    kPersonalSubset,
+    kPostStep,      // personalised evaluation
+    kMethodServer,  // the method server's random choices (FedFomo's exploration)
+    kRequest,
+    kRequestAttack  // FedCAP's request updates: training and attacks
   };
 
   const ExperimentConfig& c_;
@@ -81,15 +91,15 @@ class SeedRun {
   std::unique_ptr<ServerRule> server_rule_;
   std::unique_ptr<MethodServer> method_server_;  // the method's server part (method_server.h), or null
   std::vector<ClientMessage> messages_;          // per sampled client this round, with a method server
-  std::optional<ModelServerData> server_data_;  // over replica 0, when data.server_fraction > 0
+  std::optional<ModelServerData> server_data_;   // over replica 0, when data.server_fraction > 0
   AttackSet attacks_;
   std::vector<std::unique_ptr<Model>> replicas_;
   std::vector<std::unique_ptr<Model>> second_replicas_;  // rules that train two models (Ditto)
-  DeviceReplicas devices_;                   // CUDA twins of replicas_ (run.device = "cuda"), else none
-  DeviceReplicas second_devices_;            // ... and of second_replicas_
+  DeviceReplicas devices_;                               // CUDA twins of replicas_ (run.device = "cuda"), else none
+  DeviceReplicas second_devices_;                        // ... and of second_replicas_
   std::vector<float> global_;
-  bool own_last_ = false;                    // eval.personal_model = own-last: keep each client's trained model
-  std::vector<float> initial_;               // the initial model, with own_last_ (a never-trained client's own model)
+  bool own_last_ = false;       // eval.personal_model = own-last: keep each client's trained model
+  std::vector<float> initial_;  // the initial model, with own_last_ (a never-trained client's own model)
   int64_t P_ = 0, D_ = 0;
   SharedColumns sharing_;                    // what a client uploads (client_models.h)
   std::vector<ColumnRange> weight_columns_;  // conv/linear weight columns of an upload row (server_side.h)
@@ -97,12 +107,12 @@ class SeedRun {
   std::vector<float> starts_;                // (m, D) per-client start states, when the server rule sends them
   std::optional<PostSpec> post_;             // post-training step before personalised evaluation
   LocalTestSets local_tests_;
-  int64_t version_ = 0;                      // bumped when global_ changes; replicas compare before eval
+  int64_t version_ = 0;  // bumped when global_ changes; replicas compare before eval
   std::vector<int64_t> loaded_version_;
   std::vector<ClientState> client_states_;
-  std::vector<uint8_t> client_flags_;        // the server rule's latest verdict per client (per-client detection)
+  std::vector<uint8_t> client_flags_;  // the server rule's latest verdict per client (per-client detection)
   std::optional<BackdoorTest> backdoor_;
-  std::vector<int64_t> test_indices_;        // 0..test size - 1, the clean evaluation's list
+  std::vector<int64_t> test_indices_;  // 0..test size - 1, the clean evaluation's list
   std::vector<int64_t> backdoor_indices_;
   std::vector<RoundRecord> records_;
   std::vector<RoundTiming> timings_;
@@ -154,8 +164,8 @@ class SeedRun {
   void prepare_start_states(int64_t round, const std::vector<int64_t>& sampled, bool attack_on);
   std::vector<float> request_updates(int64_t round, const std::vector<int64_t>& asked, std::span<const float> base,
                                      bool attack_on);
-  void train_clients(int64_t round, const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows, bool attack_on,
-                     std::vector<float>& uploads, std::vector<ClientResult>& results,
+  void train_clients(int64_t round, const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows,
+                     bool attack_on, std::vector<float>& uploads, std::vector<ClientResult>& results,
                      std::vector<ClientState>* scratch = nullptr, uint64_t stream = kClient);
   void send_client_inputs(const std::vector<int64_t>& sampled, const std::vector<int64_t>& rows);
   void collect_client_outputs(const std::vector<int64_t>& rows, std::vector<float>& uploads,

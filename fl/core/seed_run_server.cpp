@@ -25,8 +25,10 @@ void SeedRun::method_after_aggregation(const float* uploads, const std::vector<i
   for (size_t i = 0; i < sampled.size(); ++i) row_of[sampled[i]] = i;
   std::vector<std::span<const float>> extra;
   for (int64_t client : accepted_clients) extra.emplace_back(results[row_of.at(client)].extra_upload);
-  const MethodRound round{uploads, static_cast<int64_t>(accepted_clients.size()), sharing_.width, sharing_.parameters,
-                          &accepted_clients, &extra, global_shared(), output.weights};
+  const MethodRound round{uploads,           static_cast<int64_t>(accepted_clients.size()),
+                          sharing_.width,    sharing_.parameters,
+                          &accepted_clients, &extra,
+                          global_shared(),   output.weights};
   method_server_->after_aggregation(round, output.update);
 }
 
@@ -41,8 +43,8 @@ int64_t SeedRun::message_bytes() const {
 void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool attack_on, std::vector<float>& uploads,
                         const std::vector<ClientResult>& results) {
   const int64_t width = sharing_.width;
-  const std::vector<int64_t> accepted_clients = compact_finite_uploads(uploads.data(), width, sampled, round,
-                                                                       c_.server.text("on_invalid") == "fail");
+  const std::vector<int64_t> accepted_clients =
+      compact_finite_uploads(uploads.data(), width, sampled, round, c_.server.text("on_invalid") == "fail");
   pending_.rejected += static_cast<int64_t>(sampled.size() - accepted_clients.size());
   std::vector<int64_t> samples;
   for (int64_t client : accepted_clients) samples.push_back(static_cast<int64_t>(partition_.train[client].size()));
@@ -55,12 +57,20 @@ void SeedRun::aggregate(int64_t round, const std::vector<int64_t>& sampled, bool
     shared_server_data = make_subset_server_data(*server_data, global_, sharing_.ranges);
     server_data = shared_server_data.get();
   }
-  const AggregationInput input{.updates = uploads.data(), .n = n, .D = width, .num_parameters = sharing_.parameters,
-                               .num_samples = samples, .clients = accepted_clients, .round = round,
+  const AggregationInput input{.updates = uploads.data(),
+                               .n = n,
+                               .D = width,
+                               .num_parameters = sharing_.parameters,
+                               .num_samples = samples,
+                               .clients = accepted_clients,
+                               .round = round,
                                .last_round = c_.experiment.integer("rounds"),
                                .seed = root_.fork(kServer).fork(static_cast<uint64_t>(round)).next_u64(),
-                               .global = global_shared(), .expected_malicious = expected_malicious_count(c_, n),
-                               .server_data = server_data, .pool = &server_pool_, .weight_columns = weight_columns_};
+                               .global = global_shared(),
+                               .expected_malicious = expected_malicious_count(c_, n),
+                               .server_data = server_data,
+                               .pool = &server_pool_,
+                               .weight_columns = weight_columns_};
   loaded_version_[0] = -1;  // server data (if any) trains and evaluates on replica 0
   AggregationOutput output = server_rule_->aggregate(input);
   for (const auto& [key, value] : output.resolved) resolved_["server." + c_.server.text("rule") + "." + key] = value;
@@ -121,24 +131,42 @@ double SeedRun::evaluate_local() {
   const TransformSpec* transform = is_identity_transform(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
   pool_.run(clients, [&](int64_t client, int worker) {
     if (is_malicious_[client] || partition_.test[client].empty()) return;
-    accuracy[client] = evaluate(load_global(worker), shared_.train, c_.eval.integer("batch"), partition_.test[client],
-                                transform).accuracy;
+    accuracy[client] =
+        evaluate(load_global(worker), shared_.train, c_.eval.integer("batch"), partition_.test[client], transform)
+            .accuracy;
   });
   return mean_std(accuracy).mean;
 }
 
 PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
   const TransformSpec* transform = is_identity_transform(shared_.eval_transform) ? nullptr : &shared_.eval_transform;
-  PersonalEvalInput input{*client_rule_, post_, global_, client_states_,
+  PersonalEvalInput input{*client_rule_,
+                          post_,
+                          global_,
+                          client_states_,
                           personal_eval_clients(is_malicious_, c_.eval.integer("personal_clients"),
                                                 root_.fork(kPersonalSubset).fork(static_cast<uint64_t>(round))),
-                          local_tests_, shared_.train, partition_, shared_.train_transform, transform, shared_.test,
-                          test_indices_, backdoor_ ? &*backdoor_ : nullptr, backdoor_indices_,
-                          c_.eval.boolean("asr_include_target"), c_.eval.boolean("personal_global"),
-                          c_.eval.text("personal_asr") == "local", c_.eval.integer("batch"), round,
-                          c_.experiment.integer("rounds"), root_.fork(kPostStep),
-                          c_.eval.boolean("personal_received"), own_last_, initial_,
-                          c_.eval.text("client_accuracy") == "batch-mean", {}};
+                          local_tests_,
+                          shared_.train,
+                          partition_,
+                          shared_.train_transform,
+                          transform,
+                          shared_.test,
+                          test_indices_,
+                          backdoor_ ? &*backdoor_ : nullptr,
+                          backdoor_indices_,
+                          c_.eval.boolean("asr_include_target"),
+                          c_.eval.boolean("personal_global"),
+                          c_.eval.text("personal_asr") == "local",
+                          c_.eval.integer("batch"),
+                          round,
+                          c_.experiment.integer("rounds"),
+                          root_.fork(kPostStep),
+                          c_.eval.boolean("personal_received"),
+                          own_last_,
+                          initial_,
+                          c_.eval.text("client_accuracy") == "batch-mean",
+                          {}};
   std::vector<float> next_received;
   if (input.received_acc && round == c_.experiment.integer("rounds") &&
       c_.eval.text("personal_received_final") == "next") {
@@ -158,7 +186,8 @@ PersonalRecord SeedRun::evaluate_personalized(int64_t round) {
 void SeedRun::record_client_rows(int64_t round, const PersonalRecord& personal) {
   std::vector<ClientRow> rows(client_states_.size());
   for (size_t k = 0; k < rows.size(); ++k)
-    rows[k] = {round, static_cast<int64_t>(k), sampled_since_eval_[k] != 0, is_malicious_[k] != 0, client_flags_[k] != 0};
+    rows[k] = {round, static_cast<int64_t>(k), sampled_since_eval_[k] != 0, is_malicious_[k] != 0,
+               client_flags_[k] != 0};
   for (const PersonalClient& judged : personal.per_client) {
     ClientRow& row = rows[static_cast<size_t>(judged.client)];
     row.p_acc = judged.acc;

@@ -55,7 +55,8 @@ void SeedRun::save_models() {
   collect_client_states();
   if (!is_server()) return;
   Model& model = *replicas_[0];
-  const std::map<std::string, std::string> metadata = {{"dataset", shared_.train.name}, {"seed", std::to_string(seed_)}};
+  const std::map<std::string, std::string> metadata = {{"dataset", shared_.train.name},
+                                                       {"seed", std::to_string(seed_)}};
   std::copy(global_.begin(), global_.end(), model.flat_state().begin());
   loaded_version_[0] = -1;
   save_model_file(model, dir_ + "/model.safetensors", metadata);
@@ -136,13 +137,15 @@ void SeedRun::restore_client_notes(int64_t round) {
 void resume_seed(SeedRun& run, const std::string& config_toml, const RunOptions& options) {
   const std::string path = run.dir_ + "/checkpoint.safetensors";
   if (!std::filesystem::exists(path)) {
-    if (options.log) options.log("no checkpoint in " + run.dir_ + ": seed " + std::to_string(run.seed_) + " starts at round 1");
+    if (options.log)
+      options.log("no checkpoint in " + run.dir_ + ": seed " + std::to_string(run.seed_) + " starts at round 1");
     return;
   }
   const CheckpointState state = load_checkpoint(path);
   check_resumable(path, state.config_toml, config_toml);
   run.restore(state);
-  if (options.log) options.log("resumed seed " + std::to_string(run.seed_) + " after round " + std::to_string(state.round));
+  if (options.log)
+    options.log("resumed seed " + std::to_string(run.seed_) + " after round " + std::to_string(state.round));
 }
 
 // K > 1: rank 0 reads the checkpoint (or finds none) and sends it to every rank, so the other ranks need
@@ -159,7 +162,8 @@ void resume_seed_spread(SeedRun& run, const std::string& config_toml, const RunO
   run.net_.broadcast(message);
   const bool server = run.is_server() && options.log;
   if (message.empty()) {
-    if (server) options.log("no checkpoint in " + run.dir_ + ": seed " + std::to_string(run.seed_) + " starts at round 1");
+    if (server)
+      options.log("no checkpoint in " + run.dir_ + ": seed " + std::to_string(run.seed_) + " starts at round 1");
     return;
   }
   const CheckpointState state = parse_checkpoint(

@@ -14,7 +14,8 @@ int64_t expected_malicious_count(const ExperimentConfig& c, int64_t uploads) {
   if (share >= 0) return static_cast<int64_t>(std::floor(share * static_cast<double>(uploads) + 1e-9));
   const int64_t forced = c.attack.integer("malicious_per_round");
   if (forced > 0) return std::min(forced, uploads);
-  const double ratio = static_cast<double>(resolved_malicious_count(c)) / static_cast<double>(c.data.integer("clients"));
+  const double ratio =
+      static_cast<double>(resolved_malicious_count(c)) / static_cast<double>(c.data.integer("clients"));
   return static_cast<int64_t>(std::floor(ratio * static_cast<double>(uploads) + 1e-9));
 }
 
@@ -24,7 +25,8 @@ std::vector<int64_t> compact_finite_uploads(float* uploads, int64_t D, const std
   for (size_t i = 0; i < sampled.size(); ++i) {
     const float* row = uploads + static_cast<int64_t>(i) * D;
     const bool finite = std::all_of(row, row + D, [](float v) { return std::isfinite(v); });
-    BASTION_CHECK(finite || !fail, "round ", round, ": client ", sampled[i], " uploaded NaN or Inf (server.on_invalid = fail)");
+    BASTION_CHECK(finite || !fail, "round ", round, ": client ", sampled[i],
+                  " uploaded NaN or Inf (server.on_invalid = fail)");
     if (!finite) continue;
     float* slot = uploads + static_cast<int64_t>(accepted.size()) * D;
     if (slot != row) std::copy(row, row + D, slot);
@@ -41,8 +43,8 @@ void add_update_checked(const SharedColumns& sharing, std::span<const float> upd
   for (const ColumnRange& r : sharing.ranges)
     for (int64_t d = r.begin; d < r.end; ++d, ++k)
       BASTION_CHECK(std::isfinite(update[k]) && std::isfinite(global[d] + update[k]), "round ", round,
-                    ": server rule '", rule, "' gives a non-finite global model (column ", d, ": ", global[d],
-                    " + ", update[k], "); the run stops before the model is changed");
+                    ": server rule '", rule, "' gives a non-finite global model (column ", d, ": ", global[d], " + ",
+                    update[k], "); the run stops before the model is changed");
   sharing.add_into(update, global);
 }
 
@@ -70,8 +72,10 @@ std::vector<ColumnRange> apply_to_columns(const Model& model, const std::vector<
         used[k] = 1;
       }
       if (!take) continue;
-      if (!ranges.empty() && ranges.back().end == view.begin) ranges.back().end = view.end;
-      else ranges.push_back({view.begin, view.end});
+      if (!ranges.empty() && ranges.back().end == view.begin)
+        ranges.back().end = view.end;
+      else
+        ranges.push_back({view.begin, view.end});
     }
   };
   visit(model.parameters(), false);
@@ -91,13 +95,16 @@ std::vector<ColumnRange> weight_columns(const Model& model, const SharedColumns&
   for (const ParameterView& view : model.parameters()) {
     const int dims = view.value.shape().rank();
     if (dims != 2 && dims != 4) continue;
-    if (!full.empty() && full.back().end == view.begin) full.back().end = view.end;
-    else full.push_back({view.begin, view.end});
+    if (!full.empty() && full.back().end == view.begin)
+      full.back().end = view.end;
+    else
+      full.push_back({view.begin, view.end});
   }
   return ranges_within_shared(full, shared);
 }
 
-std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& c, const Model& model, const SharedColumns& shared) {
+std::unique_ptr<ServerRule> build_server_rule(const ExperimentConfig& c, const Model& model,
+                                              const SharedColumns& shared) {
   std::unique_ptr<ServerRule> rule =
       make_server_rule(c.server.text("rule"), c.server_rule, c.server.text("inner"), c.server_inner_rule);
   const std::vector<ColumnRange> full = apply_to_columns(model, c.server.list("apply_to"));
@@ -136,8 +143,8 @@ ServerTrainSpec server_spec_of(const LocalSchedule& schedule, int64_t round) {
 ModelServerData::ModelServerData(Model& model, const Dataset& data, const std::vector<int64_t>& indices,
                                  const TransformSpec& train_transform, const TransformSpec& eval_transform,
                                  int64_t eval_batch, std::optional<LocalSchedule> clients)
-    : model_(model), data_(data), indices_(indices), train_transform_(train_transform),
-      eval_transform_(eval_transform), eval_batch_(eval_batch), clients_(std::move(clients)) {}
+    : model_(model), data_(data), indices_(indices), train_transform_(train_transform), eval_transform_(eval_transform),
+      eval_batch_(eval_batch), clients_(std::move(clients)) {}
 
 std::optional<ServerTrainSpec> ModelServerData::client_schedule(int64_t round) const {
   if (!clients_) return std::nullopt;
@@ -150,9 +157,16 @@ std::vector<float> ModelServerData::train(std::span<const float> state, const Se
                 "server training: state of ", state.size(), " values for a model of ", model_.flat_state().size());
   std::copy(state.begin(), state.end(), model_.flat_state().begin());
   const Params params("server.training", sgd_client_params(),
-                      {{"epochs", spec.epochs}, {"steps", spec.steps}, {"batch", spec.batch}, {"lr", spec.lr},
-                       {"momentum", spec.momentum}, {"weight_decay", spec.weight_decay}, {"nesterov", spec.nesterov},
-                       {"grad_clip", spec.grad_clip}, {"drop_last", spec.drop_last}, {"rho", spec.rho}});
+                      {{"epochs", spec.epochs},
+                       {"steps", spec.steps},
+                       {"batch", spec.batch},
+                       {"lr", spec.lr},
+                       {"momentum", spec.momentum},
+                       {"weight_decay", spec.weight_decay},
+                       {"nesterov", spec.nesterov},
+                       {"grad_clip", spec.grad_clip},
+                       {"drop_last", spec.drop_last},
+                       {"rho", spec.rho}});
   ClientState scratch;
   ClientTask task{model_, data_, indices_, train_transform_, scratch, -1, 0, spec.seed, spec.seed};
   last_train_steps_ = make_sgd_client(params)->train(task).steps;

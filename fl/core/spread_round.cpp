@@ -26,8 +26,8 @@ void ByteWriter::put_string(const std::string& text) {
 }
 
 const char* ByteReader::take(size_t n) {
-  BASTION_CHECK(n <= bytes_.size() - at_, "MPI message ends early (", bytes_.size(), " bytes, reading ", n,
-                " at ", at_, "): the ranks disagree about the round");
+  BASTION_CHECK(n <= bytes_.size() - at_, "MPI message ends early (", bytes_.size(), " bytes, reading ", n, " at ", at_,
+                "): the ranks disagree about the round");
   const char* p = bytes_.data() + at_;
   at_ += n;
   return p;
@@ -169,7 +169,8 @@ void unpack_client_states(const std::vector<Bytes>& parts, std::vector<ClientSta
     ByteReader in(part);
     while (!in.done()) {
       const int64_t c = in.get<int64_t>();
-      BASTION_CHECK(c >= 0 && c < static_cast<int64_t>(states.size()), "MPI message names client ", c, ": the ranks disagree");
+      BASTION_CHECK(c >= 0 && c < static_cast<int64_t>(states.size()), "MPI message names client ", c,
+                    ": the ranks disagree");
       ClientState& state = states[static_cast<size_t>(c)];
       get_map(in, state.vectors);
       state.scalars.clear();

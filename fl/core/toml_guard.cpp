@@ -21,7 +21,9 @@ enum class State { Outside, Comment, Basic, Literal, MultiBasic, MultiLiteral };
   BASTION_FAIL(source, ":", line, ": ", what, " (toml++ 3.3.0 mishandles it); write the character as a \\uXXXX escape");
 }
 
-bool starts(std::string_view text, size_t at, std::string_view prefix) { return text.substr(at, prefix.size()) == prefix; }
+bool starts(std::string_view text, size_t at, std::string_view prefix) {
+  return text.substr(at, prefix.size()) == prefix;
+}
 
 // Outside strings and comments: whether the current character continues a bare word (a number, a
 // bool, an invalid word), and whether the line is past its '='. toml++ reads a bare value on to a
@@ -49,19 +51,19 @@ struct BareWord {
       --swallowed;
       return;
     }
-    if (value && bare && c == ' ' && length == 10 && date_shape && at + 1 < text.size() &&
-        text[at + 1] >= '0' && text[at + 1] <= '9') {
+    if (value && bare && c == ' ' && length == 10 && date_shape && at + 1 < text.size() && text[at + 1] >= '0' &&
+        text[at + 1] <= '9') {
       swallowed = 2;  // the digit and the character after it; the space continues the word
       return;
     }
     if (c == '\n' && open.empty()) value = false;  // arrays may span lines
-    const bool ends = c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ']' || c == '}' ||
-                      c == '#' || (!value && (c == '=' || c == '.' || c == '['));
+    const bool ends = c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ']' || c == '}' || c == '#' ||
+                      (!value && (c == '=' || c == '.' || c == '['));
     if (!value && c == '=') value = true;
     if (ends) {
       bare = false;
       if ((c == ']' || c == '}') && !open.empty()) open.pop_back(), value = true;  // after a value
-      if (c == ',' && !open.empty() && open.back() == '{') value = false;         // the next key
+      if (c == ',' && !open.empty() && open.back() == '{') value = false;          // the next key
     } else if (bare || (c != '[' && c != '{')) {
       extend(c);
     } else if (value) {  // '[' or '{' opening a value is structure
@@ -127,8 +129,10 @@ void check_toml_text(std::string_view text, const std::string& source) {
         if (const size_t bad = c == '\\' ? trims_into_non_ascii(text, i) : std::string_view::npos;
             bad != std::string_view::npos)
           reject(text, bad, source, "a non-ASCII character right after a backslash is not supported");
-        if (c == '\\') ++i;  // an escape: the next character never ends the string
-        else if (c == '"' || c == '\n') state = State::Outside;
+        if (c == '\\')
+          ++i;  // an escape: the next character never ends the string
+        else if (c == '"' || c == '\n')
+          state = State::Outside;
         break;
       case State::Literal:
         if (c == '\'' || c == '\n') state = State::Outside;
@@ -137,8 +141,10 @@ void check_toml_text(std::string_view text, const std::string& source) {
         if (const size_t bad = c == '\\' ? trims_into_non_ascii(text, i) : std::string_view::npos;
             bad != std::string_view::npos)
           reject(text, bad, source, "a non-ASCII character right after a backslash is not supported");
-        if (c == '\\') ++i;
-        else if (starts(text, i, "\"\"\"")) state = State::Outside, i += closing_quotes(text, i, '"') - 1;
+        if (c == '\\')
+          ++i;
+        else if (starts(text, i, "\"\"\""))
+          state = State::Outside, i += closing_quotes(text, i, '"') - 1;
         break;
       case State::MultiLiteral:
         if (starts(text, i, "'''")) state = State::Outside, i += closing_quotes(text, i, '\'') - 1;
@@ -156,8 +162,10 @@ std::string printable(const std::string& text) {
   static const char* hex = "0123456789abcdef";
   std::string out;
   for (unsigned char ch : text) {
-    if (ch >= 0x20 && ch < 0x7f) out += static_cast<char>(ch);
-    else out += std::string("\\x") + hex[ch >> 4] + hex[ch & 15];
+    if (ch >= 0x20 && ch < 0x7f)
+      out += static_cast<char>(ch);
+    else
+      out += std::string("\\x") + hex[ch >> 4] + hex[ch & 15];
   }
   return out;
 }

@@ -22,8 +22,8 @@
 namespace bastion {
 
 namespace {
-constexpr uint64_t kNoiseStream = 0xAD;    // this rule's stream off the round seed
-constexpr int64_t kNoiseBlock = 1 << 16;   // columns per generator fork (fixed: thread-count independent)
+constexpr uint64_t kNoiseStream = 0xAD;   // this rule's stream off the round seed
+constexpr int64_t kNoiseBlock = 1 << 16;  // columns per generator fork (fixed: thread-count independent)
 
 class AddNoise final : public ServerRule {
  public:
@@ -53,10 +53,12 @@ class AddNoise final : public ServerRule {
 
 const std::vector<ParamSpec>& add_noise_params() {
   static const std::vector<ParamSpec> specs = {
-      {"sigma", ParamType::Real, 5e-4, "std of the Gaussian noise added to each parameter of the aggregate "
-       "(SPEC: 1e-5 or 5e-4)", 0, 1e6},
-      {"clip", ParamType::Real, 0.0, "> 0: first clip each update's parameter L2 norm to this (norm-clip); 0 = off",
-       0, 1e12},
+      {"sigma", ParamType::Real, 5e-4,
+       "std of the Gaussian noise added to each parameter of the aggregate "
+       "(SPEC: 1e-5 or 5e-4)",
+       0, 1e6},
+      {"clip", ParamType::Real, 0.0, "> 0: first clip each update's parameter L2 norm to this (norm-clip); 0 = off", 0,
+       1e12},
       weighting_param("samples"),
   };
   return specs;

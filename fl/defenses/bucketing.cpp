@@ -34,11 +34,8 @@ namespace {
 class Bucketing final : public ServerRule {
  public:
   Bucketing(const Params& p, std::unique_ptr<ServerRule> inner)
-      : params_(p),
-        s_(p.integer("s")),
-        fixed_(p.text("reshuffle") == "fixed"),
-        seed_(static_cast<uint64_t>(p.integer("seed"))),
-        scaled_f_(p.text("inner_f") == "scaled"),
+      : params_(p), s_(p.integer("s")), fixed_(p.text("reshuffle") == "fixed"),
+        seed_(static_cast<uint64_t>(p.integer("seed"))), scaled_f_(p.text("inner_f") == "scaled"),
         inner_(std::move(inner)) {
     BASTION_CHECK(inner_ != nullptr, "bucketing: no inner rule");
   }
@@ -57,9 +54,9 @@ class Bucketing final : public ServerRule {
     const int64_t k = (n + s_ - 1) / s_, inner_f = scaled_f_ ? (k * f) / n : f;
     const std::string refused = inner_->refusal(k, inner_f);
     BASTION_CHECK(refused.empty(), "bucketing: n = ", n, " uploads in buckets of s = ", s_, " give k = ", k,
-                  " bucket means with f = ", inner_f, " for the inner rule (inner_f = ",
-                  scaled_f_ ? "scaled" : "unchanged", ", f = ", f, "), and it refuses them: ", refused, "; ",
-                  fitting_settings(n, f));
+                  " bucket means with f = ", inner_f,
+                  " for the inner rule (inner_f = ", scaled_f_ ? "scaled" : "unchanged", ", f = ", f,
+                  "), and it refuses them: ", refused, "; ", fitting_settings(n, f));
     std::vector<float> means(static_cast<size_t>(k * in.D));
     std::vector<int64_t> samples(static_cast<size_t>(k), 0), ids(static_cast<size_t>(k));
     std::iota(ids.begin(), ids.end(), int64_t{0});
@@ -94,8 +91,8 @@ class Bucketing final : public ServerRule {
       for (int64_t s = s_; s >= 1; --s) {
         const int64_t k = (n + s - 1) / s;
         if (!inner_->refusal(k, scaled ? (k * f) / n : f).empty()) continue;
-        fits += (fits.empty() ? "" : " or ") + std::string("s = ") + std::to_string(s) + " with inner_f = " +
-                (scaled ? "\"scaled\"" : "\"unchanged\"") + " (k = " + std::to_string(k) + ")";
+        fits += (fits.empty() ? "" : " or ") + std::string("s = ") + std::to_string(s) +
+                " with inner_f = " + (scaled ? "\"scaled\"" : "\"unchanged\"") + " (k = " + std::to_string(k) + ")";
         break;  // the largest fitting s for this inner_f
       }
     return fits.empty() ? "no s or inner_f fits: assume fewer attackers (server.expected_malicious or the "
@@ -120,14 +117,22 @@ const std::vector<ParamSpec>& bucketing_params() {
   static const double inf = std::numeric_limits<double>::infinity();
   static const std::vector<ParamSpec> specs = {
       {"s", ParamType::Integer, int64_t{2}, "uploads per bucket (the last bucket may hold fewer)", 1, 1e9},
-      {"reshuffle", ParamType::Text, std::string("round"),
-       "round: new permutation each round (paper); fixed: one permutation from `seed` (FedCAP)", -inf, inf,
+      {"reshuffle",
+       ParamType::Text,
+       std::string("round"),
+       "round: new permutation each round (paper); fixed: one permutation from `seed` (FedCAP)",
+       -inf,
+       inf,
        {"round", "fixed"}},
       {"seed", ParamType::Integer, int64_t{0}, "seed of the permutation when reshuffle = fixed", 0, 9.0e15},
-      {"inner_f", ParamType::Text, std::string("unchanged"),
+      {"inner_f",
+       ParamType::Text,
+       std::string("unchanged"),
        "unchanged: the inner rule assumes the same f (paper, FLPoison) | scaled: floor(#buckets * f / n) "
        "(FedCAP's code)",
-       -inf, inf, {"unchanged", "scaled"}},
+       -inf,
+       inf,
+       {"unchanged", "scaled"}},
       f_param(),
   };
   return specs;

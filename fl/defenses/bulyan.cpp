@@ -54,7 +54,8 @@ class Bulyan final : public ServerRule {
     AggregationOutput out;
     out.update = coordinate_wise(in, selected, {CoordinateStatistic::ClosestToMedian, beta}, "bulyan");
     out.flagged = flags_except(n, selected);
-    out.resolved = {{"f", static_cast<double>(f)}, {"theta", static_cast<double>(theta)}, {"beta", static_cast<double>(beta)}};
+    out.resolved = {
+        {"f", static_cast<double>(f)}, {"theta", static_cast<double>(theta)}, {"beta", static_cast<double>(beta)}};
     if (momentum_ > 0.0) apply_momentum(out.update);
     if (base_client_0_) add_client_0_upload(in, out.update);
     return out;
@@ -107,8 +108,12 @@ const std::vector<ParamSpec>& bulyan_params() {
       f_param(),
       {"momentum", ParamType::Real, 0.0, "server velocity v <- m v + update, returned (SPMC code: 0.9); 0 = none", 0.0,
        0.999},
-      {"base", ParamType::Text, std::string("global"),
-       "global (paper); client-0: add client 0's upload, the SPMC code's base model", -inf, inf,
+      {"base",
+       ParamType::Text,
+       std::string("global"),
+       "global (paper); client-0: add client 0's upload, the SPMC code's base model",
+       -inf,
+       inf,
        {"global", "client-0"}},
   };
   return specs;

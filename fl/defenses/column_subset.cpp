@@ -32,7 +32,8 @@ void scatter(std::span<float> full, std::span<const float> sub, const std::vecto
 // Server data seen through the subset: a sub-state is completed with the global state's other columns.
 class SubsetServerData final : public ServerData {
  public:
-  SubsetServerData(ServerData& full, std::span<const float> global, const std::vector<ColumnRange>& ranges, int64_t width)
+  SubsetServerData(ServerData& full, std::span<const float> global, const std::vector<ColumnRange>& ranges,
+                   int64_t width)
       : full_(full), global_(global), ranges_(ranges), width_(width) {}
   int64_t size() const override { return full_.size(); }
   std::vector<float> train(std::span<const float> state, const ServerTrainSpec& spec) override {
@@ -62,7 +63,8 @@ class ColumnSubset final : public ServerRule {
   }
 
   AggregationOutput aggregate(const AggregationInput& in) override {
-    BASTION_CHECK(ranges_.back().end <= in.D, "server.apply_to: column ", ranges_.back().end, " beyond the model's ", in.D);
+    BASTION_CHECK(ranges_.back().end <= in.D, "server.apply_to: column ", ranges_.back().end, " beyond the model's ",
+                  in.D);
     std::vector<float> sub(static_cast<size_t>(in.n * width_));
     for (int64_t i = 0; i < in.n; ++i) gather_into(sub.data() + i * width_, in.updates + i * in.D, ranges_);
     const std::vector<float> sub_global = gather(in.global, ranges_, width_);
@@ -142,8 +144,10 @@ std::vector<ColumnRange> ranges_within(std::span<const ColumnRange> ranges, std:
       const int64_t begin = std::max(r.begin, s.begin), end = std::min(r.end, s.end);
       if (begin >= end) continue;
       const ColumnRange mapped{offset + begin - s.begin, offset + end - s.begin};
-      if (!out.empty() && out.back().end == mapped.begin) out.back().end = mapped.end;
-      else out.push_back(mapped);
+      if (!out.empty() && out.back().end == mapped.begin)
+        out.back().end = mapped.end;
+      else
+        out.push_back(mapped);
     }
     offset += s.end - s.begin;
   }

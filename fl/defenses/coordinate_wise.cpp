@@ -65,11 +65,14 @@ void reduce_tile(float* out, const float* tile, int64_t r, int64_t width, const 
     }
     case CoordinateStatistic::ClosestToMedian:
       for (int64_t c = 0; c < width; ++c) {
-        const double median = r % 2 == 1 ? tile[h * T + c] : (static_cast<double>(tile[(h - 1) * T + c]) + tile[h * T + c]) / 2.0;
+        const double median =
+            r % 2 == 1 ? tile[h * T + c] : (static_cast<double>(tile[(h - 1) * T + c]) + tile[h * T + c]) / 2.0;
         int64_t lo = 0, hi = r - 1;  // the kept values are the window [lo, hi] of the sorted column
         while (hi - lo + 1 > spec.count) {
-          if (median - tile[lo * T + c] > tile[hi * T + c] - median) ++lo;
-          else --hi;  // equal distance: drop the larger value
+          if (median - tile[lo * T + c] > tile[hi * T + c] - median)
+            ++lo;
+          else
+            --hi;  // equal distance: drop the larger value
         }
         double sum = 0.0;
         for (int64_t k = lo; k <= hi; ++k) sum += tile[k * T + c];

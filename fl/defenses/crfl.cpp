@@ -75,11 +75,12 @@ class Crfl final : public ServerRule {
 
 const std::vector<ParamSpec>& crfl_params() {
   static const std::vector<ParamSpec> specs = {
-      {"clip_slope", ParamType::Real, 5.0, "rho_t = min(clip_slope * (round - 1) + clip_base, clip_max): 30 in round 1", 0, 1e30},
+      {"clip_slope", ParamType::Real, 5.0, "rho_t = min(clip_slope * (round - 1) + clip_base, clip_max): 30 in round 1",
+       0, 1e30},
       {"clip_base", ParamType::Real, 30.0, "see clip_slope", 0, 1e30},
       {"clip_max", ParamType::Real, 100.0, "largest parameter L2 norm of the global model", 0, 1e30},
-      {"sigma", ParamType::Real, 1e-4, "std of the smoothing noise added to every parameter of the global model",
-       0, 1e6},
+      {"sigma", ParamType::Real, 1e-4, "std of the smoothing noise added to every parameter of the global model", 0,
+       1e6},
       {"last_round", ParamType::Integer, int64_t{-1},
        "no noise in this round: -1 = the run's final round (CRFL, SPMC); 0 = noise in every round", -1, 1e9},
       weighting_param("samples"),

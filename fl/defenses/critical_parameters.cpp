@@ -43,7 +43,8 @@ CriticalSets select_critical_sets(std::span<const float> importance, int64_t k, 
   const float bottom_cut = scratch[k - 1];
   const int64_t below = std::count_if(scratch.begin(), scratch.begin() + k, [&](float v) { return v < bottom_cut; });
   sets.bottom = collect(importance, bottom_cut, k - below, /*largest=*/false);
-  BASTION_ASSERT(static_cast<int64_t>(sets.top.index.size()) == k && static_cast<int64_t>(sets.bottom.index.size()) == k);
+  BASTION_ASSERT(static_cast<int64_t>(sets.top.index.size()) == k &&
+                 static_cast<int64_t>(sets.bottom.index.size()) == k);
   return sets;
 }
 
@@ -134,7 +135,8 @@ std::vector<double> critical_normality(std::span<const CriticalSets> clients, co
     for (size_t k = 0; k < pair_count; ++k)
       sim[pairs[k].first * n + pairs[k].second] = sim[pairs[k].second * n + pairs[k].first] = similarity[k];
     for (size_t i = 0; i < n; ++i) {
-      std::vector<double> row(sim.begin() + static_cast<std::ptrdiff_t>(i * n), sim.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
+      std::vector<double> row(sim.begin() + static_cast<std::ptrdiff_t>(i * n),
+                              sim.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
       std::sort(row.begin(), row.end());  // a sum in value order: the same for any order of the peers
       normality[i] = std::accumulate(row.begin(), row.end(), 0.0) / static_cast<double>(n);
     }

@@ -61,7 +61,7 @@ double critical_set_similarity(const CriticalSet& a, const CriticalSet& b, Corre
 
 struct CriticalSimilarityOptions {
   CorrelationKind correlation = CorrelationKind::Spearman;
-  bool use_top = true, use_bottom = true;  // Table 5 "without topk" / "without bottomk"
+  bool use_top = true, use_bottom = true;    // Table 5 "without topk" / "without bottomk"
   bool use_local = true, use_global = true;  // Table 5 "without local" / "without global"
 };
 

@@ -9,11 +9,14 @@
 namespace bastion {
 
 ParamSpec f_param() {
-  return {"f", ParamType::Integer, int64_t{-1},
-          "attackers assumed among the uploads; -1 = server.expected_malicious", -1, 1e9};
+  return {"f",         ParamType::Integer,
+          int64_t{-1}, "attackers assumed among the uploads; -1 = server.expected_malicious",
+          -1,          1e9};
 }
 
-int64_t resolved_f(const Params& params, const AggregationInput& in) { return resolved_f(params, in.expected_malicious); }
+int64_t resolved_f(const Params& params, const AggregationInput& in) {
+  return resolved_f(params, in.expected_malicious);
+}
 
 int64_t resolved_f(const Params& params, int64_t expected_malicious) {
   const int64_t f = params.integer("f");
@@ -110,9 +113,13 @@ void for_column_blocks(const AggregationInput& in, int64_t D, int64_t block,
 }
 
 ParamSpec weighting_param(const char* default_value) {
-  return {"weighting", ParamType::Text, std::string(default_value),
+  return {"weighting",
+          ParamType::Text,
+          std::string(default_value),
           "samples: weight kept uploads by local data size; uniform: plain mean",
-          -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"samples", "uniform"}};
+          -std::numeric_limits<double>::infinity(),
+          std::numeric_limits<double>::infinity(),
+          {"samples", "uniform"}};
 }
 
 }  // namespace bastion

@@ -77,8 +77,8 @@ class Dnc final : public ServerRule {
     std::vector<int64_t> kept;
     for (int64_t i = 0; i < n; ++i)
       if (good[i]) kept.push_back(i);
-    BASTION_CHECK(!kept.empty(), "dnc: no upload survives all ", iterations_, " iterations (removing ", removed,
-                  " of ", n, " each)");
+    BASTION_CHECK(!kept.empty(), "dnc: no upload survives all ", iterations_, " iterations (removing ", removed, " of ",
+                  n, " each)");
     return mean_of_kept(in, std::move(kept), sample_weighted_);
   }
 

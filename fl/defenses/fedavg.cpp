@@ -37,8 +37,13 @@ class FedAvg final : public ServerRule {
 
 const std::vector<ParamSpec>& fedavg_params() {
   static const std::vector<ParamSpec> specs = {
-      {"weighting", ParamType::Text, std::string("samples"), "samples: weight by local data size; uniform: plain mean",
-       -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"samples", "uniform"}},
+      {"weighting",
+       ParamType::Text,
+       std::string("samples"),
+       "samples: weight by local data size; uniform: plain mean",
+       -std::numeric_limits<double>::infinity(),
+       std::numeric_limits<double>::infinity(),
+       {"samples", "uniform"}},
       {"lr", ParamType::Real, 1.0, "server learning rate eta (global += eta * mean update)", 0, 1e6},
   };
   return specs;

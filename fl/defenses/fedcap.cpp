@@ -43,7 +43,8 @@ class FedcapRule final : public ServerRule {
       : alpha_(p.real("alpha")), phi_(p.real("phi")), threshold_(p.real("norm_threshold")),
         calibration_(p.boolean("calibration")), customise_(p.boolean("customise")),
         request_(p.text("non_uploaders") == "request") {
-    BASTION_CHECK(phi_ == -1.0 || (phi_ >= 0.0 && phi_ <= 1.0), p.scope(), ".phi: -1 (1 / uploads) or in [0, 1], got ", phi_);
+    BASTION_CHECK(phi_ == -1.0 || (phi_ >= 0.0 && phi_ <= 1.0), p.scope(), ".phi: -1 (1 / uploads) or in [0, 1], got ",
+                  phi_);
   }
 
   AggregationOutput aggregate(const AggregationInput& in) override;
@@ -89,8 +90,8 @@ AggregationOutput FedcapRule::aggregate(const AggregationInput& in) {
     float* W = models.data() + i * D;
     float* u = updates.data() + i * D;
     for (int64_t d = 0; d < D; ++d) {
-      W[d] = base[d] + delta[d];                                  // recover
-      u[d] = calibration_ ? W[d] - in.global[d] : delta[d];        // calibrate (or the raw upload)
+      W[d] = base[d] + delta[d];                             // recover
+      u[d] = calibration_ ? W[d] - in.global[d] : delta[d];  // calibrate (or the raw upload)
     }
     if (calibration_) {
       const double norm = fedcap_norm(std::span<const float>(u, static_cast<size_t>(D)), P);
@@ -148,8 +149,10 @@ bool FedcapRule::start_state(int64_t client, std::span<const float> request, std
                 " values, the pool holds models of ", pool_D_);
   const int64_t k = static_cast<int64_t>(pool_clients_.size());
   const int64_t self = pool_row(client);
-  if (self >= 0) request = std::span<const float>(pool_updates_.data() + self * pool_D_, static_cast<size_t>(pool_D_));
-  else if (request.empty()) return false;  // a non-uploader without a request (non_uploaders = global): the global model
+  if (self >= 0)
+    request = std::span<const float>(pool_updates_.data() + self * pool_D_, static_cast<size_t>(pool_D_));
+  else if (request.empty())
+    return false;  // a non-uploader without a request (non_uploaders = global): the global model
   const std::vector<double> weights =
       fedcap_mixture_weights(pool_updates_.data(), k, pool_P_, pool_D_, request, self, alpha_, phi_);
   fedcap_mix(pool_models_.data(), k, pool_D_, weights, out);
@@ -214,8 +217,8 @@ void FedcapRule::load_legacy(std::span<const float> s) {
   pool_clients_.clear();
   for (int64_t j = 0; j < k; ++j) pool_clients_.push_back(next_count("pool client"));
   const size_t rest = static_cast<size_t>(D + 2 * k * D);
-  BASTION_CHECK(P <= D && s.size() - at == rest, "fedcap state: ", s.size() - at,
-                " values after the header, expected ", rest);
+  BASTION_CHECK(P <= D && s.size() - at == rest, "fedcap state: ", s.size() - at, " values after the header, expected ",
+                rest);
   pool_base_.assign(s.begin() + at, s.begin() + at + D);
   pool_models_.assign(s.begin() + at + D, s.begin() + at + D + k * D);
   pool_updates_.assign(s.begin() + at + D + k * D, s.end());
@@ -244,7 +247,8 @@ std::vector<double> fedcap_mixture_weights(const float* updates, int64_t k, int6
     double dot = 0.0;
     for (int64_t d = 0; d < P; ++d) dot += static_cast<double>(request[d]) * row[d];
     // torch's cosine_similarity: dot / max(|a||b|, 1e-8), so a zero vector gives 0; NaN -> -1 (FedCAP).
-    double similarity = dot / std::max(request_norm * fedcap_norm(std::span<const float>(row, static_cast<size_t>(P)), P), 1e-8);
+    double similarity =
+        dot / std::max(request_norm * fedcap_norm(std::span<const float>(row, static_cast<size_t>(P)), P), 1e-8);
     if (std::isnan(similarity)) similarity = -1.0;
     logits[j] = alpha * similarity;
     top = std::max(top, logits[j]);
@@ -258,8 +262,8 @@ std::vector<double> fedcap_mixture_weights(const float* updates, int64_t k, int6
 }
 
 void fedcap_mix(const float* models, int64_t k, int64_t D, std::span<const double> weights, std::span<float> out) {
-  BASTION_CHECK(static_cast<int64_t>(weights.size()) == k && static_cast<int64_t>(out.size()) == D, "fedcap mix: ",
-                weights.size(), " weights for ", k, " models, out of ", out.size(), " for D = ", D);
+  BASTION_CHECK(static_cast<int64_t>(weights.size()) == k && static_cast<int64_t>(out.size()) == D,
+                "fedcap mix: ", weights.size(), " weights for ", k, " models, out of ", out.size(), " for D = ", D);
   for (int64_t d = 0; d < D; ++d) {
     double sum = 0.0;
     for (int64_t j = 0; j < k; ++j) sum += weights[j] * models[j * D + d];
@@ -276,14 +280,23 @@ double fedcap_norm(std::span<const float> row, int64_t P) {
 const std::vector<ParamSpec>& fedcap_params() {
   static const std::vector<ParamSpec> specs = {
       {"alpha", ParamType::Real, 10.0, "scale factor alpha of softmax(alpha cos) (FedCAP grid 2, 5, 10)", 0, 1e6},
-      {"phi", ParamType::Real, 0.3, "self weight phi of an uploader's customised model (grid 0.1, 0.2, 0.3; -1 = 1/uploads)", -1, 1},
-      {"norm_threshold", ParamType::Real, 10.0, "T_norm: a calibrated update with a larger L2 norm removes its client for good", 0, 1e30},
+      {"phi", ParamType::Real, 0.3,
+       "self weight phi of an uploader's customised model (grid 0.1, 0.2, 0.3; -1 = 1/uploads)", -1, 1},
+      {"norm_threshold", ParamType::Real, 10.0,
+       "T_norm: a calibrated update with a larger L2 norm removes its client for good", 0, 1e30},
       {"calibration", ParamType::Boolean, true,
-       "calibrate against the global model and detect (false: raw uploads as similarity vectors, no detection; FedCAP1/4)"},
-      {"customise", ParamType::Boolean, true, "send customised models (false: everyone gets the global model; FedCAP2)"},
-      {"non_uploaders", ParamType::Text, std::string("request"),
+       "calibrate against the global model and detect (false: raw uploads as similarity vectors, no detection; "
+       "FedCAP1/4)"},
+      {"customise", ParamType::Boolean, true,
+       "send customised models (false: everyone gets the global model; FedCAP2)"},
+      {"non_uploaders",
+       ParamType::Text,
+       std::string("request"),
        "a sampled client absent from last round's uploads: request (trains an update from the global model first; "
-       "FedCAP) | global (starts from the global model)", -kInf, kInf, {"request", "global"}},
+       "FedCAP) | global (starts from the global model)",
+       -kInf,
+       kInf,
+       {"request", "global"}},
   };
   return specs;
 }

@@ -66,15 +66,17 @@ class FedCpa final : public ServerRule {
     auto task = [&](int64_t t, int worker) {
       std::vector<float>& p = importance[static_cast<size_t>(worker)];
       p.resize(static_cast<size_t>(K));
-      if (t < n) local_importance(in, t, columns, offset, p);
-      else global_importance(in, columns, offset, p);
+      if (t < n)
+        local_importance(in, t, columns, offset, p);
+      else
+        global_importance(in, columns, offset, p);
       sets[static_cast<size_t>(t)] = select_critical_sets(p, k, scratch[static_cast<size_t>(worker)]);
     };
     const int64_t tasks = have_global ? n + 1 : n;
     run_tasks(in.pool, tasks, task);
-    const std::vector<double> normality = critical_normality(std::span<const CriticalSets>(sets.data(), static_cast<size_t>(n)),
-                                                             have_global ? &sets[static_cast<size_t>(n)] : nullptr, options_,
-                                                             in.pool);
+    const std::vector<double> normality =
+        critical_normality(std::span<const CriticalSets>(sets.data(), static_cast<size_t>(n)),
+                           have_global ? &sets[static_cast<size_t>(n)] : nullptr, options_, in.pool);
     AggregationOutput out = weighted_mean_of_kept(in, critical_weights(normality));
     remember_reference(in, offset);
     return out;
@@ -195,14 +197,27 @@ const std::vector<ParamSpec>& fedcpa_params() {
   static const std::vector<ParamSpec> specs = {
       {"k", ParamType::Real, 0.01,
        "top/bottom set size as a fraction of the conv/linear weights (k = max(1, floor(k K)); paper 1 %)", 1e-6, 0.5},
-      {"correlation", ParamType::Text, std::string("spearman"),
-       "rank correlation on the shared critical values: spearman (paper) or pearson (authors' code)", -inf, inf,
+      {"correlation",
+       ParamType::Text,
+       std::string("spearman"),
+       "rank correlation on the shared critical values: spearman (paper) or pearson (authors' code)",
+       -inf,
+       inf,
        {"spearman", "pearson"}},
-      {"first_round", ParamType::Text, std::string("skip"),
+      {"first_round",
+       ParamType::Text,
+       std::string("skip"),
        "before a previous global model exists: skip the global term (paper) or local-mean (code: the local mean "
-       "serves as this round's global)", -inf, inf, {"skip", "local-mean"}},
-      {"ablation", ParamType::Text, std::string("none"),
-       "Table 5 variants: none, without-topk, without-bottomk, without-global, without-local", -inf, inf,
+       "serves as this round's global)",
+       -inf,
+       inf,
+       {"skip", "local-mean"}},
+      {"ablation",
+       ParamType::Text,
+       std::string("none"),
+       "Table 5 variants: none, without-topk, without-bottomk, without-global, without-local",
+       -inf,
+       inf,
        {"none", "without-topk", "without-bottomk", "without-global", "without-local"}},
   };
   return specs;

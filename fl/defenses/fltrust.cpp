@@ -85,10 +85,14 @@ class FlTrust final : public ServerRule {
 const std::vector<ParamSpec>& fltrust_params() {
   static const std::vector<ParamSpec> specs = with_server_training_params(
       {{"eps", ParamType::Real, 0.0, "added to the sum of trust scores (0 = paper; SPMC's code uses 1e-5)", 0, 1},
-       {"schedule", ParamType::Text, std::string("clients"),
+       {"schedule",
+        ParamType::Text,
+        std::string("clients"),
         "clients: the root-set update runs the clients' local schedule (paper) | own: epochs, batch, lr, "
         "momentum, weight_decay below (SPMC: epochs = 10)",
-        -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"clients", "own"}}},
+        -std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::infinity(),
+        {"clients", "own"}}},
       1);
   return specs;
 }

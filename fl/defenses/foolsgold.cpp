@@ -54,8 +54,7 @@ bool is_count(float x) { return x >= 0.0f && x < 1e15f && x == std::floor(x); }
 class FoolsGold final : public ServerRule {
  public:
   explicit FoolsGold(const Params& p)
-      : normalized_(p.text("history") == "normalized"),
-        nonzero_mean_(p.text("aggregate") == "nonzero-mean"),
+      : normalized_(p.text("history") == "normalized"), nonzero_mean_(p.text("aggregate") == "nonzero-mean"),
         confidence_(p.real("confidence")) {}
 
   AggregationOutput aggregate(const AggregationInput& in) override {
@@ -142,14 +141,14 @@ class FoolsGold final : public ServerRule {
     BASTION_CHECK(state.size() >= 2, "foolsgold: state of ", state.size(), " floats has no header");
     BASTION_CHECK(is_count(state[0]) && is_count(state[1]) &&
                       static_cast<double>(state.size()) == 2.0 + double{state[0]} * (1.0 + state[1]),
-                  "foolsgold: state of ", state.size(), " floats does not hold ", state[0], " histories of ",
-                  state[1], " values");
+                  "foolsgold: state of ", state.size(), " floats does not hold ", state[0], " histories of ", state[1],
+                  " values");
     const auto count = static_cast<int64_t>(state[0]);
     width = static_cast<int64_t>(state[1]);
     for (int64_t c = 0; c < count; ++c) {
       const float* record = state.data() + 2 + c * (1 + width);
-      BASTION_CHECK(is_count(record[0]) && record[0] < kMaxExactId, "foolsgold: state record ", c,
-                    " has client id ", record[0], " (an integer in [0, 2^24) expected)");
+      BASTION_CHECK(is_count(record[0]) && record[0] < kMaxExactId, "foolsgold: state record ", c, " has client id ",
+                    record[0], " (an integer in [0, 2^24) expected)");
       const auto id = static_cast<int64_t>(record[0]);
       BASTION_CHECK(!history.count(id), "foolsgold: state holds client ", id, " twice");
       BASTION_CHECK(std::all_of(record + 1, record + 1 + width, [](float v) { return std::isfinite(v); }),
@@ -195,10 +194,19 @@ class FoolsGold final : public ServerRule {
 const std::vector<ParamSpec>& foolsgold_params() {
   static const double inf = std::numeric_limits<double>::infinity();
   static const std::vector<ParamSpec> specs = {
-      {"history", ParamType::Text, std::string("sum"),
-       "sum: H += Delta (paper); normalized: H += Delta / (|Delta| + 0.1) (SPMC)", -inf, inf, {"sum", "normalized"}},
-      {"aggregate", ParamType::Text, std::string("weighted"),
-       "weighted: sum w_i Delta_i / sum w_i (paper); nonzero-mean: / #{w_i > 0} (FedCPA)", -inf, inf,
+      {"history",
+       ParamType::Text,
+       std::string("sum"),
+       "sum: H += Delta (paper); normalized: H += Delta / (|Delta| + 0.1) (SPMC)",
+       -inf,
+       inf,
+       {"sum", "normalized"}},
+      {"aggregate",
+       ParamType::Text,
+       std::string("weighted"),
+       "weighted: sum w_i Delta_i / sum w_i (paper); nonzero-mean: / #{w_i > 0} (FedCPA)",
+       -inf,
+       inf,
        {"weighted", "nonzero-mean"}},
       {"confidence", ParamType::Real, 1.0, "kappa in w = kappa * (ln(w / (1 - w)) + 0.5)", 1e-6, 1e6},
   };

@@ -28,11 +28,8 @@ namespace {
 class Gas final : public ServerRule {
  public:
   Gas(const Params& p, std::unique_ptr<ServerRule> inner)
-      : params_(p),
-        groups_(p.integer("p")),
-        random_(p.text("split") == "random"),
-        sample_weighted_(p.text("weighting") == "samples"),
-        inner_(std::move(inner)) {
+      : params_(p), groups_(p.integer("p")), random_(p.text("split") == "random"),
+        sample_weighted_(p.text("weighting") == "samples"), inner_(std::move(inner)) {
     BASTION_CHECK(inner_ != nullptr, "gas: no inner rule");
   }
 
@@ -69,8 +66,8 @@ class Gas final : public ServerRule {
       sub.global = global;
       sub.weight_columns = {};  // a random column group has no tensor layout
       const AggregationOutput agg = inner_->aggregate(sub);
-      BASTION_CHECK(static_cast<int64_t>(agg.update.size()) == width, "gas: inner rule returned ",
-                    agg.update.size(), " values for a group of ", width);
+      BASTION_CHECK(static_cast<int64_t>(agg.update.size()) == width, "gas: inner rule returned ", agg.update.size(),
+                    " values for a group of ", width);
       for (int64_t i = 0; i < n; ++i) {
         double sq = 0.0;
         for (int64_t c = 0; c < width; ++c) {
@@ -105,8 +102,12 @@ const std::vector<ParamSpec>& gas_params() {
   static const double inf = std::numeric_limits<double>::infinity();
   static const std::vector<ParamSpec> specs = {
       {"p", ParamType::Integer, int64_t{1000}, "groups of parameter coordinates (p > P: one per coordinate)", 1, 1e12},
-      {"split", ParamType::Text, std::string("random"),
-       "random: coordinates permuted by the round's seed (FedCAP); contiguous: consecutive ranges", -inf, inf,
+      {"split",
+       ParamType::Text,
+       std::string("random"),
+       "random: coordinates permuted by the round's seed (FedCAP); contiguous: consecutive ranges",
+       -inf,
+       inf,
        {"random", "contiguous"}},
       weighting_param("uniform"),
       f_param(),

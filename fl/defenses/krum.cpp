@@ -73,14 +73,22 @@ const std::vector<ParamSpec>& krum_params() {
   constexpr double inf = std::numeric_limits<double>::infinity();
   static const std::vector<ParamSpec> specs = {
       f_param(),
-      {"score", ParamType::Text, std::string("paper"),
-       "paper: n - f - 2 nearest others; fedcap: k + 1 smallest incl. self (same numbers, alias)", -inf, inf,
+      {"score",
+       ParamType::Text,
+       std::string("paper"),
+       "paper: n - f - 2 nearest others; fedcap: k + 1 smallest incl. self (same numbers, alias)",
+       -inf,
+       inf,
        {"paper", "fedcap"}},
       {"squared", ParamType::Boolean, true, "squared distances (paper); false: Euclidean (SPMC)"},
       {"neighbours", ParamType::Integer, int64_t{-1}, "distances summed per score; -1 = n - f - 2", -1, 1e9},
-      {"output", ParamType::Text, std::string("single"),
+      {"output",
+       ParamType::Text,
+       std::string("single"),
        "single: the best upload (paper); neighbourhood: mean of its k + 1 nearest, itself included (FedCPA)",
-       -inf, inf, {"single", "neighbourhood"}},
+       -inf,
+       inf,
+       {"single", "neighbourhood"}},
   };
   return specs;
 }

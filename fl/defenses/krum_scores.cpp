@@ -56,7 +56,8 @@ size_t best_candidate(std::span<const double> scores, std::span<const int64_t> c
 }
 }  // namespace
 
-std::vector<int64_t> krum_select(std::span<const float> dist, int64_t n, int64_t f, int64_t m, KrumSelection selection) {
+std::vector<int64_t> krum_select(std::span<const float> dist, int64_t n, int64_t f, int64_t m,
+                                 KrumSelection selection) {
   BASTION_ASSERT(n > 2 * f + 2 && m >= 1 && m <= n);
   BASTION_ASSERT(selection != KrumSelection::Ndss21 || m == n - 2 * f - 2);
   // Neighbours other than itself summed per score among r candidates: NDSS'21 counts its own zero

@@ -33,9 +33,13 @@ class Median final : public ServerRule {
 
 const std::vector<ParamSpec>& median_params() {
   static const std::vector<ParamSpec> specs = {
-      {"even", ParamType::Text, std::string("mean"),
+      {"even",
+       ParamType::Text,
+       std::string("mean"),
        "even n: mean = average of the two middle values; lower = the lower one (torch.median, FedCPA)",
-       -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"mean", "lower"}},
+       -std::numeric_limits<double>::infinity(),
+       std::numeric_limits<double>::infinity(),
+       {"mean", "lower"}},
   };
   return specs;
 }

@@ -35,8 +35,7 @@ KrumSelection selection_of(const std::string& name) {
 class MultiKrum final : public ServerRule {
  public:
   explicit MultiKrum(const Params& p)
-      : params_(p), m_(p.integer("m")),
-        selection_(selection_of(p.text("selection"))),
+      : params_(p), m_(p.integer("m")), selection_(selection_of(p.text("selection"))),
         sample_weighted_(p.text("weighting") == "samples") {
     BASTION_CHECK(selection_ != KrumSelection::Ndss21 || m_ < 0, "multi-krum: selection = \"ndss21\" keeps ",
                   "n - 2f - 2 uploads (the notebook's loop): leave m = -1, got m = ", m_);
@@ -74,11 +73,15 @@ const std::vector<ParamSpec>& multi_krum_params() {
   static const std::vector<ParamSpec> specs = {
       f_param(),
       {"m", ParamType::Integer, int64_t{-1}, "uploads averaged; -1 = n - f", -1, 1e9},
-      {"selection", ParamType::Text, std::string("one-shot"),
+      {"selection",
+       ParamType::Text,
+       std::string("one-shot"),
        "one-shot: the m lowest scores of one scoring (paper; FLPoison, ByzFL, FedCAP) | iterative: Krum repeated "
        "on the remaining candidates (Bulyan's selection) | ndss21: NDSS'21's notebook loop (self distance "
        "counted, stops at 2f + 2 left, m = n - 2f - 2)",
-       -inf, inf, {"one-shot", "iterative", "ndss21"}},
+       -inf,
+       inf,
+       {"one-shot", "iterative", "ndss21"}},
       weighting_param("uniform"),
   };
   return specs;

@@ -49,9 +49,8 @@ class NormBound final : public ServerRule {
       }
       std::vector<int64_t> order(static_cast<size_t>(in.n));
       std::iota(order.begin(), order.end(), int64_t{0});
-      std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-        return r[x] != r[y] ? r[x] < r[y] : in.clients[x] < in.clients[y];
-      });
+      std::sort(order.begin(), order.end(),
+                [&](int64_t x, int64_t y) { return r[x] != r[y] ? r[x] < r[y] : in.clients[x] < in.clients[y]; });
       kept.assign(order.begin(), order.begin() + std::min(keep, in.n));
       std::sort(kept.begin(), kept.end());  // rows in their given order: the sum does not depend on the norms
     } else {
@@ -103,14 +102,21 @@ class NormBound final : public ServerRule {
 
 const std::vector<ParamSpec>& norm_bound_params() {
   static const std::vector<ParamSpec> specs = {
-      {"mode", ParamType::Text, std::string("threshold"),
+      {"mode",
+       ParamType::Text,
+       std::string("threshold"),
        "threshold: drop norms above `threshold`; median-multiple: above tau * median norm; keep-smallest: "
        "keep the `keep` smallest norms (FedCPA)",
-       -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+       -std::numeric_limits<double>::infinity(),
+       std::numeric_limits<double>::infinity(),
        {"threshold", "median-multiple", "keep-smallest"}},
-      {"measure", ParamType::Text, std::string("update"),
+      {"measure",
+       ParamType::Text,
+       std::string("update"),
        "update: norm of Delta_i; model: norm of global + Delta_i (FedCPA compares weight vectors)",
-       -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"update", "model"}},
+       -std::numeric_limits<double>::infinity(),
+       std::numeric_limits<double>::infinity(),
+       {"update", "model"}},
       {"threshold", ParamType::Real, 1.0, "mode threshold: largest parameter L2 norm kept", 0, 1e30},
       {"tau", ParamType::Real, 2.0, "mode median-multiple: keep norms <= tau * median norm", 0, 1e30},
       {"keep", ParamType::Integer, int64_t{-1}, "mode keep-smallest: uploads kept; -1 = n - f", -1, 1e9},

@@ -153,15 +153,13 @@ class ResidualBase final : public ServerRule {
 
 const std::vector<ParamSpec>& residual_base_params() {
   static const std::vector<ParamSpec> specs = {
-      {"confidence", ParamType::Real, 2.0, "lambda: residuals beyond lambda sqrt(2/n) standardised units are down-weighted",
-       1e-6, 1e6},
+      {"confidence", ParamType::Real, 2.0,
+       "lambda: residuals beyond lambda sqrt(2/n) standardised units are down-weighted", 1e-6, 1e6},
       {"threshold", ParamType::Real, 0.05, "delta: values with weight < delta are replaced by the fitted line", 0, 1},
   };
   return specs;
 }
 
-std::unique_ptr<ServerRule> make_residual_base(const Params& params) {
-  return std::make_unique<ResidualBase>(params);
-}
+std::unique_ptr<ServerRule> make_residual_base(const Params& params) { return std::make_unique<ResidualBase>(params); }
 
 }  // namespace bastion

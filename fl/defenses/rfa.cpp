@@ -28,10 +28,8 @@ namespace {
 class Rfa final : public ServerRule {
  public:
   explicit Rfa(const Params& p)
-      : sample_weighted_(p.text("weighting") == "samples"),
-        max_iterations_(p.integer("max_iterations")),
-        nu_(p.real("nu")),
-        ftol_(p.real("ftol")) {}
+      : sample_weighted_(p.text("weighting") == "samples"), max_iterations_(p.integer("max_iterations")),
+        nu_(p.real("nu")), ftol_(p.real("ftol")) {}
 
   AggregationOutput aggregate(const AggregationInput& in) override {
     BASTION_CHECK(in.n >= 1, "rfa: no upload to aggregate");
@@ -87,8 +85,8 @@ class Rfa final : public ServerRule {
   }
 
   // g(z) = sum_i alpha_i |z - w_i| (parameter columns); distances[i] = |z - w_i|.
-  static double objective_at(const AggregationInput& in, const std::vector<double>& z,
-                             const std::vector<double>& alpha, std::vector<double>& distances) {
+  static double objective_at(const AggregationInput& in, const std::vector<double>& z, const std::vector<double>& alpha,
+                             std::vector<double>& distances) {
     const int64_t P = in.num_parameters;
     double g = 0.0;
     for (int64_t i = 0; i < in.n; ++i) {

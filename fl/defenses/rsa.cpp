@@ -79,9 +79,12 @@ namespace {
 std::vector<ParamSpec> rsa_specs(double alpha, double lambda, int64_t cap, double weight_decay) {
   return {
       {"alpha", ParamType::Real, alpha, "server step size (rsa: set it to the clients' lr, as the paper does)", 0, 1e6},
-      {"lambda", ParamType::Real, lambda, "weight of the l1 consensus penalty (step per agreeing client; rsa: the clients' lambda)", 0, 1e6},
-      {"cap", ParamType::Integer, cap, "clip the running per-coordinate sign sum to [-cap, cap] after each client (SPMC); 0 = no cap", 0, 1e9},
-      {"weight_decay", ParamType::Real, weight_decay, "the master's regulariser f_0 = (weight_decay/2)||x_0||^2 on the parameters", 0, 1e6},
+      {"lambda", ParamType::Real, lambda,
+       "weight of the l1 consensus penalty (step per agreeing client; rsa: the clients' lambda)", 0, 1e6},
+      {"cap", ParamType::Integer, cap,
+       "clip the running per-coordinate sign sum to [-cap, cap] after each client (SPMC); 0 = no cap", 0, 1e9},
+      {"weight_decay", ParamType::Real, weight_decay,
+       "the master's regulariser f_0 = (weight_decay/2)||x_0||^2 on the parameters", 0, 1e6},
   };
 }
 }  // namespace

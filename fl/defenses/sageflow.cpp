@@ -23,7 +23,8 @@ namespace {
 class SageFlow final : public ServerRule {
  public:
   explicit SageFlow(const Params& p)
-      : threshold_(p.real("entropy_threshold")), delta_(p.real("delta")), sample_weighted_(p.text("weighting") == "samples") {}
+      : threshold_(p.real("entropy_threshold")), delta_(p.real("delta")),
+        sample_weighted_(p.text("weighting") == "samples") {}
 
   AggregationOutput aggregate(const AggregationInput& in) override {
     ServerData& data = require_server_data(in, "sageflow");
@@ -61,7 +62,8 @@ class SageFlow final : public ServerRule {
 
 const std::vector<ParamSpec>& sageflow_params() {
   static const std::vector<ParamSpec> specs = {
-      {"entropy_threshold", ParamType::Real, 2.0, "drop models whose mean prediction entropy (nats) is not below this", 0, 1e3},
+      {"entropy_threshold", ParamType::Real, 2.0, "drop models whose mean prediction entropy (nats) is not below this",
+       0, 1e3},
       {"delta", ParamType::Real, 1.0, "exponent of the loss in the weights m_i / loss_i^delta", 0, 100},
       weighting_param("samples"),
   };

@@ -38,14 +38,14 @@ struct ColumnRange {
 // BatchNorm buffers), the same layout as the uploads.
 struct ServerTrainSpec {
   int64_t epochs = 1;
-  int64_t steps = 0;     // > 0: exactly this many steps instead of epochs (a client schedule's `steps`)
+  int64_t steps = 0;  // > 0: exactly this many steps instead of epochs (a client schedule's `steps`)
   int64_t batch = 64;
   double lr = 0.01, momentum = 0.9, weight_decay = 1e-5;
   bool nesterov = false;
   double grad_clip = 0.0;  // > 0: clip the gradient's global L2 norm
   bool drop_last = false;  // drop the last partial batch of each epoch
-  double rho = 0.0;      // > 0: SAM steps with radius rho (FTSAM)
-  uint64_t seed = 0;     // shuffling
+  double rho = 0.0;        // > 0: SAM steps with radius rho (FTSAM)
+  uint64_t seed = 0;       // shuffling
 };
 
 struct ServerEval {
@@ -68,34 +68,34 @@ class ServerData {
 };
 
 struct AggregationInput {
-  const float* updates = nullptr;         // (n, D) row-major
+  const float* updates = nullptr;  // (n, D) row-major
   int64_t n = 0, D = 0;
-  int64_t num_parameters = 0;             // <= D
-  std::span<const int64_t> num_samples;   // n: local training set sizes (sample weighting)
-  std::span<const int64_t> clients;       // n: client ids
+  int64_t num_parameters = 0;            // <= D
+  std::span<const int64_t> num_samples;  // n: local training set sizes (sample weighting)
+  std::span<const int64_t> clients;      // n: client ids
   int64_t round = 0;
-  int64_t last_round = 0;                 // the run's final round (experiment.rounds); 0 = not known
-  uint64_t seed = 0;                      // (seed, round)-derived, for randomised rules
-  std::span<const float> global;          // D: the global state the updates are relative to
-  int64_t expected_malicious = 0;         // f: attackers the server assumes among these n uploads
-                                          // (server.expected_malicious); rules' own `f = -1` means this
-  ServerData* server_data = nullptr;      // null: no server split (rules that need one refuse)
-  ThreadPool* pool = nullptr;             // threads a rule may use across coordinates; null = serial.
-                                          // Results must not depend on the thread count.
+  int64_t last_round = 0;                       // the run's final round (experiment.rounds); 0 = not known
+  uint64_t seed = 0;                            // (seed, round)-derived, for randomised rules
+  std::span<const float> global;                // D: the global state the updates are relative to
+  int64_t expected_malicious = 0;               // f: attackers the server assumes among these n uploads
+                                                // (server.expected_malicious); rules' own `f = -1` means this
+  ServerData* server_data = nullptr;            // null: no server split (rules that need one refuse)
+  ThreadPool* pool = nullptr;                   // threads a rule may use across coordinates; null = serial.
+                                                // Results must not depend on the thread count.
   std::span<const ColumnRange> weight_columns;  // the conv and linear weights (parameter tensors of 2 or 4
-                                          // dimensions) among [0, num_parameters), sorted, in row
-                                          // coordinates (server_side.h, weight_columns). Empty = layout
-                                          // unknown (unit tests, gas's random column groups): a rule that
-                                          // needs it (fedcpa) then treats every parameter column as one.
+                                                // dimensions) among [0, num_parameters), sorted, in row
+                                                // coordinates (server_side.h, weight_columns). Empty = layout
+                                                // unknown (unit tests, gas's random column groups): a rule that
+                                                // needs it (fedcpa) then treats every parameter column as one.
 };
 
 struct AggregationOutput {
-  std::vector<float> update;              // D: added to the global state
-  std::vector<uint8_t> flagged;           // n: 1 = the rule judged this upload malicious (detection
-                                          // metrics); empty = the rule flags nobody
-  std::vector<double> weights;            // n: a weighted-mean rule's upload weights, summing to 1
-                                          // (fedavg, spmc; SPMC's clients rebuild their coalition from
-                                          // them); empty = the rule is no weighted mean
+  std::vector<float> update;     // D: added to the global state
+  std::vector<uint8_t> flagged;  // n: 1 = the rule judged this upload malicious (detection
+                                 // metrics); empty = the rule flags nobody
+  std::vector<double> weights;   // n: a weighted-mean rule's upload weights, summing to 1
+                                 // (fedavg, spmc; SPMC's clients rebuild their coalition from
+                                 // them); empty = the rule is no weighted mean
   // The values the rule derived this round from its parameters and the round (e.g. {"f", 4}, {"m", 16}
   // for multi-krum's f = -1, m = -1): summary.json's "resolved", so a reader sees what it assumed.
   std::vector<std::pair<std::string, double>> resolved;
@@ -109,10 +109,11 @@ struct AggregationOutput {
 //
 // RequestUpdates trains each of `clients` from `base` (the rule's columns of a state) on its own data and a copy of its
 // state, model attacks applied as to uploads; returns the updates, row i for clients[i].
-using RequestUpdates = std::function<std::vector<float>(const std::vector<int64_t>& clients, std::span<const float> base)>;
+using RequestUpdates =
+    std::function<std::vector<float>(const std::vector<int64_t>& clients, std::span<const float> base)>;
 struct RoundPlanInput {
   const std::vector<int64_t>* sampled = nullptr;  // this round's clients, ascending
-  std::span<const float> global;                   // the global state's columns this rule aggregates over
+  std::span<const float> global;                  // the global state's columns this rule aggregates over
   // Empty when no training can be done (the final round's "next" start states,
   // eval.personal_received_final): the rule then plans without.
   RequestUpdates request_updates;

@@ -58,11 +58,8 @@ double wasserstein_1d(std::vector<double> a, std::vector<double> b) {
 class Spmc final : public ServerRule {
  public:
   explicit Spmc(const Params& p)
-      : metric_(parse_metric(p.text("metric"))),
-        on_models_(p.text("space") == "models"),
-        sample_coalition_(p.text("coalition") == "samples"),
-        temperature_(p.real("temperature")),
-        eps_(p.real("eps")) {}
+      : metric_(parse_metric(p.text("metric"))), on_models_(p.text("space") == "models"),
+        sample_coalition_(p.text("coalition") == "samples"), temperature_(p.real("temperature")), eps_(p.real("eps")) {}
 
   AggregationOutput aggregate(const AggregationInput& in) override {
     BASTION_CHECK(in.n >= 1, "spmc: no upload to aggregate");
@@ -129,9 +126,12 @@ class Spmc final : public ServerRule {
         const double denominator = std::sqrt(own_sq) * std::sqrt(coalition_sq) + eps_;
         return denominator > 0.0 ? dot / denominator : 0.0;  // two zero vectors: no direction, cos 0
       }
-      case Metric::Euclidean: return -std::sqrt(dist_sq);
-      case Metric::Wasserstein: return -wasserstein_1d(own, coalition);
-      case Metric::Chebyshev: return -dist_max;
+      case Metric::Euclidean:
+        return -std::sqrt(dist_sq);
+      case Metric::Wasserstein:
+        return -wasserstein_1d(own, coalition);
+      case Metric::Chebyshev:
+        return -dist_max;
     }
     return 0.0;
   }
@@ -150,16 +150,28 @@ class Spmc final : public ServerRule {
 
 const std::vector<ParamSpec>& spmc_params() {
   static const std::vector<ParamSpec> specs = {
-      {"metric", ParamType::Text, std::string("cosine"),
+      {"metric",
+       ParamType::Text,
+       std::string("cosine"),
        "margin score against the leave-one-out coalition: cosine (paper, SPMD) | euclidean (-L2, SPMD_euc) | "
        "wasserstein (-W1 of the value distributions, SPMD_was) | chebyshev (-max |diff|, SPED)",
-       -kInf, kInf, {"cosine", "euclidean", "wasserstein", "chebyshev"}},
-      {"space", ParamType::Text, std::string("models"),
-       "compare whole models W_i = global + Delta_i (paper and code) | the updates Delta_i", -kInf, kInf,
+       -kInf,
+       kInf,
+       {"cosine", "euclidean", "wasserstein", "chebyshev"}},
+      {"space",
+       ParamType::Text,
+       std::string("models"),
+       "compare whole models W_i = global + Delta_i (paper and code) | the updates Delta_i",
+       -kInf,
+       kInf,
        {"models", "updates"}},
-      {"coalition", ParamType::Text, std::string("uniform"),
-       "leave-one-out coalition: uniform = plain mean of the others (code) | samples = |D_j|-weighted mean", -kInf,
-       kInf, {"uniform", "samples"}},
+      {"coalition",
+       ParamType::Text,
+       std::string("uniform"),
+       "leave-one-out coalition: uniform = plain mean of the others (code) | samples = |D_j|-weighted mean",
+       -kInf,
+       kInf,
+       {"uniform", "samples"}},
       {"temperature", ParamType::Real, 1.0, "softmax temperature T of the weights exp(s_i / T) (paper and code: 1)",
        1e-6, 1e6},
       {"eps", ParamType::Real, 1e-5, "added to the cosine's denominator (code: 1e-5)", 0, 1},

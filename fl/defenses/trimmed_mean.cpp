@@ -52,10 +52,13 @@ class TrimmedMean final : public ServerRule {
 const std::vector<ParamSpec>& trimmed_mean_params() {
   static const std::vector<ParamSpec> specs = {
       f_param(),
-      {"trim", ParamType::Text, std::string("f"),
+      {"trim",
+       ParamType::Text,
+       std::string("f"),
        "values dropped at each end: f = f (paper); half-f = floor(f/2) (FedCAP); fixed = b; "
        "closest-to-median = mean of the floor(n/2) values closest to the median (SPMC)",
-       -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+       -std::numeric_limits<double>::infinity(),
+       std::numeric_limits<double>::infinity(),
        {"f", "half-f", "fixed", "closest-to-median"}},
       {"b", ParamType::Integer, int64_t{1}, "values dropped at each end when trim = fixed (FedCPA: 1)", 0, 1e9},
   };

@@ -22,15 +22,17 @@ int64_t csv_integer(const char* file, const std::string& cell, const std::string
   return value;
 }
 
-int64_t note_integer(const std::string& cell, const std::string& line) { return csv_integer("client_notes.csv", cell, line); }
+int64_t note_integer(const std::string& cell, const std::string& line) {
+  return csv_integer("client_notes.csv", cell, line);
+}
 
 // An empty cell is NaN (fixed_text's "not applicable"); parsed without the C locale.
 double csv_real(const char* file, const std::string& cell, const std::string& line) {
   if (cell.empty()) return kNoValue;
   double value = 0.0;
   const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
-  BASTION_CHECK(error == std::errc() && end == cell.data() + cell.size(), file, ": '", cell, "' is not a number in row '",
-                line, "'");
+  BASTION_CHECK(error == std::errc() && end == cell.data() + cell.size(), file, ": '", cell,
+                "' is not a number in row '", line, "'");
   return value;
 }
 }  // namespace
@@ -88,8 +90,8 @@ std::vector<ClientRow> parse_clients_csv(const std::string& text) {
       return cell == "1";
     };
     const char* file = "clients.csv";
-    rows.push_back({csv_integer(file, cells[0], line), csv_integer(file, cells[1], line), flag(cells[2]), flag(cells[3]),
-                    flag(cells[4]), csv_real(file, cells[5], line), csv_real(file, cells[6], line),
+    rows.push_back({csv_integer(file, cells[0], line), csv_integer(file, cells[1], line), flag(cells[2]),
+                    flag(cells[3]), flag(cells[4]), csv_real(file, cells[5], line), csv_real(file, cells[6], line),
                     csv_integer(file, cells[7], line)});
   }
   return rows;

@@ -65,7 +65,9 @@ std::string viridis_color(double t) {
   const double x = std::clamp(std::isnan(t) ? 0.0 : t, 0.0, 1.0) * 4.0;
   const int i = std::min(static_cast<int>(x), 3);
   const double f = x - i;
-  const auto channel = [&](int c) { return static_cast<int>(std::lround(kViridis[i][c] + f * (kViridis[i + 1][c] - kViridis[i][c]))); };
+  const auto channel = [&](int c) {
+    return static_cast<int>(std::lround(kViridis[i][c] + f * (kViridis[i + 1][c] - kViridis[i][c])));
+  };
   char text[8];
   std::snprintf(text, sizeof text, "#%02x%02x%02x", channel(0), channel(1), channel(2));
   return text;
@@ -77,8 +79,8 @@ std::string heatmap_svg(const Heatmap& map) {
   BASTION_CHECK(map.values.size() == map.rows.size(), "heatmap '", map.title, "': ", map.values.size(),
                 " rows of values for ", map.rows.size(), " row labels");
   for (const auto& row : map.values)
-    BASTION_CHECK(row.size() == map.columns.size(), "heatmap '", map.title, "': a row has ", row.size(),
-                  " values for ", map.columns.size(), " columns");
+    BASTION_CHECK(row.size() == map.columns.size(), "heatmap '", map.title, "': a row has ", row.size(), " values for ",
+                  map.columns.size(), " columns");
   const double left = 16 + label_width(map.rows);
   const double header = std::min(label_width(map.columns), 140.0) * 0.75 + 16;  // labels at -45 degrees
   const double top = kTitleHeight + header;

@@ -30,8 +30,8 @@ std::vector<double> without_nan(const std::vector<double>& values) {
 }  // namespace
 
 DetectionRates detection_rates(int64_t tp, int64_t fp, int64_t tn, int64_t fn) {
-  BASTION_CHECK(tp >= 0 && fp >= 0 && tn >= 0 && fn >= 0, "detection counts must be >= 0, got tp=", tp,
-                " fp=", fp, " tn=", tn, " fn=", fn);
+  BASTION_CHECK(tp >= 0 && fp >= 0 && tn >= 0 && fn >= 0, "detection counts must be >= 0, got tp=", tp, " fp=", fp,
+                " tn=", tn, " fn=", fn);
   DetectionRates rates;
   rates.dacc = ratio_or_nan(tp + tn, tp + fp + tn + fn);
   rates.fpr = ratio_or_nan(fp, fp + tn);  // benign clients = those flagged (FP) + those kept (TN)

@@ -43,9 +43,9 @@ struct PersonalClient {
 };
 
 struct PersonalRecord {
-  bool present = false;         // false: the run does not evaluate personalised models (no p_* columns)
-  bool received = false;        // received_acc measured (p_racc columns)
-  int64_t clients = 0;          // clients evaluated
+  bool present = false;   // false: the run does not evaluate personalised models (no p_* columns)
+  bool received = false;  // received_acc measured (p_racc columns)
+  int64_t clients = 0;    // clients evaluated
   ClientSpread acc, global_acc, asr, received_acc;
   std::vector<PersonalClient> per_client;  // in client order (rank 0; not in rounds.csv)
 };
@@ -66,18 +66,17 @@ DetectionRates client_detection_rates(const std::vector<uint8_t>& latest, const 
 // so rounds.csv is byte-identical across thread counts and resumed runs).
 struct RoundRecord {
   int64_t round = 0;
-  double acc = kNoValue, loss = kNoValue;          // global model on the clean test set
-  double asr = kNoValue;                           // NaN without a backdoor attack
-  double local_acc = kNoValue;                     // mean over clients of acc on their local test split
-  double train_loss = kNoValue;                    // mean local training loss of the round's clients
-  int64_t sampled = 0, malicious = 0;              // clients this round, attackers among them
-  int64_t rejected = 0;                            // uploads rejected by validation (NaN/Inf/length)
+  double acc = kNoValue, loss = kNoValue;  // global model on the clean test set
+  double asr = kNoValue;                   // NaN without a backdoor attack
+  double local_acc = kNoValue;             // mean over clients of acc on their local test split
+  double train_loss = kNoValue;            // mean local training loss of the round's clients
+  int64_t sampled = 0, malicious = 0;      // clients this round, attackers among them
+  int64_t rejected = 0;                    // uploads rejected by validation (NaN/Inf/length)
   int64_t true_positive = 0, false_positive = 0, true_negative = 0, false_negative = 0;  // detection
-  int64_t bytes_up = 0, bytes_down = 0;            // float32 payloads: uploads and models sent
-  DetectionRates client_detection;                 // per client, latest verdicts (set at evaluation)
-  PersonalRecord personal;                         // p_* columns, written only when present
+  int64_t bytes_up = 0, bytes_down = 0;  // float32 payloads: uploads and models sent
+  DetectionRates client_detection;       // per client, latest verdicts (set at evaluation)
+  PersonalRecord personal;               // p_* columns, written only when present
 };
-
 
 inline double backdoor_failure_rate(double asr) { return std::isnan(asr) ? kNoValue : 1.0 - asr; }
 inline double v_score(double acc, double asr) { return std::isnan(asr) ? kNoValue : (acc + 1.0 - asr) / 2.0; }

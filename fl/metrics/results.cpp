@@ -20,22 +20,21 @@ namespace {
 using ordered_json = nlohmann::ordered_json;
 
 constexpr std::array<const char*, 17> kRoundsColumns = {
-    "round",     "acc",      "asr",  "bfr", "v",  "loss", "local_acc", "train_loss", "sampled",
-    "malicious", "rejected", "tp",   "fp",  "tn", "fn",   "bytes_up",  "bytes_down"};
+    "round",     "acc",      "asr", "bfr", "v",  "loss", "local_acc", "train_loss", "sampled",
+    "malicious", "rejected", "tp",  "fp",  "tn", "fn",   "bytes_up",  "bytes_down"};
 // Per-client detection of the latest verdicts (RoundRecord::client_detection), after bytes_down. Files
 // written before these columns existed (checkpoints' rounds_csv) parse with the columns left NaN.
 constexpr std::array<const char*, 3> kClientColumns = {"client_dacc", "client_fpr", "client_fnr"};
 constexpr std::array<double DetectionRates::*, 3> kClientFields = {&DetectionRates::dacc, &DetectionRates::fpr,
-                                                                  &DetectionRates::fnr};
+                                                                   &DetectionRates::fnr};
 // Appended when a run evaluates personalised models (RoundRecord::personal): the client count, then for
 // each figure (local acc, global acc, asr) its plain mean, weighted mean, min, median and max.
 constexpr std::array<const char*, 3> kPersonalFigures = {"p_acc", "p_gacc", "p_asr"};
 constexpr std::array<const char*, 5> kSpreadSuffixes = {"", "_w", "_min", "_med", "_max"};
-constexpr std::array<double ClientSpread::*, 5> kSpreadFields = {&ClientSpread::mean, &ClientSpread::weighted,
-                                                                 &ClientSpread::min, &ClientSpread::median,
-                                                                 &ClientSpread::max};
-constexpr std::array<ClientSpread PersonalRecord::*, 3> kPersonalSpreads = {&PersonalRecord::acc, &PersonalRecord::global_acc,
-                                                                           &PersonalRecord::asr};
+constexpr std::array<double ClientSpread::*, 5> kSpreadFields = {
+    &ClientSpread::mean, &ClientSpread::weighted, &ClientSpread::min, &ClientSpread::median, &ClientSpread::max};
+constexpr std::array<ClientSpread PersonalRecord::*, 3> kPersonalSpreads = {
+    &PersonalRecord::acc, &PersonalRecord::global_acc, &PersonalRecord::asr};
 // The received models' figure (eval.personal_received), after the p_* columns when a run measures it.
 constexpr const char* kReceivedFigure = "p_racc";
 
@@ -95,8 +94,6 @@ double as_printed(double value) {
   return parsed;
 }
 
-
-
 // Reads the cells of one rounds.csv (or timing.csv) line; errors name the file, the line and the column.
 struct CellReader {
   const std::vector<std::string>& cells;
@@ -105,8 +102,8 @@ struct CellReader {
   const char* file = "rounds.csv";
 
   [[noreturn]] void fail(size_t column, const char* expected) const {
-    BASTION_FAIL(file, " line ", line_number, ", column '", names[column], "': '", cells[column],
-                 "' is not ", expected);
+    BASTION_FAIL(file, " line ", line_number, ", column '", names[column], "': '", cells[column], "' is not ",
+                 expected);
   }
   double real(size_t column) const {
     const std::string& cell = cells[column];
@@ -247,7 +244,8 @@ std::string figure(const char* name, const std::vector<RunSummary>& runs, double
 // and personalized models"; its code: max of the two sample-weighted accuracies, last round): the better
 // of p_acc_w and p_racc_w, or p_acc_w when the received models were not evaluated.
 double tacc(const RunSummary& s) {
-  const double personal_w = s.personal_value("p_acc_w"), received_w = s.personal_value(std::string(kReceivedFigure) + "_w");
+  const double personal_w = s.personal_value("p_acc_w"),
+               received_w = s.personal_value(std::string(kReceivedFigure) + "_w");
   if (std::isnan(received_w)) return personal_w;
   if (std::isnan(personal_w)) return received_w;
   return std::max(personal_w, received_w);
@@ -298,7 +296,8 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
   if (!records.empty()) s.client_detection = records.back().client_detection;
   s.seconds_per_round = median(round_seconds);
   if (std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; })) {
-    const bool received = std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.received; });
+    const bool received =
+        std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.received; });
     const std::vector<std::string> names = personal_column_names(received);
     std::vector<std::vector<double>> columns(names.size() - 1);  // after p_clients, one per figure
     for (const RoundRecord& r : records) {
@@ -314,17 +313,30 @@ RunSummary summarize_run(uint64_t seed, const std::vector<RoundRecord>& records,
 }
 
 std::string rounds_csv(const std::vector<RoundRecord>& records) {
-  const bool personalized = std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; });
-  const bool received = std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.received; });
+  const bool personalized =
+      std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.present; });
+  const bool received =
+      std::any_of(records.begin(), records.end(), [](const RoundRecord& r) { return r.personal.received; });
   std::string out = join_row(column_names({true, personalized, received}));
   for (const RoundRecord& r : records) {
     const double acc = as_printed(r.acc), asr = as_printed(r.asr);
-    std::vector<std::string> cells = {
-        std::to_string(r.round), general6(acc), general6(asr), general6(backdoor_failure_rate(asr)),
-        general6(v_score(acc, asr)), general6(r.loss), general6(r.local_acc), general6(r.train_loss),
-        std::to_string(r.sampled), std::to_string(r.malicious), std::to_string(r.rejected),
-        std::to_string(r.true_positive), std::to_string(r.false_positive), std::to_string(r.true_negative),
-        std::to_string(r.false_negative), std::to_string(r.bytes_up), std::to_string(r.bytes_down)};
+    std::vector<std::string> cells = {std::to_string(r.round),
+                                      general6(acc),
+                                      general6(asr),
+                                      general6(backdoor_failure_rate(asr)),
+                                      general6(v_score(acc, asr)),
+                                      general6(r.loss),
+                                      general6(r.local_acc),
+                                      general6(r.train_loss),
+                                      std::to_string(r.sampled),
+                                      std::to_string(r.malicious),
+                                      std::to_string(r.rejected),
+                                      std::to_string(r.true_positive),
+                                      std::to_string(r.false_positive),
+                                      std::to_string(r.true_negative),
+                                      std::to_string(r.false_negative),
+                                      std::to_string(r.bytes_up),
+                                      std::to_string(r.bytes_down)};
     for (double DetectionRates::*field : kClientFields) cells.push_back(general6(r.client_detection.*field));
     if (personalized) {
       cells.push_back(std::to_string(r.personal.clients));
@@ -336,13 +348,15 @@ std::string rounds_csv(const std::vector<RoundRecord>& records) {
 }
 
 RoundRecord as_printed(RoundRecord r) {
-  for (double RoundRecord::*field : {&RoundRecord::acc, &RoundRecord::loss, &RoundRecord::asr, &RoundRecord::local_acc,
-                                     &RoundRecord::train_loss})
+  for (double RoundRecord::*field :
+       {&RoundRecord::acc, &RoundRecord::loss, &RoundRecord::asr, &RoundRecord::local_acc, &RoundRecord::train_loss})
     r.*field = as_printed(r.*field);
   for (double DetectionRates::*field : kClientFields) r.client_detection.*field = as_printed(r.client_detection.*field);
   for (ClientSpread PersonalRecord::*spread : kPersonalSpreads)
-    for (double ClientSpread::*field : kSpreadFields) (r.personal.*spread).*field = as_printed((r.personal.*spread).*field);
-  for (double ClientSpread::*field : kSpreadFields) r.personal.received_acc.*field = as_printed(r.personal.received_acc.*field);
+    for (double ClientSpread::*field : kSpreadFields)
+      (r.personal.*spread).*field = as_printed((r.personal.*spread).*field);
+  for (double ClientSpread::*field : kSpreadFields)
+    r.personal.received_acc.*field = as_printed(r.personal.received_acc.*field);
   return r;
 }
 

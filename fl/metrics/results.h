@@ -26,14 +26,14 @@ struct RoundTiming {
 // What one seed's run reports (summary.json "runs" entries).
 struct RunSummary {
   uint64_t seed = 0;
-  int64_t rounds = 0;                                // the last evaluated round (0 without records)
+  int64_t rounds = 0;  // the last evaluated round (0 without records)
   double acc = kNoValue, asr = kNoValue, bfr = kNoValue, v = kNoValue, local_acc = kNoValue;  // per report mode
   double final_acc = kNoValue, best_acc = kNoValue;
-  int64_t round_to_target = -1;                      // -1: never (or no target set)
-  DetectionRates detection;                          // per upload, cumulated over all rounds
-  DetectionRates client_detection;                   // per client: the last evaluated round's (latest verdicts)
+  int64_t round_to_target = -1;     // -1: never (or no target set)
+  DetectionRates detection;         // per upload, cumulated over all rounds
+  DetectionRates client_detection;  // per client: the last evaluated round's (latest verdicts)
   int64_t rejected = 0, bytes_up = 0, bytes_down = 0;
-  double seconds_per_round = kNoValue;               // median wall time per round
+  double seconds_per_round = kNoValue;  // median wall time per round
   // Personalised runs: ("p_acc", v), ("p_acc_w", v), ... ("p_asr_max", v), each per report mode; empty otherwise.
   std::vector<std::pair<std::string, double>> personal;
   double personal_value(const std::string& name) const;  // NaN when absent

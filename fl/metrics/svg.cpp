@@ -20,12 +20,23 @@ std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -45,7 +56,6 @@ constexpr const char* kAxisColor = "#333333";
 
 using Point = std::pair<double, double>;  // (round, value); value may be NaN
 using Series = std::vector<Point>;
-
 
 // One decimal is a tenth of a pixel: finer digits only make the file larger.
 std::string num(double value) {
@@ -139,8 +149,10 @@ void append_series(std::string& out, const Series& series, const LineStyle& styl
     segment.clear();
   };
   for (const auto& [round, value] : series) {
-    if (std::isnan(value)) flush();
-    else segment.emplace_back(axis.x(round), value_y(value));
+    if (std::isnan(value))
+      flush();
+    else
+      segment.emplace_back(axis.x(round), value_y(value));
   }
   flush();
 }
@@ -234,7 +246,8 @@ const std::vector<NamedMetric>& named_metrics() {
       {"p_asr", personal_asr},
       {"p_gacc", [](const RoundRecord& r) { return r.personal.present ? r.personal.global_acc.mean : kNoValue; }},
       {"p_racc", [](const RoundRecord& r) { return r.personal.received ? r.personal.received_acc.mean : kNoValue; }},
-      {"p_racc_w", [](const RoundRecord& r) { return r.personal.received ? r.personal.received_acc.weighted : kNoValue; }},
+      {"p_racc_w",
+       [](const RoundRecord& r) { return r.personal.received ? r.personal.received_acc.weighted : kNoValue; }},
   };
   return metrics;
 }
@@ -248,7 +261,8 @@ size_t points_under_legend(const std::vector<Series>& curves, const RoundAxis& a
   size_t count = 0;
   for (const Series& series : curves)
     for (const auto& [round, value] : series)
-      if (!std::isnan(value) && axis.x(round) >= left && value_y(value) >= top && value_y(value) <= top + height) ++count;
+      if (!std::isnan(value) && axis.x(round) >= left && value_y(value) >= top && value_y(value) <= top + height)
+        ++count;
   return count;
 }
 
@@ -257,7 +271,8 @@ size_t points_under_legend(const std::vector<Series>& curves, const RoundAxis& a
 // where a top legend hid them).
 void append_run_legend(std::string& out, const std::vector<LabelledRuns>& runs, const std::vector<Series>& curves,
                        const RoundAxis& axis) {
-  const bool bottom = points_under_legend(curves, axis, runs.size(), true) < points_under_legend(curves, axis, runs.size(), false);
+  const bool bottom =
+      points_under_legend(curves, axis, runs.size(), true) < points_under_legend(curves, axis, runs.size(), false);
   const double line_height = kLegendLine, x = kLeft + kPlotWidth - kLegendWidth + 4;
   const double y0 = bottom ? kTop + kPlotHeight - line_height * static_cast<double>(runs.size()) - 6 : kTop + 8;
   out += "<rect x=\"" + num(x - 6) + "\" y=\"" + num(y0 - 6) + "\" width=\"" + num(kLegendWidth) + "\" height=\"" +
@@ -286,7 +301,8 @@ const std::vector<std::string>& overlay_metrics() {
 
 bool overlay_metric_measured(const std::vector<std::vector<RoundRecord>>& seeds, const std::string& metric) {
   const auto& metrics = named_metrics();
-  const auto found = std::find_if(metrics.begin(), metrics.end(), [&](const NamedMetric& m) { return metric == m.name; });
+  const auto found =
+      std::find_if(metrics.begin(), metrics.end(), [&](const NamedMetric& m) { return metric == m.name; });
   if (found == metrics.end()) return false;
   for (const auto& records : seeds)
     for (const RoundRecord& r : records)
@@ -294,9 +310,11 @@ bool overlay_metric_measured(const std::vector<std::vector<RoundRecord>>& seeds,
   return false;
 }
 
-std::string overlay_svg(const std::string& title, const std::string& metric_name, const std::vector<LabelledRuns>& runs) {
+std::string overlay_svg(const std::string& title, const std::string& metric_name,
+                        const std::vector<LabelledRuns>& runs) {
   const auto& metrics = named_metrics();
-  const auto found = std::find_if(metrics.begin(), metrics.end(), [&](const NamedMetric& m) { return metric_name == m.name; });
+  const auto found =
+      std::find_if(metrics.begin(), metrics.end(), [&](const NamedMetric& m) { return metric_name == m.name; });
   std::string valid;
   for (const NamedMetric& m : metrics) valid += std::string(valid.empty() ? "" : ", ") + m.name;
   BASTION_CHECK(found != metrics.end(), "no metric '", metric_name, "' to plot; valid: ", valid);
@@ -310,7 +328,8 @@ std::string overlay_svg(const std::string& title, const std::string& metric_name
   for (size_t i = 0; i < runs.size(); ++i) {
     const char* color = kRunColors[i % std::size(kRunColors)];
     if (runs[i].seeds.size() > 1)
-      for (const auto& records : runs[i].seeds) append_series(out, run_series(records, found->metric), {color, false, 1, 0.3}, axis);
+      for (const auto& records : runs[i].seeds)
+        append_series(out, run_series(records, found->metric), {color, false, 1, 0.3}, axis);
     curves.push_back(mean_series(runs[i].seeds, found->metric));
     append_series(out, curves.back(), {color, false, 2, 1}, axis);
   }
@@ -329,15 +348,15 @@ std::string curves_svg(const std::string& title, const std::vector<std::vector<R
   const bool several = runs.size() > 1;
   for (const auto& records : runs)
     for (const Curve& curve : curves) {
-      const LineStyle style = several ? LineStyle{curve.color, curve.dashed, 1, 0.3} : LineStyle{curve.color, curve.dashed, 2, 1};
+      const LineStyle style =
+          several ? LineStyle{curve.color, curve.dashed, 1, 0.3} : LineStyle{curve.color, curve.dashed, 2, 1};
       append_series(out, run_series(records, curve.metric), style, axis);
     }
   if (several)
     for (const Curve& curve : curves)
       append_series(out, mean_series(runs, curve.metric), {curve.color, curve.dashed, 2, 1}, axis);
   append_legend(out, curves, runs.size());
-  out += "<text x=\"" + num(kLeft) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" + escaped_title +
-         "</text>\n";
+  out += "<text x=\"" + num(kLeft) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" + escaped_title + "</text>\n";
   out += "</svg>\n";
   return out;
 }

@@ -95,11 +95,16 @@ class Reader {
     return out;
   }
   void skip(Wire wire) {
-    if (wire == kVarint) varint();
-    else if (wire == kFixed64) fixed(8);
-    else if (wire == kFixed32) fixed(4);
-    else if (wire == kBytes) bytes();
-    else BASTION_FAIL(what_, ": unknown protobuf wire type ", static_cast<int>(wire));
+    if (wire == kVarint)
+      varint();
+    else if (wire == kFixed64)
+      fixed(8);
+    else if (wire == kFixed32)
+      fixed(4);
+    else if (wire == kBytes)
+      bytes();
+    else
+      BASTION_FAIL(what_, ": unknown protobuf wire type ", static_cast<int>(wire));
   }
 
  private:
@@ -145,8 +150,10 @@ ScalarEvent decode_event(const std::string& bytes, const std::string& what) {
       Reader values(summary, what + " summary");
       while (!values.done()) {
         const uint64_t vk = values.varint();
-        if (vk == key(1, kBytes)) event.values.push_back(decode_value(values.bytes(), what + " value"));
-        else values.skip(static_cast<Wire>(vk & 7));
+        if (vk == key(1, kBytes))
+          event.values.push_back(decode_value(values.bytes(), what + " value"));
+        else
+          values.skip(static_cast<Wire>(vk & 7));
       }
     } else {
       in.skip(static_cast<Wire>(k & 7));

@@ -27,12 +27,12 @@ namespace bastion {
 inline constexpr const char* kTensorboardEventFile = "events.out.tfevents.0.bastion";
 
 uint32_t crc32c(const void* data, size_t bytes);  // CRC-32C (Castagnoli), the one TFRecord uses
-std::string tfrecord(const std::string& data);     // one framed record
+std::string tfrecord(const std::string& data);    // one framed record
 
 struct ScalarEvent {
   double wall_time = 0.0;
   int64_t step = 0;
-  std::string file_version;                          // set on the first record only
+  std::string file_version;                           // set on the first record only
   std::vector<std::pair<std::string, float>> values;  // (tag, simple_value)
 };
 std::string encode_event(const ScalarEvent& event);

@@ -26,7 +26,8 @@ std::string where(const std::string& path, const toml::node& node) {
   return path + ":" + std::to_string(node.source().begin.line) + ": ";
 }
 
-std::string required_text(const toml::table& table, const char* key, const std::string& path, const std::string& scope) {
+std::string required_text(const toml::table& table, const char* key, const std::string& path,
+                          const std::string& scope) {
   const toml::node* node = table.get(key);
   BASTION_CHECK(node != nullptr, path, ":", table.source().begin.line, ": ", scope, " needs '", key, "'");
   BASTION_CHECK(node->is_string(), where(path, *node), scope, ".", key, ": expected text");
@@ -86,8 +87,8 @@ std::vector<PresetColumn> read_columns(const toml::table& root, const std::strin
     column.name = required_text(t, "name", path, "[[columns]]");
     column.metric = required_text(t, "metric", path, "[[columns]]");
     const auto& metrics = preset_metrics();
-    BASTION_CHECK(std::find(metrics.begin(), metrics.end(), column.metric) != metrics.end(), where(path, t),
-                  "column '", column.name, "': unknown metric '", column.metric, "'");
+    BASTION_CHECK(std::find(metrics.begin(), metrics.end(), column.metric) != metrics.end(), where(path, t), "column '",
+                  column.name, "': unknown metric '", column.metric, "'");
     column.scale = optional_number(t, "scale", 100.0, path);
     column.tolerance = optional_number(t, "tolerance", 0.0, path);
     column.set = text_list(t, "set", path);
@@ -99,7 +100,8 @@ std::vector<PresetColumn> read_columns(const toml::table& root, const std::strin
 std::vector<double> read_paper_numbers(const toml::table& row, size_t columns, const std::string& path,
                                        const std::string& name) {
   const toml::node* node = row.get("paper");
-  BASTION_CHECK(node != nullptr, where(path, row), "row '", name, "' needs 'paper' (one number per column, \"-\" for none)");
+  BASTION_CHECK(node != nullptr, where(path, row), "row '", name,
+                "' needs 'paper' (one number per column, \"-\" for none)");
   BASTION_CHECK(node->is_array(), where(path, *node), "row '", name, "': paper must be a list of numbers");
   const toml::array& numbers = *node->as_array();
   BASTION_CHECK(numbers.size() == columns, where(path, *node), "row '", name, "': paper has ", numbers.size(),
@@ -111,11 +113,11 @@ std::vector<double> read_paper_numbers(const toml::table& row, size_t columns, c
       continue;
     }
     BASTION_CHECK(item.is_number(), where(path, item), "row '", name, "': paper numbers must be numbers or \"-\"");
-    paper.push_back(item.is_integer() ? static_cast<double>(item.as_integer()->get()) : item.as_floating_point()->get());
+    paper.push_back(item.is_integer() ? static_cast<double>(item.as_integer()->get())
+                                      : item.as_floating_point()->get());
   }
   return paper;
 }
-
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -148,8 +150,10 @@ void validate_cells(const Preset& preset, const PresetCellCheck& check_cell) {
 std::string results_folder_slug(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!out.empty() && out.back() != '-') out += '-';
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.empty() ? "cell" : out;
@@ -157,8 +161,8 @@ std::string results_folder_slug(const std::string& text) {
 
 const std::vector<std::string>& preset_metrics() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"acc", "asr", "bfr", "v", "local_acc", "final_acc", "best_acc",
-                                  "client_dacc", "client_fpr", "client_fnr"};  // per-client detection
+    std::vector<std::string> n = {"acc",      "asr",         "bfr",        "v",         "local_acc", "final_acc",
+                                  "best_acc", "client_dacc", "client_fpr", "client_fnr"};  // per-client detection
     for (const char* figure : {"p_acc", "p_gacc", "p_asr", "p_racc"})
       for (const char* suffix : {"", "_w", "_min", "_med", "_max"}) n.push_back(std::string(figure) + suffix);
     n.push_back("p_tacc");  // FedCAP's TAcc: the better of p_acc_w and p_racc_w (fl/metrics/results.h)
@@ -168,9 +172,9 @@ const std::vector<std::string>& preset_metrics() {
 }
 
 Preset load_preset(const std::string& path) {
-  return parse_preset(without_utf8_bom(read_file(path)), path, [](const std::string& base, const std::vector<std::string>& overrides) {
-    load_config(base, overrides);
-  });
+  return parse_preset(
+      without_utf8_bom(read_file(path)), path,
+      [](const std::string& base, const std::vector<std::string>& overrides) { load_config(base, overrides); });
 }
 
 Preset parse_preset(std::string_view text, const std::string& path, const PresetCellCheck& check_cell) {
@@ -181,7 +185,7 @@ Preset parse_preset(std::string_view text, const std::string& path, const Preset
   } catch (const toml::parse_error& e) {
     BASTION_FAIL(path, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
   }
-  static const std::set<std::string> known = {"title", "paper", "base", "set", "seeds", "quick", "estimated_minutes",
+  static const std::set<std::string> known = {"title",   "paper", "base", "set", "seeds", "quick", "estimated_minutes",
                                               "columns", "rows"};
   for (const auto& [key, node] : root)
     BASTION_CHECK(known.count(std::string(key.str())), where(path, node), "unknown preset key '", key.str(),
@@ -196,7 +200,8 @@ Preset parse_preset(std::string_view text, const std::string& path, const Preset
   preset.quick = text_list(root, "quick", path);
   // Checked as a double: casting 1e300 (or NaN) to int64 first would be undefined behaviour.
   const double seeds = optional_number(root, "seeds", 3, path);
-  BASTION_CHECK(seeds >= 1 && seeds <= 100 && seeds == std::trunc(seeds), path, ": seeds must be an integer in [1, 100]");
+  BASTION_CHECK(seeds >= 1 && seeds <= 100 && seeds == std::trunc(seeds), path,
+                ": seeds must be an integer in [1, 100]");
   preset.seeds = static_cast<int64_t>(seeds);
   preset.estimated_minutes = optional_number(root, "estimated_minutes", 0.0, path);
   preset.columns = read_columns(root, path);

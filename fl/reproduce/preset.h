@@ -47,7 +47,7 @@ struct PresetRow {
 };
 
 struct Preset {
-  std::string path, name;     // file, and its stem (the results folder's default name)
+  std::string path, name;          // file, and its stem (the results folder's default name)
   std::string title, paper, base;  // base: resolved path of the base experiment
   std::vector<std::string> set, quick;
   int64_t seeds = 3;

@@ -105,7 +105,8 @@ std::string without_location(const std::string& message, const std::string& path
 
 SweepAxis parse_sweep_axis(const std::string& text) {
   const size_t equals = text.find('=');
-  BASTION_CHECK(equals != std::string::npos, "--grid '", text, "': expected KEY=VALUE1,VALUE2,... (e.g. --grid server.rule=fedavg,krum)");
+  BASTION_CHECK(equals != std::string::npos, "--grid '", text,
+                "': expected KEY=VALUE1,VALUE2,... (e.g. --grid server.rule=fedavg,krum)");
   SweepAxis axis;
   axis.key = trimmed(text.substr(0, equals));
   BASTION_CHECK(!axis.key.empty(), "--grid '", text, "': the key before '=' is empty");
@@ -133,15 +134,16 @@ Preset sweep_preset(const std::string& base_path, const std::vector<SweepAxis>& 
   for (size_t r = 0; r < row_sets.size(); ++r) {
     toml::array paper;
     for (size_t c = 0; c < columns.size(); ++c) paper.push_back("-");
-    rows.push_back(toml::table{{"name", joined(row_values[r], ", ")}, {"set", text_array(row_sets[r])}, {"paper", paper}});
+    rows.push_back(
+        toml::table{{"name", joined(row_values[r], ", ")}, {"set", text_array(row_sets[r])}, {"paper", paper}});
   }
   std::vector<std::string> keys;
   for (const SweepAxis& axis : axes) keys.push_back(axis.key);
   const std::string rows_by = joined(std::vector<std::string>(keys.begin(), keys.begin() + row_axes.size()), " x ");
   std::string title = "Sweep on " + base.filename().string() + ": rows " + rows_by;
   if (axes.size() > 1) title += ", columns " + axes.back().key;
-  const toml::table root{{"title", title}, {"base", base.filename().string()}, {"seeds", 1},
-                         {"columns", columns}, {"rows", rows}};
+  const toml::table root{
+      {"title", title}, {"base", base.filename().string()}, {"seeds", 1}, {"columns", columns}, {"rows", rows}};
   std::ostringstream text;
   text << root;
   // The preset's path only names it (results/reproduce/<stem>-sweep) and resolves the base beside it.

@@ -84,13 +84,15 @@ void run_with_provenance(const ExperimentConfig& config, const RunOptions& run_o
   const bool existed = !fresh && std::filesystem::exists(path);
   const std::string before = existed ? read_text_file(path) : "";
   std::filesystem::create_directories(dir);
-  write_file_atomic(path, before + today() + "\t" + or_unknown(options.commit) + "\t" + or_unknown(options.machine) +
-                              "\n");
+  write_file_atomic(path,
+                    before + today() + "\t" + or_unknown(options.commit) + "\t" + or_unknown(options.machine) + "\n");
   try {
     run_experiment(config, run_options);
   } catch (const Error&) {
-    if (existed) write_file_atomic(path, before);
-    else std::filesystem::remove(path);
+    if (existed)
+      write_file_atomic(path, before);
+    else
+      std::filesystem::remove(path);
     throw;
   }
 }

@@ -27,30 +27,30 @@
 namespace bastion {
 
 struct ReproduceOptions {
-  std::string out_dir;                           // required
-  bool quick = false;                            // the preset's quick overrides
-  std::vector<std::string> overrides;            // KEY=VALUE on every run after the preset's (reduced scale)
-  int64_t seeds = 0;                             // 0 = the preset's
+  std::string out_dir;                 // required
+  bool quick = false;                  // the preset's quick overrides
+  std::vector<std::string> overrides;  // KEY=VALUE on every run after the preset's (reduced scale)
+  int64_t seeds = 0;                   // 0 = the preset's
   bool resume = false, overwrite = false;
-  int threads = 0;                               // 0 = each config's run.threads
-  std::string device;                            // "cpu" | "cuda"; empty = each config's run.device
-  std::string command;                           // the command line, for table.md
-  std::string commit, machine;                   // for table.md ("unknown" when empty)
-  std::function<void(const std::string&)> log;   // progress lines; null = silent
-  std::string tensorboard_dir;                   // each run's event files in DIR/<run folder>; empty = none
+  int threads = 0;                              // 0 = each config's run.threads
+  std::string device;                           // "cpu" | "cuda"; empty = each config's run.device
+  std::string command;                          // the command line, for table.md
+  std::string commit, machine;                  // for table.md ("unknown" when empty)
+  std::function<void(const std::string&)> log;  // progress lines; null = silent
+  std::string tensorboard_dir;                  // each run's event files in DIR/<run folder>; empty = none
 };
 
 struct CellResult {
-  double mean = 0.0, std = 0.0;                  // in the column's scale; NaN when missing
+  double mean = 0.0, std = 0.0;  // in the column's scale; NaN when missing
   int64_t seeds = 0;
   bool failed = false;
 };
 
 struct ReproduceReport {
-  std::vector<std::vector<CellResult>> cells;    // [row][column]
+  std::vector<std::vector<CellResult>> cells;  // [row][column]
   int64_t runs = 0, skipped = 0, failed = 0;
-  double seconds = 0.0;                          // wall time of this invocation
-  int rank = 0, ranks = 1;                       // this process's place under mpirun (rank 0 has the cells)
+  double seconds = 0.0;     // wall time of this invocation
+  int rank = 0, ranks = 1;  // this process's place under mpirun (rank 0 has the cells)
   // per run of the grid, in its order: (run folder, the commits that made it: "`abc1234`", "`a` then `b`"
   // when resumed, or "unrecorded"), from its provenance.tsv; empty for a run whose cells were not read
   std::vector<std::pair<std::string, std::string>> provenance;

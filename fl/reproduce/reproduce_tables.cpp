@@ -28,25 +28,32 @@ std::string cell_text(const CellResult& cell) {
 std::string svg_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
 
 // True for an override of the [run] table (threads, checkpoint_every): it changes how the rounds are
 // computed, not what they compute (docs/config.md), so it does not reduce the scale.
-bool is_run_setting(const std::string& override_text) {
-  return override_text.compare(0, 4, "run.") == 0;
-}
+bool is_run_setting(const std::string& override_text) { return override_text.compare(0, 4, "run.") == 0; }
 
 // True for an override that only shrinks the experiment (fewer rounds, clients or samples): the table is
 // the paper's at a smaller scale. Any other key (clients.sgd.epochs, a rule's option) is another setting.
 bool is_scale_setting(const std::string& override_text) {
-  static const char* const kScaleKeys[] = {"rounds",          "repeat",        "data.clients", "data.max_per_client",
-                                           "clients.per_round", "eval.every", "eval.personal_clients"};
+  static const char* const kScaleKeys[] = {"rounds",
+                                           "repeat",
+                                           "data.clients",
+                                           "data.max_per_client",
+                                           "clients.per_round",
+                                           "eval.every",
+                                           "eval.personal_clients"};
   const std::string key = override_text.substr(0, override_text.find('='));
   for (const char* scale_key : kScaleKeys)
     if (key == scale_key) return true;
@@ -67,9 +74,12 @@ std::string quoted_overrides(const std::vector<std::string>& overrides) {
 std::string scale_description(const ReproduceOptions& options, bool paper) {
   std::vector<std::string> reducing, changing, run_settings;
   for (const std::string& o : options.overrides) {
-    if (is_run_setting(o)) run_settings.push_back(o);
-    else if (is_scale_setting(o)) reducing.push_back(o);
-    else changing.push_back(o);
+    if (is_run_setting(o))
+      run_settings.push_back(o);
+    else if (is_scale_setting(o))
+      reducing.push_back(o);
+    else
+      changing.push_back(o);
   }
   std::string scale = options.quick ? "**quick** (smoke-test)" : "full";
   if (!reducing.empty())
@@ -94,8 +104,10 @@ std::string runs_by_commit(const ReproduceReport& report, const ReproduceOptions
     const std::string& commits = entry.second;
     if (folder.empty()) continue;  // a failed run: no cells to attribute
     auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == commits; });
-    if (group == groups.end()) groups.push_back({commits, folder});
-    else group->second.append(", ").append(folder);
+    if (group == groups.end())
+      groups.push_back({commits, folder});
+    else
+      group->second.append(", ").append(folder);
   }
   if (groups.empty() || (groups.size() == 1 && groups[0].first == current)) return "";
   std::string text = "Runs made by:";
@@ -119,8 +131,8 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   // A preset without paper numbers (a user's sweep) gets no paper, Δ or † columns; a --quick table is a
   // smoke test, compared with nothing: no †.
   const bool with_paper = has_paper_numbers(preset);
-  md += std::string("Reproduced by `bastion reproduce` at ") + scale_description(options, has_paper_numbers(preset)) + "; ours = mean ± std over " +
-        std::to_string(seeds) + " seed(s)" + (with_paper ? "; Δ = ours − paper." : ".");
+  md += std::string("Reproduced by `bastion reproduce` at ") + scale_description(options, has_paper_numbers(preset)) +
+        "; ours = mean ± std over " + std::to_string(seeds) + " seed(s)" + (with_paper ? "; Δ = ours − paper." : ".");
   if (options.quick) {
     md += " Quick settings:";
     for (const std::string& s : preset.quick) md += " `" + s + "`";
@@ -151,11 +163,17 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
       const CellResult& cell = report.cells[r][c];
       const double paper = preset.rows[r].paper[c];
       const double diff = cell.failed ? kNaN : cell.mean - paper;
-      const bool far = !options.quick && preset.columns[c].tolerance > 0 && std::fabs(diff) > preset.columns[c].tolerance;
+      const bool far =
+          !options.quick && preset.columns[c].tolerance > 0 && std::fabs(diff) > preset.columns[c].tolerance;
       // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on the chained operator+.
       md.append(" ").append(cell_text(cell)).append(" |");
       if (!with_paper) continue;
-      md.append(" ").append(fixed(paper, 2)).append(" | ").append(signed_fixed(diff, 2)).append(far ? " †" : "").append(" |");
+      md.append(" ")
+          .append(fixed(paper, 2))
+          .append(" | ")
+          .append(signed_fixed(diff, 2))
+          .append(far ? " †" : "")
+          .append(" |");
     }
     md += "\n";
   }
@@ -173,7 +191,8 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   md += "\nRun: `" + options.command + "`  \n";
   const std::string made_by = runs_by_commit(report, options);
   md += "Commit: " + or_unknown(options.commit) +
-        (made_by.empty() ? " (this invocation; every cell's runs were made at this commit)  \n" : " (this invocation)  \n");
+        (made_by.empty() ? " (this invocation; every cell's runs were made at this commit)  \n"
+                         : " (this invocation)  \n");
   md += made_by;
   md += "Machine: " + or_unknown(options.machine) + "  \n";
   const std::string processes = report.ranks > 1 ? " on " + std::to_string(report.ranks) + " MPI ranks" : "";
@@ -220,8 +239,9 @@ std::string table_svg(const Preset& preset, const ReproduceReport& report) {
   const auto text = [&](double x, double y, const std::string& body, const char* extra) {
     return "<text x=\"" + n(x) + "\" y=\"" + n(y) + "\"" + extra + ">" + svg_escape(body) + "</text>\n";
   };
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + n(width) + "\" height=\"" + n(height) +
-                    "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  std::string svg =
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + n(width) + "\" height=\"" + n(height) +
+      "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"10\" y=\"16\" font-size=\"13\">" + svg_escape(preset.title) + "</text>\n";
   bool spread = false;  // a ± std whisker only where some cell has more than one seed
   for (const auto& row : report.cells)
@@ -251,7 +271,8 @@ std::string table_svg(const Preset& preset, const ReproduceReport& report) {
       if (!std::isnan(cell.mean)) {
         svg += rect(x0, y, x_of(cell.mean) - x0, "#1f77b4");
         const bool whisker = cell.seeds > 1 && !std::isnan(cell.std);
-        if (whisker) svg += line(x_of(cell.mean - cell.std), y + bar / 2, x_of(cell.mean + cell.std), y + bar / 2, "#000");
+        if (whisker)
+          svg += line(x_of(cell.mean - cell.std), y + bar / 2, x_of(cell.mean + cell.std), y + bar / 2, "#000");
         svg += text(x_of(whisker ? cell.mean + cell.std : cell.mean) + 3, y + bar - 1, fixed_text(cell.mean, 1),
                     " font-size=\"9\"");
       }

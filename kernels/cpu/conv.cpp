@@ -28,8 +28,7 @@ void valid_range(int64_t s, int64_t stride, int64_t pad, int64_t W, int64_t OW, 
 
 Conv2dGeometry conv2d_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
                                int64_t stride, int64_t padding) {
-  BASTION_CHECK(stride >= 1 && padding >= 0, "conv2d: stride ", stride, " must be >= 1 and padding ", padding,
-                " >= 0");
+  BASTION_CHECK(stride >= 1 && padding >= 0, "conv2d: stride ", stride, " must be >= 1 and padding ", padding, " >= 0");
   BASTION_CHECK(H + 2 * padding >= R && W + 2 * padding >= S, "conv2d: kernel ", R, "x", S,
                 " larger than padded input ", H + 2 * padding, "x", W + 2 * padding);
   const int64_t OH = (H + 2 * padding - R) / stride + 1;
@@ -171,8 +170,8 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
     if (grad_weight) {
       BASTION_ASSERT(!workspace_holds_cols || nb == g.N);
       if (!workspace_holds_cols) im2col_cpu(cols, in, g, n0, nb);
-      gemm_cpu(false, true, g.K, g.crs(), nb * P, 1.0f, dyt, nb * P, cols, nb * P, n0 == 0 ? 0.0f : 1.0f,
-               grad_weight, g.crs());
+      gemm_cpu(false, true, g.K, g.crs(), nb * P, 1.0f, dyt, nb * P, cols, nb * P, n0 == 0 ? 0.0f : 1.0f, grad_weight,
+               g.crs());
     }
     if (grad_in) {
       gemm_cpu(true, false, g.crs(), nb * P, g.K, 1.0f, weight, g.crs(), dyt, nb * P, 0.0f, cols, nb * P);
@@ -182,7 +181,7 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
 }
 
 void conv2d_forward_reference_cpu(float* out, const float* in, const float* weight, const float* bias,
-                               const Conv2dGeometry& g) {
+                                  const Conv2dGeometry& g) {
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t k = 0; k < g.K; ++k)
       for (int64_t oh = 0; oh < g.OH; ++oh)

@@ -25,7 +25,7 @@ struct Conv2dGeometry {
   int64_t N, C, H, W;  // input
   int64_t K, R, S;     // filters
   int64_t stride, padding;
-  int64_t OH, OW;      // output
+  int64_t OH, OW;  // output
 
   int64_t crs() const { return C * R * S; }
   int64_t out_plane() const { return OH * OW; }
@@ -48,7 +48,7 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
 void conv2d_backward_bias_cpu(float* grad_bias, const float* grad_out, const Conv2dGeometry& g);
 
 void conv2d_forward_reference_cpu(float* out, const float* in, const float* weight, const float* bias,
-                               const Conv2dGeometry& g);
+                                  const Conv2dGeometry& g);
 
 // Building blocks, exposed for tests and benchmarks.
 void im2col_cpu(float* cols, const float* in, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count);

@@ -24,7 +24,8 @@ void conv_direct_detail::pad_planes(float* dst, const float* src, int64_t C, int
   const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
   std::fill_n(dst, C * Hp * Wp, 0.0f);
   for (int64_t c = 0; c < C; ++c)
-    for (int64_t h = 0; h < H; ++h) std::memcpy(dst + (c * Hp + h + ph) * Wp + pw, src + (c * H + h) * W, W * sizeof(float));
+    for (int64_t h = 0; h < H; ++h)
+      std::memcpy(dst + (c * Hp + h + ph) * Wp + pw, src + (c * H + h) * W, W * sizeof(float));
 }
 
 namespace {
@@ -87,13 +88,13 @@ void pack_filters(float* packed, const float* weight, const ValidConv& v, bool f
 // One register block of the forward: KB channels x NV vectors starting at vector v0. `mask` applies to
 // the block's last vector (all ones unless it is the plane's last vector).
 template <int KB, int NV>
-void valid_block(float* out, const float* in, const float* packed, const float* bias, const ValidConv& v,
-                 int64_t v0, __mmask16 mask) {
+void valid_block(float* out, const float* in, const float* packed, const float* bias, const ValidConv& v, int64_t v0,
+                 __mmask16 mask) {
   __m512 acc[KB][NV];
-  #pragma GCC unroll 24
+#pragma GCC unroll 24
   for (int kk = 0; kk < KB; ++kk) {
     const __m512 b = _mm512_set1_ps(bias ? bias[kk] : 0.0f);
-    #pragma GCC unroll 24
+#pragma GCC unroll 24
     for (int j = 0; j < NV; ++j) acc[kk][j] = b;
   }
   // Filter rows that meet only zero padding for every output row of the block are skipped (grad_in pads
@@ -106,21 +107,22 @@ void valid_block(float* out, const float* in, const float* packed, const float* 
       const float* w = packed + (c * v.R + r) * v.S * KB;
       for (int64_t s = 0; s < v.S; ++s, w += KB) {
         __m512 x[NV];
-        #pragma GCC unroll 24
+#pragma GCC unroll 24
         for (int j = 0; j < NV; ++j)
-          x[j] = j == NV - 1 ? _mm512_maskz_loadu_ps(mask, row + s + j * kLanes) : _mm512_loadu_ps(row + s + j * kLanes);
-        #pragma GCC unroll 24
+          x[j] =
+              j == NV - 1 ? _mm512_maskz_loadu_ps(mask, row + s + j * kLanes) : _mm512_loadu_ps(row + s + j * kLanes);
+#pragma GCC unroll 24
         for (int kk = 0; kk < KB; ++kk) {
           const __m512 wk = _mm512_set1_ps(w[kk]);
-          #pragma GCC unroll 24
+#pragma GCC unroll 24
           for (int j = 0; j < NV; ++j) acc[kk][j] = _mm512_fmadd_ps(wk, x[j], acc[kk][j]);
         }
       }
     }
   }
-  #pragma GCC unroll 24
+#pragma GCC unroll 24
   for (int kk = 0; kk < KB; ++kk)
-    #pragma GCC unroll 24
+#pragma GCC unroll 24
     for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + kk * v.out_stride() + (v0 + j) * kLanes, acc[kk][j]);
 }
 
@@ -134,15 +136,17 @@ ValidBlockFn valid_block_for(int nv, std::integer_sequence<int, NV...>) {
 
 ValidBlockFn valid_block_fn(int KB, int nv) {
   switch (KB) {
-    case 8: return valid_block_for<8>(nv, std::make_integer_sequence<int, kAccumulators / 8>{});
-    case 6: return valid_block_for<6>(nv, std::make_integer_sequence<int, kAccumulators / 6>{});
-    default: return valid_block_for<4>(nv, std::make_integer_sequence<int, kAccumulators / 4>{});
+    case 8:
+      return valid_block_for<8>(nv, std::make_integer_sequence<int, kAccumulators / 8>{});
+    case 6:
+      return valid_block_for<6>(nv, std::make_integer_sequence<int, kAccumulators / 6>{});
+    default:
+      return valid_block_for<4>(nv, std::make_integer_sequence<int, kAccumulators / 4>{});
   }
 }
 
 // out (K_padded, vectors * 16), row-strided = valid(in (C, Hp, Wp), packed filters) + bias_packed.
-void valid_conv_sample(float* out, const float* in, const float* packed, const float* bias_packed,
-                       const ValidConv& v) {
+void valid_conv_sample(float* out, const float* in, const float* packed, const float* bias_packed, const ValidConv& v) {
   const int max_nv = kAccumulators / v.KB;
   const int64_t block_floats = static_cast<int64_t>(v.KB) * v.C * v.R * v.S;
   for (int64_t kb = 0; kb < v.K_padded / v.KB; ++kb) {
@@ -220,9 +224,9 @@ template <int KB, int TB>
 void weight_grad_block(__m512* totals, const float* grads, const float* inputs, const ValidConv& v, int64_t n0,
                        int64_t n1, int64_t c, const int64_t* tap_offsets) {
   __m512 acc[KB][TB];
-  #pragma GCC unroll 24
+#pragma GCC unroll 24
   for (int kk = 0; kk < KB; ++kk)
-    #pragma GCC unroll 24
+#pragma GCC unroll 24
     for (int t = 0; t < TB; ++t) acc[kk][t] = _mm512_setzero_ps();
   const int64_t grad_sample = v.K_padded * v.out_stride(), in_sample = v.C * v.plane();
   for (int64_t n = n0; n < n1; ++n) {
@@ -231,19 +235,19 @@ void weight_grad_block(__m512* totals, const float* grads, const float* inputs, 
     for (int64_t q = 0; q < v.vectors; ++q) {
       const __mmask16 mask = q + 1 == v.vectors ? v.last_mask() : static_cast<__mmask16>(0xFFFF);
       __m512 g[KB];
-      #pragma GCC unroll 24
+#pragma GCC unroll 24
       for (int kk = 0; kk < KB; ++kk) g[kk] = _mm512_loadu_ps(dy + kk * v.out_stride() + q * kLanes);
-      #pragma GCC unroll 24
+#pragma GCC unroll 24
       for (int t = 0; t < TB; ++t) {
         const __m512 xt = _mm512_maskz_loadu_ps(mask, x + q * kLanes + tap_offsets[t]);
-        #pragma GCC unroll 24
+#pragma GCC unroll 24
         for (int kk = 0; kk < KB; ++kk) acc[kk][t] = _mm512_fmadd_ps(g[kk], xt, acc[kk][t]);
       }
     }
   }
-  #pragma GCC unroll 24
+#pragma GCC unroll 24
   for (int kk = 0; kk < KB; ++kk)
-    #pragma GCC unroll 24
+#pragma GCC unroll 24
     for (int t = 0; t < TB; ++t) totals[kk * TB + t] = _mm512_add_ps(totals[kk * TB + t], acc[kk][t]);
 }
 
@@ -258,9 +262,12 @@ WeightGradFn weight_grad_for(int tb, std::integer_sequence<int, TB...>) {
 
 WeightGradFn weight_grad_fn(int KB, int tb) {
   switch (KB) {
-    case 8: return weight_grad_for<8>(tb, std::make_integer_sequence<int, kAccumulators / 8>{});
-    case 6: return weight_grad_for<6>(tb, std::make_integer_sequence<int, kAccumulators / 6>{});
-    default: return weight_grad_for<4>(tb, std::make_integer_sequence<int, kAccumulators / 4>{});
+    case 8:
+      return weight_grad_for<8>(tb, std::make_integer_sequence<int, kAccumulators / 8>{});
+    case 6:
+      return weight_grad_for<6>(tb, std::make_integer_sequence<int, kAccumulators / 6>{});
+    default:
+      return weight_grad_for<4>(tb, std::make_integer_sequence<int, kAccumulators / 4>{});
   }
 }
 
@@ -289,8 +296,8 @@ void weight_grad(float* grad_weight, __m512* totals, const float* grad_rows, con
       const int tb = static_cast<int>(std::min(items.max_tb, RS - t0));
       int64_t offsets[kAccumulators];
       for (int t = 0; t < tb; ++t) offsets[t] = ((t0 + t) / v.S) * v.Wp + (t0 + t) % v.S;
-      weight_grad_fn(v.KB, tb)(totals + item * kAccumulators, grad_rows + kb * v.KB * v.out_stride(), inputs, v, n0,
-                               n1, c, offsets);
+      weight_grad_fn(v.KB, tb)(totals + item * kAccumulators, grad_rows + kb * v.KB * v.out_stride(), inputs, v, n0, n1,
+                               c, offsets);
     }
   }
   for (int64_t item = 0; item < items.count; ++item) {
@@ -304,7 +311,9 @@ void weight_grad(float* grad_weight, __m512* totals, const float* grad_rows, con
 }
 
 // The vector totals, plus one vector of slack to align them to 64 bytes inside the workspace.
-int64_t weight_grad_totals_floats(const ValidConv& v) { return (weight_grad_items(v).count * kAccumulators + 1) * kLanes; }
+int64_t weight_grad_totals_floats(const ValidConv& v) {
+  return (weight_grad_items(v).count * kAccumulators + 1) * kLanes;
+}
 
 __m512* aligned_totals(float* at) {
   const auto address = reinterpret_cast<uintptr_t>(at);
@@ -314,7 +323,8 @@ __m512* aligned_totals(float* at) {
 // grad_out (N, K, OH, OW) -> row-strided rows of width Wp with zeros in the dropped columns, the tail
 // and the padded channels.
 void grad_out_rows(float* rows, const float* grad_out, const Conv2dGeometry& g, const ValidConv& v, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (g.N * v.K_padded * v.out_stride() >= kParallelMinWork)
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (g.N * v.K_padded * v.out_stride() >= kParallelMinWork)
   for (int64_t n = 0; n < g.N; ++n) {
     float* dst = rows + n * v.K_padded * v.out_stride();
     std::fill_n(dst, v.K_padded * v.out_stride(), 0.0f);
@@ -327,9 +337,7 @@ void grad_out_rows(float* rows, const float* grad_out, const Conv2dGeometry& g, 
 
 }  // namespace
 
-bool conv2d_direct_supported(const Conv2dGeometry& g) {
-  return g.stride == 1 && g.padding < g.R && g.padding < g.S;
-}
+bool conv2d_direct_supported(const Conv2dGeometry& g) { return g.stride == 1 && g.padding < g.R && g.padding < g.S; }
 
 int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads) {
   BASTION_CHECK(threads >= 1, "conv2d_direct: threads must be >= 1, got ", threads);
@@ -464,12 +472,11 @@ void conv2d_direct_forward_cpu(float*, const float*, const float*, const float*,
                                ConvDirectVariant) {
   BASTION_FAIL("conv2d_direct: built without AVX-512");
 }
-void conv2d_direct_backward_cpu(float*, float*, float*, const float*, const float*, const float*,
-                                const Conv2dGeometry&, float*, int, ConvDirectVariant) {
+void conv2d_direct_backward_cpu(float*, float*, float*, const float*, const float*, const float*, const Conv2dGeometry&,
+                                float*, int, ConvDirectVariant) {
   BASTION_FAIL("conv2d_direct: built without AVX-512");
 }
 
 #endif
-
 
 }  // namespace bastion

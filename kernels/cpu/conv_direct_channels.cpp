@@ -50,12 +50,11 @@ struct ChannelConv {
   int64_t C, Hp, Wp, K, R, S, OH, OW, ph, pw;
   int KV;
   int64_t out_plane() const { return OH * OW; }
-  int64_t first_row(int64_t oh) const { return std::max<int64_t>(0, ph - oh); }          // filter rows [first,
-  int64_t end_row(int64_t oh) const { return std::min<int64_t>(R, Hp - ph - oh); }        //   end) meet data
+  int64_t first_row(int64_t oh) const { return std::max<int64_t>(0, ph - oh); }     // filter rows [first,
+  int64_t end_row(int64_t oh) const { return std::min<int64_t>(R, Hp - ph - oh); }  //   end) meet data
 };
 
-ChannelConv channel_conv(int64_t C, int64_t Hp, int64_t Wp, int64_t K, int64_t R, int64_t S, int64_t ph,
-                         int64_t pw) {
+ChannelConv channel_conv(int64_t C, int64_t Hp, int64_t Wp, int64_t K, int64_t R, int64_t S, int64_t ph, int64_t pw) {
   return {C, Hp, Wp, K, R, S, Hp - R + 1, Wp - S + 1, ph, pw, channel_vectors(K)};
 }
 
@@ -133,9 +132,12 @@ ChannelBlockFn channel_block_for(int jb, std::integer_sequence<int, JB...>) {
 
 ChannelBlockFn channel_block_fn(int KV, int jb) {
   switch (KV) {
-    case 4: return channel_block_for<4>(jb, std::make_integer_sequence<int, kAccumulators / 4>{});
-    case 2: return channel_block_for<2>(jb, std::make_integer_sequence<int, kAccumulators / 2>{});
-    default: return channel_block_for<1>(jb, std::make_integer_sequence<int, kAccumulators>{});
+    case 4:
+      return channel_block_for<4>(jb, std::make_integer_sequence<int, kAccumulators / 4>{});
+    case 2:
+      return channel_block_for<2>(jb, std::make_integer_sequence<int, kAccumulators / 2>{});
+    default:
+      return channel_block_for<1>(jb, std::make_integer_sequence<int, kAccumulators>{});
   }
 }
 
@@ -178,10 +180,12 @@ void scatter_block(float* tmp, const float* in, const float* packed, const Chann
                 for (int kv = 0; kv < KV; ++kv) acc[kv][x - s] = _mm512_fmadd_ps(wv[s][kv], b, acc[kv][x - s]);
             };
             (tap(std::integral_constant<int, Tap>{}), ...);
-          }(std::make_integer_sequence<int, S>{});
+          }
+          (std::make_integer_sequence<int, S>{});
         };
         (column(std::integral_constant<int, first_x + X>{}), ...);
-      }(std::make_integer_sequence<int, std::max(0, end_x - first_x)>{});  // JB < 4 with both edges: never run
+      }
+      (std::make_integer_sequence<int, std::max(0, end_x - first_x)>{});  // JB < 4 with both edges: never run
     }
   }
   store_block(tmp + (oh * v.OW + ow0) * v.K + k0, v.K, acc);
@@ -218,9 +222,9 @@ void channel_conv_sample(float* out, const float* in, const float* packed, const
   for (int64_t oh = 0; oh < v.OH; ++oh)
     for (int64_t ow0 = 0; ow0 < v.OW; ow0 += even_jb) {
       const int jb = static_cast<int>(std::min<int64_t>(even_jb, v.OW - ow0));
-      const ChannelBlockFn block = scatter ? scatter_block_fn(v.KV, jb, zero_edges && ow0 == 0,
-                                                              zero_edges && ow0 + jb == v.OW)
-                                           : channel_block_fn(v.KV, jb);
+      const ChannelBlockFn block =
+          scatter ? scatter_block_fn(v.KV, jb, zero_edges && ow0 == 0, zero_edges && ow0 + jb == v.OW)
+                  : channel_block_fn(v.KV, jb);
       for (int64_t k0 = 0; k0 < v.K; k0 += v.KV * kLanes) block(tmp, in, packed, v, oh, ow0, k0);
     }
   const int64_t P = v.out_plane();
@@ -242,7 +246,8 @@ void run_samples(float* out, const float* in, int64_t in_sample, int64_t ph, int
                  int threads, bool scatter) {
   const bool padded = ph > 0 || pw > 0;
   const int64_t H = v.Hp - 2 * ph, W = v.Wp - 2 * pw;
-#pragma omp parallel for schedule(static) num_threads(threads) if (N * v.K * v.C * v.R * v.S * v.out_plane() >= kParallelMinWork)
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (N * v.K * v.C * v.R * v.S * v.out_plane() >= kParallelMinWork)
   for (int64_t n = 0; n < N; ++n) {
     float* mine = thread_base + omp_get_thread_num() * thread_floats;
     const float* planes = in + n * in_sample;
@@ -301,9 +306,12 @@ WeightBlockFn weight_block_for(int tb, std::integer_sequence<int, TB...>) {
 
 WeightBlockFn weight_block_fn(int KV, int tb) {
   switch (KV) {
-    case 4: return weight_block_for<4>(tb, std::make_integer_sequence<int, kAccumulators / 4>{});
-    case 2: return weight_block_for<2>(tb, std::make_integer_sequence<int, kAccumulators / 2>{});
-    default: return weight_block_for<1>(tb, std::make_integer_sequence<int, kAccumulators>{});
+    case 4:
+      return weight_block_for<4>(tb, std::make_integer_sequence<int, kAccumulators / 4>{});
+    case 2:
+      return weight_block_for<2>(tb, std::make_integer_sequence<int, kAccumulators / 2>{});
+    default:
+      return weight_block_for<1>(tb, std::make_integer_sequence<int, kAccumulators>{});
   }
 }
 
@@ -339,8 +347,8 @@ bool channel_weight_ok(const Conv2dGeometry& g) { return g.K % kLanes == 0; }
 
 int64_t channel_workspace_floats(const Conv2dGeometry& g, int threads) {
   const bool padded = g.padding > 0;
-  const int64_t per_thread = std::max(sample_thread_floats(forward_conv(g), padded),
-                                      sample_thread_floats(grad_in_conv(g), true));
+  const int64_t per_thread =
+      std::max(sample_thread_floats(forward_conv(g), padded), sample_thread_floats(grad_in_conv(g), true));
   return filter_floats(g) + g.K + threads * per_thread + weight_shared_floats(g);
 }
 
@@ -350,8 +358,8 @@ void channel_forward(float* out, const float* in, const float* weight, const flo
   float* packed = workspace;
   pack_filters(packed, weight, v, false);
   float* thread_base = packed + filter_floats(g) + g.K;
-  const int64_t per_thread = std::max(sample_thread_floats(forward_conv(g), g.padding > 0),
-                                      sample_thread_floats(grad_in_conv(g), true));
+  const int64_t per_thread =
+      std::max(sample_thread_floats(forward_conv(g), g.padding > 0), sample_thread_floats(grad_in_conv(g), true));
   run_samples(out, in, g.C * g.H * g.W, g.padding, g.padding, packed, bias, v, g.N, thread_base, per_thread, threads,
               row_scatter && scatter_applies(v));
 }
@@ -362,10 +370,10 @@ void channel_grad_in(float* grad_in, const float* grad_out, const float* weight,
   float* packed = workspace;
   pack_filters(packed, weight, v, true);
   float* thread_base = packed + filter_floats(g) + g.K;
-  const int64_t per_thread = std::max(sample_thread_floats(forward_conv(g), g.padding > 0),
-                                      sample_thread_floats(grad_in_conv(g), true));
-  run_samples(grad_in, grad_out, g.K * g.out_plane(), g.R - 1 - g.padding, g.S - 1 - g.padding, packed, nullptr, v,
-              g.N, thread_base, per_thread, threads, row_scatter && scatter_applies(v));
+  const int64_t per_thread =
+      std::max(sample_thread_floats(forward_conv(g), g.padding > 0), sample_thread_floats(grad_in_conv(g), true));
+  run_samples(grad_in, grad_out, g.K * g.out_plane(), g.R - 1 - g.padding, g.S - 1 - g.padding, packed, nullptr, v, g.N,
+              thread_base, per_thread, threads, row_scatter && scatter_applies(v));
 }
 
 void channel_grad_weight(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
@@ -396,8 +404,8 @@ void channel_grad_weight(float* grad_weight, const float* grad_out, const float*
       const int tb = static_cast<int>(std::min(items.tap_step, RS - t0));
       int64_t taps[kAccumulators];
       for (int t = 0; t < tb; ++t) taps[t] = ((t0 + t) / v.S) * v.Wp + (t0 + t) % v.S;
-      weight_block_fn(v.KV, tb)(totals + item * kAccumulators, transposed, inputs + n0 * in_sample + c * v.Hp * v.Wp,
-                                v, nb, in_sample, group * v.KV * kLanes, taps);
+      weight_block_fn(v.KV, tb)(totals + item * kAccumulators, transposed, inputs + n0 * in_sample + c * v.Hp * v.Wp, v,
+                                nb, in_sample, group * v.KV * kLanes, taps);
     }
   }
   for (int64_t item = 0; item < items.count; ++item) {

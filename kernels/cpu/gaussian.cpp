@@ -74,7 +74,8 @@ void gaussian_kl_backward_cpu(float* grad_encoding, const float* encoding, const
       const double pre = static_cast<double>(e[d + j]) - alpha;
       const double mu = e[j], sigma = softplus(pre);
       const double pm = prior_mu[n * d + j], ps = prior_sigma[n * d + j], diff = mu - pm;
-      const double d_sigma = -(ps * ps + diff * diff) / (sigma * sigma * sigma) + (sigma > kSigmaFloor ? 1.0 / sigma : 0.0);
+      const double d_sigma =
+          -(ps * ps + diff * diff) / (sigma * sigma * sigma) + (sigma > kSigmaFloor ? 1.0 / sigma : 0.0);
       ge[j] = static_cast<float>(g * diff / (sigma * sigma));
       ge[d + j] = static_cast<float>(g * d_sigma * softplus_slope(pre));
     }

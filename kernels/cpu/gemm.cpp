@@ -47,8 +47,8 @@ constexpr int64_t kSmallMinWidth = 32;
 bool small_path_wins(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float beta) {
   if (!gemm_small_available() || !gemm_small_supports(trans_a, trans_b)) return false;
   if (!trans_a && trans_b) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;  // y = x W^T
-  if (!trans_a) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;              // dx = dy W
-  return beta == 0.0f && K <= kSmallBatch && K >= kSmallMinWidth && M >= kSmallMinWidth &&        // dW = dy^T x
+  if (!trans_a) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;             // dx = dy W
+  return beta == 0.0f && K <= kSmallBatch && K >= kSmallMinWidth && M >= kSmallMinWidth &&         // dW = dy^T x
          N >= kSmallMinWidth;
 }
 
@@ -166,9 +166,9 @@ const char* gemm_select_blas_core(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr || argv == nullptr) return core;
   const bool fell_back = std::strcmp(core, "Prescott") == 0 || std::strcmp(core, "Core2") == 0 ||
                          std::strcmp(core, "Nehalem") == 0 || std::strcmp(core, "Unknown") == 0;
-  const char* wanted = __builtin_cpu_supports("avx512f")  ? "SkylakeX"
-                       : __builtin_cpu_supports("avx2") ? "Haswell"
-                                                        : nullptr;
+  const char* wanted = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+                       : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                                         : nullptr;
   if (!fell_back || wanted == nullptr) return core;
   setenv("OPENBLAS_CORETYPE", wanted, 1);
   execv("/proc/self/exe", argv);

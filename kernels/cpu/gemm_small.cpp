@@ -144,7 +144,8 @@ void broadcast_block(StridedA A, const float* B, int64_t ldb, int64_t K, const B
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
       bv[v] = v + 1 < NV ? _mm512_loadu_ps(b + v * kLanes) : load_lanes<MaskedLoad>(b + v * kLanes, out.mask);
-    if constexpr (CopyB) copy_row<NV>(copy + k * kBroadcastColumns, bv, k + kPrefetchRows < K ? b + kPrefetchRows * ldb : nullptr);
+    if constexpr (CopyB)
+      copy_row<NV>(copy + k * kBroadcastColumns, bv, k + kPrefetchRows < K ? b + kPrefetchRows * ldb : nullptr);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i * A.row]);
@@ -177,12 +178,18 @@ template <bool MaskedLoad>
 BroadcastBlock broadcast_kernel(int64_t rows, int64_t vectors) {
   const int nv = static_cast<int>(vectors);
   switch (rows) {
-    case 1: return broadcast_for<1, MaskedLoad>(nv);
-    case 2: return broadcast_for<2, MaskedLoad>(nv);
-    case 3: return broadcast_for<3, MaskedLoad>(nv);
-    case 4: return broadcast_for<4, MaskedLoad>(nv);
-    case 5: return broadcast_for<5, MaskedLoad>(nv);
-    default: return broadcast_for<6, MaskedLoad>(nv);
+    case 1:
+      return broadcast_for<1, MaskedLoad>(nv);
+    case 2:
+      return broadcast_for<2, MaskedLoad>(nv);
+    case 3:
+      return broadcast_for<3, MaskedLoad>(nv);
+    case 4:
+      return broadcast_for<4, MaskedLoad>(nv);
+    case 5:
+      return broadcast_for<5, MaskedLoad>(nv);
+    default:
+      return broadcast_for<6, MaskedLoad>(nv);
   }
 }
 
@@ -212,19 +219,26 @@ void broadcast_item(StridedA A, int64_t M, int64_t columns, int64_t K, const flo
     for (int64_t r = 0; r < row_blocks; ++r) {
       const int64_t i0 = r * kBroadcastRows;
       const bool first = k0 == 0, final = k0 + depth >= K;  // both: one slice, no partial tile (M may exceed it)
-      const BlockOut out{first && final ? nullptr : partial + i0 * kBroadcastColumns, first, final, C + i0 * ldc, ldc,
-                         last, alpha, beta};
+      const BlockOut out{first && final ? nullptr : partial + i0 * kBroadcastColumns,
+                         first,
+                         final,
+                         C + i0 * ldc,
+                         ldc,
+                         last,
+                         alpha,
+                         beta};
       const bool from_copy = copy && r > 0;  // block 0 reads B itself and fills the copy when there is one
       const BroadcastBlock kernel = copy && r == 0 ? copying : M - i0 >= kBroadcastRows ? full_masked : edge;
-      kernel(A.shifted(i0, k0), from_copy ? slice : B + k0 * ldb, from_copy ? kBroadcastColumns : ldb, depth, out, slice);
+      kernel(A.shifted(i0, k0), from_copy ? slice : B + k0 * ldb, from_copy ? kBroadcastColumns : ldb, depth, out,
+             slice);
     }
   }
 }
 
 // Work items: chunks of rows x 64-column panels, panel-major. A chunk is all the rows a partial tile
 // holds when K needs several slices, else up to kSingleSliceRows (more blocks per copy of the panel).
-void gemm_broadcast(StridedA A, int64_t M, int64_t N, int64_t K, float alpha, const float* B, int64_t ldb,
-                    float beta, float* C, int64_t ldc) {
+void gemm_broadcast(StridedA A, int64_t M, int64_t N, int64_t K, float alpha, const float* B, int64_t ldb, float beta,
+                    float* C, int64_t ldc) {
   const int64_t chunk = K <= kBroadcastDepth ? kSingleSliceRows : kPartialRows;
   const int64_t chunks = ceil_div(M, chunk), items = chunks * ceil_div(N, kBroadcastColumns);
 #pragma omp parallel for schedule(static) if (M * N * K >= kMinParallelWork)
@@ -275,34 +289,43 @@ template <int MR, int NR, bool Masked, bool CopyB>
 // C[i, j] for i < MR, j < NR: dot products of rows of A and rows of B, both contiguous in K, 16 lanes
 // of K at a time (the last step masked), lanes summed once at the end by sum_lanes8.
 template <int MR, int NR, bool CopyB>
-void dot_block(const float* A, int64_t lda, const float* B, int64_t ldb, int64_t K, float* C, int64_t ldc,
-               float alpha, float beta, float* copy, int64_t copy_ld) {
+void dot_block(const float* A, int64_t lda, const float* B, int64_t ldb, int64_t K, float* C, int64_t ldc, float alpha,
+               float beta, float* copy, int64_t copy_ld) {
   __m512 acc[MR][8];
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) acc[i][j] = _mm512_setzero_ps();
   int64_t k = 0;
-  for (; k + kLanes <= K; k += kLanes) dot_step<MR, NR, false, CopyB>(acc, A + k, lda, B + k, ldb, 0, copy + k, copy_ld);
+  for (; k + kLanes <= K; k += kLanes)
+    dot_step<MR, NR, false, CopyB>(acc, A + k, lda, B + k, ldb, 0, copy + k, copy_ld);
   if (k < K) dot_step<MR, NR, true, CopyB>(acc, A + k, lda, B + k, ldb, lanes_mask(K - k), copy + k, copy_ld);
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) store_scaled(C + i * ldc, sum_lanes8(acc[i]), lanes_mask(NR), alpha, beta);
 }
 
 using DotBlock = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, float, float, float*,
-                         int64_t);
+                          int64_t);
 
 template <int MR, bool CopyB = false>
 constexpr DotBlock dot_for(int nr) {
   switch (nr) {
-    case 1: return dot_block<MR, 1, CopyB>;
-    case 2: return dot_block<MR, 2, CopyB>;
-    case 3: return dot_block<MR, 3, CopyB>;
-    case 4: return dot_block<MR, 4, CopyB>;
-    case 5: return dot_block<MR, 5, CopyB>;
-    case 6: return dot_block<MR, 6, CopyB>;
-    case 7: return dot_block<MR, 7, CopyB>;
-    default: return dot_block<MR, 8, CopyB>;
+    case 1:
+      return dot_block<MR, 1, CopyB>;
+    case 2:
+      return dot_block<MR, 2, CopyB>;
+    case 3:
+      return dot_block<MR, 3, CopyB>;
+    case 4:
+      return dot_block<MR, 4, CopyB>;
+    case 5:
+      return dot_block<MR, 5, CopyB>;
+    case 6:
+      return dot_block<MR, 6, CopyB>;
+    case 7:
+      return dot_block<MR, 7, CopyB>;
+    default:
+      return dot_block<MR, 8, CopyB>;
   }
 }
 

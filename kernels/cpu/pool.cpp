@@ -41,7 +41,13 @@ Pool2dGeometry pool2d_geometry(int64_t planes, int64_t H, int64_t W, int64_t ker
   BASTION_CHECK(2 * padding <= kernel, "pool2d: padding ", padding, " must be at most half the kernel ", kernel);
   BASTION_CHECK(H + 2 * padding >= kernel && W + 2 * padding >= kernel, "pool2d: kernel ", kernel,
                 " larger than padded input ", H, "x", W);
-  return {planes, H, W, kernel, stride, padding, (H + 2 * padding - kernel) / stride + 1,
+  return {planes,
+          H,
+          W,
+          kernel,
+          stride,
+          padding,
+          (H + 2 * padding - kernel) / stride + 1,
           (W + 2 * padding - kernel) / stride + 1};
 }
 
@@ -59,7 +65,8 @@ void max_pool_2x2_forward(float* out, const float* in, const Pool2dGeometry& g) 
       const float* top = plane + 2 * oh * g.W;
       const float* bottom = top + g.W;
       for (int64_t ow = 0; ow < g.OW; ++ow)
-        dst[oh * g.OW + ow] = std::max(std::max(top[2 * ow], top[2 * ow + 1]), std::max(bottom[2 * ow], bottom[2 * ow + 1]));
+        dst[oh * g.OW + ow] =
+            std::max(std::max(top[2 * ow], top[2 * ow + 1]), std::max(bottom[2 * ow], bottom[2 * ow + 1]));
     }
   }
 }
@@ -73,8 +80,8 @@ void max_pool_2x2_forward(float* out, const float* in, const Pool2dGeometry& g) 
 // and trips -Wmaybe-uninitialized.
 __m512 max16(__m512 a, __m512 b) { return _mm512_maskz_max_ps(static_cast<__mmask16>(0xFFFF), a, b); }
 
-void max_pool_2x2_backward_row(float* dtop, float* dbottom, const float* top, const float* bottom,
-                               const float* src, int64_t OW) {
+void max_pool_2x2_backward_row(float* dtop, float* dbottom, const float* top, const float* bottom, const float* src,
+                               int64_t OW) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -103,8 +110,8 @@ void max_pool_2x2_backward_row(float* dtop, float* dbottom, const float* top, co
   }
 }
 #else
-void max_pool_2x2_backward_row(float* dtop, float* dbottom, const float* top, const float* bottom,
-                               const float* src, int64_t OW) {
+void max_pool_2x2_backward_row(float* dtop, float* dbottom, const float* top, const float* bottom, const float* src,
+                               int64_t OW) {
   for (int64_t ow = 0; ow < OW; ++ow) {
     const float a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
     const float grad = src[ow];
@@ -143,7 +150,8 @@ void max_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g
     const float* plane = in + p * g.H * g.W;
     float* dst = out + p * g.OH * g.OW;
     for (int64_t oh = 0; oh < g.OH; ++oh)
-      for (int64_t ow = 0; ow < g.OW; ++ow) dst[oh * g.OW + ow] = plane[argmax_in_window(plane, g, window_of(g, oh, ow))];
+      for (int64_t ow = 0; ow < g.OW; ++ow)
+        dst[oh * g.OW + ow] = plane[argmax_in_window(plane, g, window_of(g, oh, ow))];
   }
 }
 
@@ -156,7 +164,8 @@ void max_pool2d_backward_cpu(float* grad_in, const float* grad_out, const float*
     const float* src = grad_out + p * g.OH * g.OW;
     std::fill_n(dst, g.H * g.W, 0.0f);
     for (int64_t oh = 0; oh < g.OH; ++oh)
-      for (int64_t ow = 0; ow < g.OW; ++ow) dst[argmax_in_window(plane, g, window_of(g, oh, ow))] += src[oh * g.OW + ow];
+      for (int64_t ow = 0; ow < g.OW; ++ow)
+        dst[argmax_in_window(plane, g, window_of(g, oh, ow))] += src[oh * g.OW + ow];
   }
 }
 

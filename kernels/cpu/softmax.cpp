@@ -50,8 +50,8 @@ void cross_entropy_backward_cpu(float* dx, const float* probs, const int32_t* y,
   }
 }
 
-double kl_div_forward_cpu(float* log_ps, float* log_pt, const float* student, const float* teacher, float T,
-                          int64_t N, int64_t C) {
+double kl_div_forward_cpu(float* log_ps, float* log_pt, const float* student, const float* teacher, float T, int64_t N,
+                          int64_t C) {
   double loss = 0.0;
   for (int64_t n = 0; n < N; ++n) {
     log_softmax_row(log_ps + n * C, student + n * C, 1.0f / T, C);

@@ -29,8 +29,8 @@ void log_softmax_backward_cpu(float* dx, const float* grad_out, const float* out
 double cross_entropy_forward_cpu(float* probs, const float* x, const int32_t* y, int64_t N, int64_t C);
 void cross_entropy_backward_cpu(float* dx, const float* probs, const int32_t* y, float grad, int64_t N, int64_t C);
 
-double kl_div_forward_cpu(float* log_ps, float* log_pt, const float* student, const float* teacher, float T,
-                          int64_t N, int64_t C);
+double kl_div_forward_cpu(float* log_ps, float* log_pt, const float* student, const float* teacher, float T, int64_t N,
+                          int64_t C);
 void kl_div_backward_cpu(float* d_student, float* d_teacher, const float* log_ps, const float* log_pt, float T,
                          float grad, int64_t N, int64_t C);
 

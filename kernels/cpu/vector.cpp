@@ -76,16 +76,14 @@ double vector_squared_distance_cpu(const float* a, const float* b, int64_t D) {
   return total;
 }
 
-int64_t vector_pairwise_workspace_floats(int64_t n, int64_t D) {
-  return (n + 1) * std::min(D, kPairwiseBlockColumns);
-}
+int64_t vector_pairwise_workspace_floats(int64_t n, int64_t D) { return (n + 1) * std::min(D, kPairwiseBlockColumns); }
 
 void vector_pairwise_squared_distances_cpu(float* out, float* workspace, const float* X, int64_t n, int64_t D) {
   vector_pairwise_squared_distances_strided_cpu(out, workspace, X, n, D, D);
 }
 
-void vector_pairwise_squared_distances_strided_cpu(float* out, float* workspace, const float* X, int64_t n,
-                                                   int64_t D, int64_t ld) {
+void vector_pairwise_squared_distances_strided_cpu(float* out, float* workspace, const float* X, int64_t n, int64_t D,
+                                                   int64_t ld) {
   BASTION_CHECK(n >= 0 && D >= 0, "vector_pairwise_squared_distances: n ", n, " and D ", D, " must be >= 0");
   BASTION_CHECK(ld >= D, "vector_pairwise_squared_distances: row stride ", ld, " < D = ", D);
   if (n == 0) return;

@@ -61,8 +61,8 @@ double vector_squared_distance_cpu(const float* a, const float* b, int64_t D);
 constexpr int64_t kPairwiseBlockColumns = 2048;
 int64_t vector_pairwise_workspace_floats(int64_t n, int64_t D);
 void vector_pairwise_squared_distances_cpu(float* out, float* workspace, const float* X, int64_t n, int64_t D);
-void vector_pairwise_squared_distances_strided_cpu(float* out, float* workspace, const float* X, int64_t n,
-                                                   int64_t D, int64_t ld);
+void vector_pairwise_squared_distances_strided_cpu(float* out, float* workspace, const float* X, int64_t n, int64_t D,
+                                                   int64_t ld);
 void vector_mean_rows_cpu(float* out, const float* X, int64_t n, int64_t D);
 
 }  // namespace bastion

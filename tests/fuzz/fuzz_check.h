@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define FUZZ_EXPECT(cond)                                                             \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
+#define FUZZ_EXPECT(cond)                                                                       \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
       std::fprintf(stderr, "fuzz property violated: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
-      std::abort();                                                                   \
-    }                                                                                 \
+      std::abort();                                                                             \
+    }                                                                                           \
   } while (0)

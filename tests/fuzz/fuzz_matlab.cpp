@@ -11,10 +11,18 @@ namespace {
 
 int64_t stored_size(uint32_t type) {
   switch (type) {
-    case bastion::kMiInt8: case bastion::kMiUint8: return 1;
-    case bastion::kMiInt16: case bastion::kMiUint16: return 2;
-    case bastion::kMiInt32: case bastion::kMiUint32: case bastion::kMiSingle: return 4;
-    default: return 8;
+    case bastion::kMiInt8:
+    case bastion::kMiUint8:
+      return 1;
+    case bastion::kMiInt16:
+    case bastion::kMiUint16:
+      return 2;
+    case bastion::kMiInt32:
+    case bastion::kMiUint32:
+    case bastion::kMiSingle:
+      return 4;
+    default:
+      return 8;
   }
 }
 

@@ -54,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_EXPECT(model->num_classes() == classes && model->num_parameters() > 0);
   if (forward_noise > kMaxForwardNoise) return 0;
   model->train(false);
-  const bastion::Tensor logits = model->forward(bastion::Tensor::full({1, shape.channels, shape.height, shape.width}, 0.5f));
+  const bastion::Tensor logits =
+      model->forward(bastion::Tensor::full({1, shape.channels, shape.height, shape.width}, 0.5f));
   FUZZ_EXPECT(logits.rank() == 2 && logits.size(0) == 1 && logits.size(1) == classes);
   const float* values = logits.data();
   for (int64_t c = 0; c < classes; ++c) FUZZ_EXPECT(std::isfinite(values[c]));

@@ -72,7 +72,8 @@ bool receive(int source, int tag, std::vector<char>& bytes, MPI_Status& status, 
   int size = 0;
   mpi_check(MPI_Get_count(&status, MPI_CHAR, &size), "MPI_Get_count");
   bytes.resize(static_cast<size_t>(size));
-  mpi_check(MPI_Recv(bytes.data(), size, MPI_CHAR, status.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+  mpi_check(MPI_Recv(bytes.data(), size, MPI_CHAR, status.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+            "MPI_Recv");
   return true;
 }
 
@@ -140,8 +141,10 @@ void schedule(size_t count, const GridTask& task, const GridDone& done, int size
       const auto [index, outcome] = decode(bytes, status.MPI_SOURCE);
       if (index != kNone) done(index, outcome), ++finished;
       const uint64_t next = queue.take();
-      if (next != kNone) send_index(next, status.MPI_SOURCE);
-      else waiting.push_back(status.MPI_SOURCE);
+      if (next != kNone)
+        send_index(next, status.MPI_SOURCE);
+      else
+        waiting.push_back(status.MPI_SOURCE);
     }
     drain_own();
     if (finished < count) continue;
@@ -156,7 +159,8 @@ void work(const GridTask& task, int rank) {
   std::vector<char> bytes = encode(kNone, {});
   MPI_Status status;
   for (;;) {
-    mpi_check(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_CHAR, 0, kTagOutcome, MPI_COMM_WORLD), "MPI_Send");
+    mpi_check(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_CHAR, 0, kTagOutcome, MPI_COMM_WORLD),
+              "MPI_Send");
     receive(0, kTagAssign, bytes, status, nullptr);
     uint64_t index = kNone;
     BASTION_ASSERT(bytes.size() == sizeof index);
@@ -197,9 +201,12 @@ GridWorld grid_world() {
 
 GridWorld run_grid(size_t count, const GridTask& task, const GridDone& done) {
   const GridWorld world = grid_world();
-  if (world.size == 1) run_grid_in_order(count, task, done);
-  else if (world.rank == 0) schedule(count, task, done, world.size);
-  else work(task, world.rank);
+  if (world.size == 1)
+    run_grid_in_order(count, task, done);
+  else if (world.rank == 0)
+    schedule(count, task, done, world.size);
+  else
+    work(task, world.rank);
   return world;
 }
 

@@ -28,8 +28,10 @@ void wait(MPI_Request& request, const char* what) {
     int done = 0;
     mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     if (done) return;
-    if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(5)) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(5))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
 
@@ -49,7 +51,8 @@ class MpiTransport final : public RunTransport {
     const int64_t my_size = static_cast<int64_t>(mine.size());
     std::vector<int64_t> sizes(rank_ == 0 ? static_cast<size_t>(size_) : 0);
     MPI_Request request;
-    mpi_check(MPI_Igather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request), "MPI_Igather");
+    mpi_check(MPI_Igather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request),
+              "MPI_Igather");
     wait(request, "MPI_Igather");
     std::vector<int> counts, displs;
     Bytes all;
@@ -64,7 +67,8 @@ class MpiTransport final : public RunTransport {
       bytes_moved_ += static_cast<int64_t>(total - mine.size());
     }
     mpi_check(MPI_Igatherv(mine.data(), mpi_count(mine.size()), MPI_CHAR, all.data(), counts.data(), displs.data(),
-                           MPI_CHAR, 0, MPI_COMM_WORLD, &request), "MPI_Igatherv");
+                           MPI_CHAR, 0, MPI_COMM_WORLD, &request),
+              "MPI_Igatherv");
     wait(request, "MPI_Igatherv");
     std::vector<Bytes> parts;
     for (size_t r = 0; r < counts.size(); ++r)
@@ -100,11 +104,13 @@ class MpiTransport final : public RunTransport {
     }
     int64_t my_size = 0;
     MPI_Request request;
-    mpi_check(MPI_Iscatter(sizes.data(), 1, MPI_INT64_T, &my_size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request), "MPI_Iscatter");
+    mpi_check(MPI_Iscatter(sizes.data(), 1, MPI_INT64_T, &my_size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request),
+              "MPI_Iscatter");
     wait(request, "MPI_Iscatter");
     Bytes mine(static_cast<size_t>(my_size));
     mpi_check(MPI_Iscatterv(all.data(), counts.data(), displs.data(), MPI_CHAR, mine.data(), mpi_count(mine.size()),
-                            MPI_CHAR, 0, MPI_COMM_WORLD, &request), "MPI_Iscatterv");
+                            MPI_CHAR, 0, MPI_COMM_WORLD, &request),
+              "MPI_Iscatterv");
     wait(request, "MPI_Iscatterv");
     return mine;
   }
