@@ -4,6 +4,7 @@
 
 #include "autograd/ops.h"
 #include "kernels/cpu/optim.h"
+#include "kernels/cpu/sam.h"
 #include "kernels/cpu/vector.h"
 #include "kernels/cuda/optim.h"
 #include "kernels/cuda/vector.h"
@@ -198,6 +199,9 @@ void Sam::perturb(float* w, const float* grad) {
     direction = perturbation_.data();
   }
   const std::vector<double>& scales = perturbation_scales(w, direction);
+  // Restore w from a copy rather than subtracting e: (w + e) - e is not w in float arithmetic. Frozen
+  // tensors are neither perturbed nor saved (e = 0 there), so Sam::step restores the trainable ones only.
+  saved_weights_.resize(perturbation_.size());
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
     float* e = perturbation_.data() + p.begin;
@@ -208,32 +212,37 @@ void Sam::perturb(float* w, const float* grad) {
     }
     const float scale = static_cast<float>(scales[k]);
     const float* d = direction + p.begin;
+    float* wk = w + p.begin;
+    float* saved = saved_weights_.data() + p.begin;
     if (options_.perturbation == SamOptions::Perturbation::Adaptive) {
-      const float* wk = w + p.begin;
       for (int64_t i = 0; i < n; ++i) e[i] = scale * (wk[i] * wk[i] * d[i]);
+      sam_perturb_cpu(wk, saved, e, e, 1.0f, n);  // 1 * e is e exactly: saved = w, w = w + e
     } else {
-      for (int64_t i = 0; i < n; ++i) e[i] = scale * d[i];
+      sam_perturb_cpu(wk, saved, e, d, scale, n);
     }
   }
   const int64_t P = static_cast<int64_t>(perturbation_.size());
   if (mu)
     for (int64_t i = 0; i < P; ++i) options_.dual[i] += perturbation_[i] - (s ? s[i] : 0.0f);
-  // Restore w from a copy rather than subtracting e: (w + e) - e is not w in float arithmetic.
-  saved_weights_.resize(static_cast<size_t>(P));
-  for (int64_t i = 0; i < P; ++i) {
-    saved_weights_[i] = w[i];
-    w[i] += perturbation_[i];
-  }
+}
+
+void Sam::restore_weights(float* w) const {
+  for (const ParameterView& p : model_.parameters())
+    if (p.value.requires_grad())
+      std::copy(saved_weights_.begin() + p.begin, saved_weights_.begin() + p.end, w + p.begin);
 }
 
 // Step 3 after the second pass: g' = alpha g' + linear term, clipped.
 void Sam::finish_direction(float* grad) const {
-  const int64_t P = static_cast<int64_t>(perturbation_.size());
-  if (options_.ascent_scale != 1.0f) vector_scale_cpu(grad, options_.ascent_scale, P);
-  if (!options_.linear_term.empty())
-    for (const ParameterView& p : model_.parameters())
-      if (p.value.requires_grad())
-        for (int64_t i = p.begin; i < p.end; ++i) grad[i] += options_.linear_term[i];
+  const float alpha = options_.ascent_scale;
+  const float* linear = options_.linear_term.empty() ? nullptr : options_.linear_term.data();
+  if (alpha != 1.0f || linear) {
+    for (const ParameterView& p : model_.parameters()) {
+      const bool add = linear && p.value.requires_grad();  // the linear term is 0 on frozen tensors
+      if (!add && alpha == 1.0f) continue;
+      sam_direction_cpu(grad + p.begin, add ? linear + p.begin : nullptr, alpha, p.end - p.begin);
+    }
+  }
   clip_gradient_norm(model_, options_.clip_after);
 }
 
@@ -244,7 +253,7 @@ float Sam::step(const std::function<float()>& loss_and_backward) {
   float* w = model_.flat_parameters().data();
   perturb(w, model_.flat_gradients().data());
   loss_and_backward();
-  std::copy(saved_weights_.begin(), saved_weights_.end(), w);
+  restore_weights(w);
   finish_direction(model_.flat_gradients().data());
   base_.step();
   return loss;

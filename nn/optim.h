@@ -115,6 +115,7 @@ class Sam {
   void perturb_with_dual_on_device(float* w, const float* grad);
   void perturb(float* w, const float* grad);
   void finish_direction(float* grad) const;
+  void restore_weights(float* w) const;  // the trainable tensors from saved_weights_ (perturb saved them)
 };
 
 // Rescales the whole gradient buffer to global L2 norm max_norm when it is larger (norm in double);

@@ -1,0 +1,23 @@
+// sam: the elementwise passes of a SAM step on a CPU model (nn/optim.cpp's Sam::step), fused so that each
+// reads and writes its vectors once. A SAM step of cnn-fedfsa (1.26 M parameters, 5 MB a vector, more
+// than a core's L2) is memory-bound outside its GEMMs: the perturbation, the save and the restore of the
+// weights and the direction's scaling were about 15 % of a FedFSA round (perf, issue 38).
+//   sam_perturb_cpu:    e = scale * d;  saved = w;  w = w + e                      ASSIGNS e, saved, w
+//   sam_direction_cpu:  g = alpha * g + linear   (linear null: g = alpha * g)      ASSIGNS g
+// d and e may be the same array (FedSMOO's direction is computed into e's buffer); the others are
+// distinct. Each product is rounded before it is added, exactly as the unfused passes did (a scaling
+// pass, then an adding pass): sam.cpp is compiled with -ffp-contract=off, so the compiler cannot merge a
+// multiply and an add into one fused multiply-add (one rounding instead of two), and the results are
+// bit-identical to the unfused step's.
+// No CUDA twin: the device step (Sam::step_on_device) runs the flat-vector kernels of kernels/cuda/vector.h.
+// PyTorch equivalent: e = scale * d; saved = w.clone(); w.add_(e)  /  g.mul_(alpha).add_(linear)
+#pragma once
+
+#include <cstdint>
+
+namespace bastion {
+
+void sam_perturb_cpu(float* w, float* saved, float* e, const float* d, float scale, int64_t D);
+void sam_direction_cpu(float* g, const float* linear, float alpha, int64_t D);
+
+}  // namespace bastion
