@@ -151,7 +151,8 @@ void BatchLoader::fill_transformed(float* x, int32_t* y, int64_t n) {
   for (int64_t r = 0; r < n; ++r) {
     const int64_t index = order_[cursor_ + r];
     const bool poison = poisoned_ && (r < per_batch_ || (!sample_mask_.empty() && sample_mask_[index] != 0));
-    Generator rng = augmentation_.fork(static_cast<uint64_t>(cursor_ + r));
+    Generator rng = augment_once_ ? augment_once_->fork(static_cast<uint64_t>(index))
+                                  : augmentation_.fork(static_cast<uint64_t>(cursor_ + r));
     transform_sample_into(x + r * numel, data_, index, transform_, poison ? &trigger_ : nullptr, rng, scratch_.data());
     y[r] = label_of(index, poison);
   }

@@ -14,6 +14,10 @@
 //   Generator(seed).fork(epoch).fork(kAugmentationStream).fork(position). The same client therefore
 //   sees the same augmentation whatever the thread count or the epochs run before. Without a transform
 //   (and without poisoning) the loader uses normalize_into, as before.
+// - Optional augmentation drawn once (set_augment_once): sample i's Generator is base.fork(i) for the
+//   Dataset index i, the same in every epoch and every loader given the same base, so each sample keeps
+//   one augmentation for the whole run (SPMC's code: its attackers train on a copy of their training set
+//   made once, after the random train transform; IMPLEMENTATION-FACTS §2).
 // - Optional poisoning (set_poison), for data attacks: triggers with a target label on some samples,
 //   and/or per-sample label overrides (label flipping); see PoisonSpec below.
 // PyTorch equivalent: DataLoader(Subset(ds, indices), batch_size, shuffle, drop_last) with ToTensor +
@@ -21,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "data/dataset.h"
@@ -84,6 +89,11 @@ class BatchLoader {
   // another shape. Allocates (copies the mask and overrides); next() still does not.
   void set_poison(const PoisonSpec& poison);
 
+  // From the next call to next() on, sample i (its Dataset index) is augmented with base.fork(i) in every
+  // epoch instead of a Generator per (epoch, position): one augmentation per sample, fixed by `base`.
+  // Changes nothing without a transform.
+  void set_augment_once(const Generator& base) { augment_once_ = base; }
+
   int64_t batches_per_epoch() const;
   int64_t num_samples() const { return static_cast<int64_t>(indices_.size()); }
   int64_t batch_size() const { return batch_size_; }
@@ -99,7 +109,8 @@ class BatchLoader {
   int64_t cursor_ = 0;            // position in order_ of the next batch's first sample
   Tensor x_full_, x_partial_;     // (batch_size, C, H, W) buffer and its view for the last partial batch
   LabelTensor y_full_, y_partial_;
-  Generator augmentation_;  // this epoch's augmentation stream; forked per position
+  Generator augmentation_;                 // this epoch's augmentation stream; forked per position
+  std::optional<Generator> augment_once_;  // set_augment_once: forked per Dataset index instead
 
   bool transformed_ = false;  // set_transform was called
   TransformSpec transform_;   // identity until set_transform

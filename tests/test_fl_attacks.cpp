@@ -269,6 +269,32 @@ TEST(FlAttack, BackdoorTriggersAreMadeForTheShapeTheyMeet) {
   EXPECT_FALSE(build_attack("label-flip")->backdoor_test(d, spec).has_value());
 }
 
+TEST(FlAttack, AugmentOnceKeepsTheAttackersAugmentationAcrossRoundsAndEpochs) {
+  const Dataset d = image_set(12, 1, 28, 28);
+  TransformSpec spec;  // SPMC's digit pipeline: resize 32, random crop with padding 4, 3 channels
+  spec.resize = 32;
+  spec.crop_padding = 4;
+  spec.replicate_channels = 3;
+  // One epoch of one round's loader for the same client (client rng 77), without shuffling.
+  auto epoch_images = [&](bool augment_once, uint64_t round_seed, int64_t epoch) {
+    const std::unique_ptr<Attack> attack =
+        build_attack("badnets", {{"mode", std::string("fraction")}, {"redraw", false}, {"augment_once", augment_once}});
+    BatchLoader loader(d, 4, false, round_seed);
+    loader.set_transform(spec);
+    DataAttackContext context = data_context(d, all_indices(12), round_seed);
+    context.transform = &spec;
+    attack->poison_loader(loader, context);
+    loader.start_epoch(epoch);
+    std::vector<float> images;
+    Tensor x;
+    LabelTensor y;
+    while (loader.next(x, y)) images.insert(images.end(), x.data(), x.data() + x.numel());
+    return images;
+  };
+  EXPECT_EQ(epoch_images(true, 1, 0), epoch_images(true, 2, 4));    // another round and epoch: the same crops
+  EXPECT_NE(epoch_images(false, 1, 0), epoch_images(false, 1, 4));  // default: a new crop each epoch
+}
+
 TEST(FlAttack, DbaAttackerPlantsPartIndexModFourAndIsTestedWithTheUnion) {
   const Dataset d = image_set(16, 1, 28, 28);
   const std::vector<int64_t> indices = all_indices(16);

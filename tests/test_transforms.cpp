@@ -5,6 +5,7 @@
 // normalisation); loader determinism, poisoning and allocation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
 #include <set>
@@ -409,6 +410,32 @@ TEST(LoaderTransform, AugmentationDependsOnlyOnSeedEpochAndPosition) {
   // The shuffle is unchanged by the transform.
   BatchLoader plain(d, 6, true, 3);
   EXPECT_EQ(run_epoch(plain, 1).y, a1.y);
+}
+
+TEST(LoaderTransform, AugmentOnceGivesEachSampleOneAugmentationInEveryEpochAndLoader) {
+  const Dataset d = image_set(20, 3, 8, 8, kCifarMean, kCifarStd);
+  const TransformSpec spec = default_train_transform("cifar10");
+  const Generator base = Generator(42).fork(7);
+  BatchLoader once(d, 6, /*shuffle=*/false, 3), other_seed(d, 6, /*shuffle=*/true, 11), fresh(d, 6, false, 3);
+  for (BatchLoader* loader : {&once, &other_seed, &fresh}) loader->set_transform(spec);
+  once.set_augment_once(base);
+  other_seed.set_augment_once(base);  // another loader (another round), shuffled: the same per-sample images
+  const Epoch e0 = run_epoch(once, 0), e3 = run_epoch(once, 3);
+  EXPECT_EQ(e0.x, e3.x);
+  EXPECT_NE(run_epoch(fresh, 0).x, run_epoch(fresh, 3).x);  // without it each epoch draws anew
+  const int64_t numel = 3 * 8 * 8;
+  for (int64_t i = 0; i < d.size(); ++i)  // the documented derivation: base.fork(dataset index)
+    EXPECT_EQ(std::vector<float>(e0.x.begin() + i * numel, e0.x.begin() + (i + 1) * numel),
+              run(d, i, spec, nullptr, base.fork(static_cast<uint64_t>(i))))
+        << "sample " << i;
+  const Epoch shuffled = run_epoch(other_seed, 5);
+  for (size_t r = 0; r < shuffled.y.size(); ++r) {
+    bool found = false;  // each row is some sample's fixed image
+    for (int64_t i = 0; i < d.size() && !found; ++i)
+      found =
+          std::equal(shuffled.x.begin() + r * numel, shuffled.x.begin() + (r + 1) * numel, e0.x.begin() + i * numel);
+    EXPECT_TRUE(found) << "row " << r;
+  }
 }
 
 TEST(LoaderTransform, ChangesTheBatchShapeAndDoesNotAllocate) {

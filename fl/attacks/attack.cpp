@@ -72,7 +72,8 @@ double normal_quantile(double p) {
 // ---------------------------------------------------------------- data attacks
 
 namespace {
-constexpr uint64_t kSubsetStream = 0x737562736574ULL;  // "subset": forks the rng for the subset draw
+constexpr uint64_t kSubsetStream = 0x737562736574ULL;         // "subset": forks the rng for the subset draw
+constexpr uint64_t kAugmentOnceStream = 0x6175676f6e6365ULL;  // "augonce": the attacker's fixed augmentations
 }  // namespace
 
 std::vector<int64_t> draw_local_subset(const DataAttackContext& context, double fraction, bool redraw) {
@@ -108,6 +109,7 @@ BackdoorPoisoning read_backdoor_poisoning(const Params& params, std::string trig
   poisoning.per_batch = params.integer("per_batch");
   poisoning.fraction = params.real("fraction");
   poisoning.redraw = params.boolean("redraw");
+  poisoning.augment_once = params.boolean("augment_once");
   return poisoning;
 }
 
@@ -123,6 +125,7 @@ void set_backdoor_poison(BatchLoader& loader, const DataAttackContext& context, 
     for (int64_t index : draw_local_subset(context, poisoning.fraction, poisoning.redraw)) spec.sample_mask[index] = 1;
   }
   loader.set_poison(spec);
+  if (poisoning.augment_once) loader.set_augment_once(context.client_rng.fork(kAugmentOnceStream));
 }
 
 BackdoorTest make_backdoor_test(const std::string& trigger, int32_t target, const Dataset& test,

@@ -38,6 +38,7 @@ struct BackdoorPoisoning {
   int64_t per_batch = 0;
   double fraction = 0.0;
   bool redraw = true;
+  bool augment_once = false;  // one augmentation per sample for the run (BatchLoader::set_augment_once)
 };
 BackdoorPoisoning read_backdoor_poisoning(const Params& params, std::string trigger);
 void set_backdoor_poison(BatchLoader& loader, const DataAttackContext& context, const BackdoorPoisoning& poisoning);

@@ -12,6 +12,10 @@
 //             client's fixed rng when not (SPMC poisons a static copy once). SPMC's code poisons each
 //             sample independently with probability 0.3; a fixed count is the same on average and
 //             makes the poisoned share exact.
+//   augment_once  every sample of the attacker (poisoned or not) keeps one draw of the train transform for
+//             the whole run, seeded by (seed, client) and the sample: SPMC's code poisons a copy of the
+//             training set made once after its random crop (IMPLEMENTATION-FACTS §2); off: a new draw each
+//             epoch, as for benign clients. Nothing changes without a random transform.
 // backdoor_test: the same trigger made for the test set's shape after `transform`, and the target.
 // Cost: O(local size) per round for the subset draw (fraction mode); the poisoning itself is O(trigger
 // pixels) per poisoned sample.
@@ -62,6 +66,8 @@ const std::vector<ParamSpec>& badnets_params() {
        1},
       {"redraw", ParamType::Boolean, true,
        "fraction mode: draw the poisoned subset anew each round (FedCPA) or once (SPMC)"},
+      {"augment_once", ParamType::Boolean, false,
+       "augment each of the attacker's samples once for the whole run, not anew each epoch (SPMC's code)"},
   };
   return specs;
 }

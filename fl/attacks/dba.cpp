@@ -53,6 +53,8 @@ const std::vector<ParamSpec>& dba_params() {
        1},
       {"redraw", ParamType::Boolean, true,
        "fraction mode: draw the poisoned subset anew each round (FedCPA) or once (SPMC)"},
+      {"augment_once", ParamType::Boolean, false,
+       "augment each of the attacker's samples once for the whole run, not anew each epoch (SPMC's code)"},
   };
   return specs;
 }
