@@ -57,11 +57,33 @@ TEST(KernelsCpuConvBlocked, ForwardMatchesReference) {
     ASSERT_TRUE(conv2d_blocked_supported(g));
     for (const bool with_bias : {true, false}) {
       SCOPED_TRACE(::testing::Message() << "bias " << with_bias);
-      std::vector<float> out(g.N * g.K * g.out_plane(), kNaN), workspace(conv2d_blocked_workspace_floats(g), kNaN);
+      std::vector<float> out(g.N * g.K * g.out_plane(), kNaN);
+      std::vector<float> workspace(conv2d_blocked_forward_workspace_floats(g), kNaN);
       conv2d_blocked_forward_cpu(out.data(), d.in.data(), d.weight.data(), with_bias ? d.bias.data() : nullptr, g,
                                  workspace.data(), 1);
       expect_forward_matches_reference(out, d, with_bias, "conv2d_blocked_forward_cpu");
     }
+  }
+}
+
+// Planes large enough that the forward runs the batch in chunks (16 MiB of blocked copies: 5 samples of
+// 16 channels at 160 x 160, then 2): the samples on both sides of the chunk boundary, and the last,
+// against the reference loops one sample at a time.
+TEST(KernelsCpuConvBlocked, ForwardRunsLargeBatchesInChunks) {
+  if (!blocked_path_built()) GTEST_SKIP() << "built without AVX-512";
+  const ConvCase c{7, 16, 160, 160, 16, 3, 3, 1, 1};
+  const ConvData d = make_conv(c, 650);
+  const Conv2dGeometry& g = d.g;
+  ASSERT_LT(conv2d_blocked_forward_workspace_floats(g), g.N * (g.C * (g.H + 2) * (g.W + 2) + g.K * g.out_plane()));
+  std::vector<float> out(g.N * g.K * g.out_plane(), kNaN), workspace(conv2d_blocked_forward_workspace_floats(g), kNaN);
+  conv2d_blocked_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(), 1);
+  const int64_t in_sample = g.C * g.H * g.W, out_sample = g.K * g.out_plane();
+  for (const int64_t n : {0, 4, 5, 6}) {
+    SCOPED_TRACE(::testing::Message() << "sample " << n);
+    ConvData one{conv2d_geometry(1, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding),
+                 std::vector<float>(d.in.begin() + n * in_sample, d.in.begin() + (n + 1) * in_sample), d.weight, d.bias};
+    expect_forward_matches_reference(std::vector<float>(out.begin() + n * out_sample, out.begin() + (n + 1) * out_sample),
+                                     one, true, "conv2d_blocked_forward_cpu");
   }
 }
 

@@ -46,7 +46,7 @@ Tensor conv2d_blocked_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
   Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
   {
     const int threads = num_threads();
-    Tensor workspace = Tensor::empty({conv2d_blocked_workspace_floats(g)});
+    Tensor workspace = Tensor::empty({conv2d_blocked_forward_workspace_floats(g)});
     conv2d_blocked_forward_cpu(out.data(), x.data(), weight.data(), data_or_null(bias), g, workspace.data(), threads);
   }
   return record(out, "conv2d", {x, weight, bias}, [x, weight, g](const Tensor& grad, const Node& node) {

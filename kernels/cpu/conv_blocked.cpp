@@ -406,21 +406,25 @@ void run_weight(float* totals, const float* dy_blocked, const float* x_blocked, 
   const WeightFn fn = weight_fn(p.KV, p.stride);
   const int64_t dy_sample = (p.K / kLanes) * p.dy_plane, x_sample = CB * p.x_plane;
   const int64_t work = p.N * p.K * p.C * kTaps * p.OH * p.OW;
+  // Each thread takes a fixed range of items and walks every chunk for them: no barrier between chunks
+  // (on a loaded machine one per chunk cost more than the chunk at 2 threads).
 #pragma omp parallel num_threads(threads) if (work >= kParallelMinWork)
-  for (int64_t n0 = 0; n0 < p.N; n0 += p.samples_per_chunk) {
-    const int64_t n1 = std::min(p.N, n0 + p.samples_per_chunk);
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t kg = item / CB, cb = item % CB;
-      float* mine = totals + item * item_floats;
-      for (int64_t gn = n0; gn < n1; gn += p.samples_per_group) {
-        const int64_t samples = std::min(p.samples_per_group, n1 - gn);
-        for (int64_t oh0 = 0; oh0 < p.OH; oh0 += p.rows_per_group) {
-          const int64_t rows = std::min(p.rows_per_group, p.OH - oh0);
-          const float* dy = dy_blocked + gn * dy_sample + kg * p.KV * p.dy_plane + (oh0 + 1) * p.dy_row + kLanes;
-          const float* x = x_blocked + gn * x_sample + cb * p.x_plane + oh0 * p.stride * p.x_row;
-          for (int64_t c = 0; c < kLanes; ++c)
-            fn(mine + c * p.KV * kTaps * kLanes, dy, x + c, p, samples, rows);
+  {
+    const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t i0 = items * me / team, i1 = items * (me + 1) / team;
+    for (int64_t n0 = 0; n0 < p.N; n0 += p.samples_per_chunk) {
+      const int64_t n1 = std::min(p.N, n0 + p.samples_per_chunk);
+      for (int64_t item = i0; item < i1; ++item) {
+        const int64_t kg = item / CB, cb = item % CB;
+        float* mine = totals + item * item_floats;
+        for (int64_t gn = n0; gn < n1; gn += p.samples_per_group) {
+          const int64_t samples = std::min(p.samples_per_group, n1 - gn);
+          for (int64_t oh0 = 0; oh0 < p.OH; oh0 += p.rows_per_group) {
+            const int64_t rows = std::min(p.rows_per_group, p.OH - oh0);
+            const float* dy = dy_blocked + gn * dy_sample + kg * p.KV * p.dy_plane + (oh0 + 1) * p.dy_row + kLanes;
+            const float* x = x_blocked + gn * x_sample + cb * p.x_plane + oh0 * p.stride * p.x_row;
+            for (int64_t c = 0; c < kLanes; ++c) fn(mine + c * p.KV * kTaps * kLanes, dy, x + c, p, samples, rows);
+          }
         }
       }
     }
@@ -491,19 +495,30 @@ GatherPass grad_in_pass(const Conv2dGeometry& g) {
   return p;
 }
 
+int64_t x_blocked_floats(const Conv2dGeometry& g) { return g.N * g.C * (g.H + 2) * (g.W + 2); }
+int64_t dy_blocked_floats(const Conv2dGeometry& g) { return g.N * g.K * (g.OH + 2) * (g.OW + 2); }
+
+// The forward converts and computes the batch in chunks of samples whose blocked copies stay under
+// 16 MiB (as im2col's columns, kernels/cpu/conv.h), so evaluation at batch 512 does not hold the whole
+// batch twice over; no output depends on the chunking.
+constexpr int64_t kForwardChunkFloats = int64_t{4} << 20;
+
+int64_t forward_sample_floats(const Conv2dGeometry& g) { return g.C * (g.H + 2) * (g.W + 2) + g.K * g.out_plane(); }
+
+int64_t forward_chunk_samples(const Conv2dGeometry& g) {
+  return std::clamp<int64_t>(kForwardChunkFloats / forward_sample_floats(g), 1, std::max<int64_t>(g.N, 1));
+}
+
 struct ForwardSpace {
   float *x, *out, *packed, *bias;
 };
 
-int64_t x_blocked_floats(const Conv2dGeometry& g) { return g.N * g.C * (g.H + 2) * (g.W + 2); }
-int64_t dy_blocked_floats(const Conv2dGeometry& g) { return g.N * g.K * (g.OH + 2) * (g.OW + 2); }
-
 ForwardSpace forward_space(float* ws, const Conv2dGeometry& g) {
   ForwardSpace s;
-  s.x = ws;
-  s.out = s.x + x_blocked_floats(g);
-  s.packed = s.out + g.N * g.K * g.out_plane();
+  s.packed = ws;
   s.bias = s.packed + g.K * g.C * kTaps;
+  s.x = s.bias + g.K;
+  s.out = s.x + forward_chunk_samples(g) * g.C * (g.H + 2) * (g.W + 2);
   return s;
 }
 
@@ -537,28 +552,37 @@ bool conv2d_blocked_supported(const Conv2dGeometry& g) {
 
 bool conv2d_blocked_preferred(const Conv2dGeometry& g) { return conv2d_blocked_supported(g); }
 
+int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry& g) {
+  return g.K * g.C * kTaps + g.K + forward_chunk_samples(g) * forward_sample_floats(g);
+}
+
 int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry& g) {
   const int64_t filters = g.K * g.C * kTaps;
-  const int64_t forward = x_blocked_floats(g) + g.N * g.K * g.out_plane() + filters + g.K;
   const int64_t backward = x_blocked_floats(g) + dy_blocked_floats(g) + g.N * g.C * g.H * g.W + 2 * filters;
-  return std::max(forward, backward);
+  return std::max(conv2d_blocked_forward_workspace_floats(g), backward);
 }
 
 void conv2d_blocked_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
                                 const Conv2dGeometry& g, float* workspace, int threads) {
   BASTION_ASSERT(conv2d_blocked_supported(g));
   const ForwardSpace s = forward_space(workspace, g);
-  const GatherPass p = forward_pass(g);
+  GatherPass p = forward_pass(g);
   pack_weights(s.packed, weight, g.K, g.C, p.KV, false, threads);
   if (bias)
     std::copy_n(bias, g.K, s.bias);
   else
     std::fill_n(s.bias, g.K, 0.0f);
   const int64_t in_sample = g.C * g.H * g.W, x_sample = g.C * (g.H + 2) * (g.W + 2), out_sample = g.K * g.out_plane();
-  run_gather(
-      s.out, s.x, s.packed, s.bias, p, threads,
-      [&](int64_t n) { to_blocked(s.x + n * x_sample, in + n * in_sample, g.C, g.H, g.W, 1); },
-      [&](int64_t n) { from_blocked(out + n * out_sample, s.out + n * out_sample, g.K, g.out_plane()); });
+  const int64_t chunk = forward_chunk_samples(g);
+  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+    p.N = std::min(chunk, g.N - n0);
+    const float* in_chunk = in + n0 * in_sample;
+    float* out_chunk = out + n0 * out_sample;
+    run_gather(
+        s.out, s.x, s.packed, s.bias, p, threads,
+        [&](int64_t n) { to_blocked(s.x + n * x_sample, in_chunk + n * in_sample, g.C, g.H, g.W, 1); },
+        [&](int64_t n) { from_blocked(out_chunk + n * out_sample, s.out + n * out_sample, g.K, g.out_plane()); });
+  }
 }
 
 void conv2d_blocked_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
@@ -604,6 +628,7 @@ void conv2d_blocked_backward_cpu(float* grad_in, float* grad_weight, float* grad
 
 bool conv2d_blocked_supported(const Conv2dGeometry&) { return false; }
 bool conv2d_blocked_preferred(const Conv2dGeometry&) { return false; }
+int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry&) { return 0; }
 int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry&) { return 0; }
 void conv2d_blocked_forward_cpu(float*, const float*, const float*, const float*, const Conv2dGeometry&, float*, int) {
   BASTION_FAIL("conv2d_blocked: built without AVX-512");

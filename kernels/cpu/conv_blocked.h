@@ -29,19 +29,21 @@
 // Where the op takes it (conv2d_blocked_preferred): every supported layer. bench/conv_blocked_ladder.cpp
 // (ResNet18's CIFAR layers, batch 64, 1 thread, 2026-11-28, bench/RESULTS.md "conv_blocked") against what
 // the op ran before (conv2d_direct at stride 1, im2col + OpenBLAS at stride 2): every layer's three passes
-// together are faster, from x1.2 (64 channels, 32x32) to x3-5 (512 channels, 4x4). One pass loses: the
-// weight gradient of 256 -> 512 at stride 2 (8x8 -> 4x4), x0.9-0.95, where OpenBLAS's GEMM over im2col
-// columns stays ahead; the layer's forward and grad_in win more than that.
+// together are faster, x1.14 (256 -> 512, stride 2) to x3.0 (512 channels, 4x4), and so is every pass
+// in the final run; the closest, the weight gradient of 256 -> 512 at stride 2, measured x0.89-1.04 over
+// four runs, where the layer's forward and grad_in win x1.2.
 //
 // Determinism: forward and grad_in split samples over threads in a fixed partition and every output sums
 // its terms in one fixed order (bias, then input-channel blocks, taps, channels), whichever thread
-// computes it. grad_weight walks the batch in fixed chunks of samples, one after another; inside a chunk
-// the (output-channel group, input-channel block) items are split over threads, and each item adds the
-// chunk's pixels to its own totals in a fixed order. Results therefore do not depend on the thread count.
+// computes it. grad_weight splits its (output-channel group, input-channel block) items over threads in
+// fixed ranges; each item walks the batch in fixed chunks of samples and adds their pixels to its own
+// totals in a fixed order. Results therefore do not depend on the thread count.
 // Rounding differs from conv2d_direct and im2col + GEMM (other summation orders).
 // Backward ASSIGNS grad_in, grad_weight and grad_bias; any may be null.
-// The caller provides conv2d_blocked_workspace_floats(g) floats; the kernels never allocate and run at
-// most `threads` OpenMP threads.
+// The caller provides conv2d_blocked_workspace_floats(g) floats (the forward alone needs only
+// conv2d_blocked_forward_workspace_floats(g): it runs the batch in chunks of samples whose blocked copies
+// stay under 16 MiB; the backward holds the whole batch's blocked grad_out, input and grad_in, like
+// conv2d_direct's backward); the kernels never allocate and run at most `threads` OpenMP threads.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +60,8 @@ bool conv2d_blocked_supported(const Conv2dGeometry& g);
 // its measurement in the comment above).
 bool conv2d_blocked_preferred(const Conv2dGeometry& g);
 
-int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry& g);
+int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry& g);  // enough for the forward
+int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry& g);          // enough for both passes
 
 void conv2d_blocked_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
                                 const Conv2dGeometry& g, float* workspace, int threads);
