@@ -522,6 +522,8 @@ ForwardSpace forward_space(float* ws, const Conv2dGeometry& g) {
   return s;
 }
 
+// grad_in's blocked result takes the blocked input's place: the weight gradient, the only reader of the
+// input, runs first, and the padded input (N, C, H + 2, W + 2) is larger than grad_in (N, C, H, W).
 struct BackwardSpace {
   float *x, *dy, *grad_in, *packed, *totals;
 };
@@ -529,9 +531,9 @@ struct BackwardSpace {
 BackwardSpace backward_space(float* ws, const Conv2dGeometry& g) {
   BackwardSpace s;
   s.x = ws;
+  s.grad_in = ws;
   s.dy = s.x + x_blocked_floats(g);
-  s.grad_in = s.dy + dy_blocked_floats(g);
-  s.packed = s.grad_in + g.N * g.C * g.H * g.W;
+  s.packed = s.dy + dy_blocked_floats(g);
   s.totals = s.packed + g.K * g.C * kTaps;
   return s;
 }
@@ -558,7 +560,7 @@ int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry& g) {
 
 int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry& g) {
   const int64_t filters = g.K * g.C * kTaps;
-  const int64_t backward = x_blocked_floats(g) + dy_blocked_floats(g) + g.N * g.C * g.H * g.W + 2 * filters;
+  const int64_t backward = x_blocked_floats(g) + dy_blocked_floats(g) + 2 * filters;
   return std::max(conv2d_blocked_forward_workspace_floats(g), backward);
 }
 
