@@ -1,12 +1,12 @@
 // Standalone ladder for conv2d_blocked (kernels/cpu/conv_blocked.h) against the kernels the op ran
 // before it: conv2d_direct (Auto) for stride 1, im2col + OpenBLAS for stride 2. ResNet18's CIFAR 3x3
 // layers, forward, grad_in and grad_weight timed separately, interleaved (old, new) in every repetition;
-// prints medians. Seconds to build, no CMake:
-//   g++ -O3 -march=native -fopenmp -std=c++20 -I. bench/conv_blocked_ladder.cpp kernels/cpu/conv_blocked.cpp \
-//       kernels/cpu/conv_blocked_weight.cpp kernels/cpu/conv_direct.cpp kernels/cpu/conv_direct_channels.cpp kernels/cpu/conv.cpp \
-//       kernels/cpu/gemm.cpp kernels/cpu/gemm_small.cpp tensor/error.cpp -DBASTION_HAVE_OPENBLAS=1 \
-//       -I/usr/include/x86_64-linux-gnu/openblas-pthread -lopenblas \
-//       -o /tmp/conv_blocked_ladder
+// prints medians. Seconds to build, no CMake (one command):
+//   g++ -O3 -march=native -fopenmp -std=c++20 -I. -DBASTION_HAVE_OPENBLAS=1
+//       -I/usr/include/x86_64-linux-gnu/openblas-pthread bench/conv_blocked_ladder.cpp
+//       kernels/cpu/conv_blocked.cpp kernels/cpu/conv_blocked_weight.cpp kernels/cpu/conv_direct.cpp
+//       kernels/cpu/conv_direct_channels.cpp kernels/cpu/conv.cpp kernels/cpu/gemm.cpp
+//       kernels/cpu/gemm_small.cpp tensor/error.cpp -lopenblas -o /tmp/conv_blocked_ladder
 //   OPENBLAS_NUM_THREADS=1 /tmp/conv_blocked_ladder [batch=64] [threads=1] [repetitions=5] [peak GFLOP/s=245]
 // LADDER_ONLY=<substring> keeps the layers whose name contains it. Each timing is the mean over calls for
 // at least 0.15 s after one warm-up call; rel.diff = max |new - old| / max |old| (both float32).
