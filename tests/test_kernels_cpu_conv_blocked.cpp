@@ -32,6 +32,9 @@ const ConvCase kBlockedCases[] = {
     {3, 16, 2, 3, 32, 3, 3, 2, 1},     // stride 2 on a 2x3 plane: 1x2 output, a class with one pixel
     {7, 48, 4, 4, 64, 3, 3, 1, 1},     // ResNet18's last stage shape at small C: several samples per group
     {3, 128, 4, 4, 64, 3, 3, 2, 1},    // 128 -> 64 channels, stride 2 to 2x2
+    // filter banks over 1.5 MB: forward and grad_in run output group by output group over all samples
+    {3, 224, 3, 3, 224, 3, 3, 1, 1},   // 1.8 MB; 3-wide rows want KV = 4, which does not divide 14 blocks: 2
+    {3, 256, 4, 5, 192, 3, 3, 2, 1},   // 1.8 MB, stride 2, KV = 4
 };
 
 bool blocked_path_built() { return conv2d_blocked_supported(conv2d_geometry(1, 16, 4, 4, 16, 3, 3, 1, 1)); }
@@ -121,10 +124,12 @@ TEST(KernelsCpuConvBlocked, BackwardMatchesReference) {
 }
 
 // The thread count changes who computes an output, never how: 1, 2 and 3 threads agree bitwise, on a
-// stride-1 and a stride-2 layer large enough for every pass to go parallel (kParallelMinWork).
+// stride-1 and a stride-2 layer large enough for every pass to go parallel (kParallelMinWork), and on a
+// filter bank over 1.5 MB (output group by output group).
 TEST(KernelsCpuConvBlocked, ResultsDoNotDependOnTheThreadCount) {
   if (!blocked_path_built()) GTEST_SKIP() << "built without AVX-512";
-  for (const ConvCase& c : {ConvCase{7, 32, 10, 10, 64, 3, 3, 1, 1}, ConvCase{5, 32, 11, 12, 64, 3, 3, 2, 1}}) {
+  for (const ConvCase& c : {ConvCase{7, 32, 10, 10, 64, 3, 3, 1, 1}, ConvCase{5, 32, 11, 12, 64, 3, 3, 2, 1},
+                            ConvCase{5, 224, 3, 3, 224, 3, 3, 1, 1}}) {
     SCOPED_TRACE(::testing::Message() << c);
     const ConvData d = make_conv(c, 700 + c.stride);
     const Conv2dGeometry& g = d.g;

@@ -283,10 +283,13 @@ int64_t input_chunk(const GatherPass& p, const GatherClass& cls) {
 bool class_empty(const GatherClass& cls) { return cls.rows <= 0 || cls.cols <= 0 || cls.ntaps == 0; }
 
 // Layers whose packed weights fit this run sample by sample (every output group of a sample before the
-// next sample), so a sample's blocked copies are converted, used and converted back while in L2 (the
-// 64- and 128-channel layers with large planes); larger filter banks run output group by output group
-// over all the thread's samples, so each group's weights are read once per pass.
-constexpr int64_t kSampleOuterWeightBytes = 640 * 1024;
+// next sample), so a sample's blocked copies are converted, used and converted back while in L2 (the 64-
+// and 128-channel layers, up to 128 -> 256: 1.2 MB of weights); larger filter banks run output group by
+// output group over all the thread's samples, so each group's weights are read once per pass. Measured
+// (bench/conv_blocked_ladder.cpp, 3 interleaved rounds, 2026-11-28): 128 -> 256 at stride 2 sample by
+// sample, forward 138.0 -> 143.0 GFLOP/s and grad_in 118.8 -> 127.7 (medians, every round faster);
+// 256 -> 256 (2.4 MB) no clear difference either way, so it stays group by group.
+constexpr int64_t kSampleOuterWeightBytes = 1536 * 1024;
 
 // out_blocked (N, out_blocks, out_plane) = gather over in_blocked (+ bias). Each thread takes a fixed
 // range of samples; before(n) runs before sample n is read, after(n) once its outputs are final.

@@ -20,7 +20,7 @@
 //                over every output pixel (2 dy loads + 9 broadcasts per pixel for 18 FMAs)
 // Loop order (forward and grad_in): a call covers one output group, one class and a chunk of input
 // blocks whose weights stay in L1 (<= 36 KB); the accumulators are reloaded from the blocked output
-// between chunks. Filter banks up to 640 KB (64- and 128-channel layers) run sample by sample, so a
+// between chunks. Filter banks up to 1.5 MB (64- and 128-channel layers) run sample by sample, so a
 // sample's blocked copies are converted, used and converted back while in L2; larger ones run output
 // group by output group over all the thread's samples, so each group's weights are read once a pass.
 // grad_weight walks the batch in chunks of samples (~1 MB of blocked data, in L2) and inside an item
