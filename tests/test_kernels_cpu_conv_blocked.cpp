@@ -69,19 +69,19 @@ TEST(KernelsCpuConvBlocked, ForwardMatchesReference) {
   }
 }
 
-// Planes large enough that the forward runs the batch in chunks (16 MiB of blocked copies: 5 samples of
-// 16 channels at 160 x 160, then 2): the samples on both sides of the chunk boundary, and the last,
+// Planes large enough that the forward runs the batch in chunks (48 MiB of blocked copies: 4 samples of
+// 16 channels at 280 x 280, then 1): the samples on both sides of the chunk boundary, and the first,
 // against the reference loops one sample at a time.
 TEST(KernelsCpuConvBlocked, ForwardRunsLargeBatchesInChunks) {
   if (!blocked_path_built()) GTEST_SKIP() << "built without AVX-512";
-  const ConvCase c{7, 16, 160, 160, 16, 3, 3, 1, 1};
+  const ConvCase c{5, 16, 280, 280, 16, 3, 3, 1, 1};
   const ConvData d = make_conv(c, 650);
   const Conv2dGeometry& g = d.g;
   ASSERT_LT(conv2d_blocked_forward_workspace_floats(g), g.N * (g.C * (g.H + 2) * (g.W + 2) + g.K * g.out_plane()));
   std::vector<float> out(g.N * g.K * g.out_plane(), kNaN), workspace(conv2d_blocked_forward_workspace_floats(g), kNaN);
   conv2d_blocked_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(), 1);
   const int64_t in_sample = g.C * g.H * g.W, out_sample = g.K * g.out_plane();
-  for (const int64_t n : {0, 4, 5, 6}) {
+  for (const int64_t n : {0, 3, 4}) {
     SCOPED_TRACE(::testing::Message() << "sample " << n);
     ConvData one{conv2d_geometry(1, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding),
                  std::vector<float>(d.in.begin() + n * in_sample, d.in.begin() + (n + 1) * in_sample), d.weight, d.bias};

@@ -396,9 +396,13 @@ int64_t x_blocked_floats(const Conv2dGeometry& g) { return g.N * g.C * (g.H + 2)
 int64_t dy_blocked_floats(const Conv2dGeometry& g) { return g.N * g.K * (g.OH + 2) * (g.OW + 2); }
 
 // The forward converts and computes the batch in chunks of samples whose blocked copies stay under
-// 16 MiB (as im2col's columns, kernels/cpu/conv.h), so evaluation at batch 512 does not hold the whole
-// batch twice over; no output depends on the chunking.
-constexpr int64_t kForwardChunkFloats = int64_t{4} << 20;
+// 48 MiB, so evaluation at batch 512 does not hold the whole batch twice over (ResNet18's first layer:
+// 285 MB); no output depends on the chunking. At training's batch 64 every layer is one chunk: each
+// chunk is one OpenMP region, and with 16 MiB chunks (3 regions for the first layer) the 2-thread
+// forward of the 64-channel 32x32 layer ran 94.7 / 104.4 GFLOP/s on the loaded machine against 127.2 /
+// 123.9 with one (bench/conv_blocked_ladder.cpp, 2 interleaved rounds, 2026-11-28); conv2d_direct's
+// forward workspace for that layer was 37 MB.
+constexpr int64_t kForwardChunkFloats = int64_t{12} << 20;
 
 int64_t forward_sample_floats(const Conv2dGeometry& g) { return g.C * (g.H + 2) * (g.W + 2) + g.K * g.out_plane(); }
 

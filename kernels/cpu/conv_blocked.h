@@ -42,7 +42,7 @@
 // Backward ASSIGNS grad_in, grad_weight and grad_bias; any may be null.
 // The caller provides conv2d_blocked_workspace_floats(g) floats (the forward alone needs only
 // conv2d_blocked_forward_workspace_floats(g): it runs the batch in chunks of samples whose blocked copies
-// stay under 16 MiB; the backward holds the whole batch's blocked grad_out and input, grad_in's blocked
+// stay under 48 MiB; the backward holds the whole batch's blocked grad_out and input, grad_in's blocked
 // result in the input's place, like conv2d_direct's backward); the kernels never allocate and run at most `threads` OpenMP threads.
 #pragma once
 
