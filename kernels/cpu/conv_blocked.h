@@ -29,9 +29,9 @@
 // Where the op takes it (conv2d_blocked_preferred): every supported layer. bench/conv_blocked_ladder.cpp
 // (ResNet18's CIFAR layers, batch 64, 1 thread, 2026-11-28, bench/RESULTS.md "conv_blocked") against what
 // the op ran before (conv2d_direct at stride 1, im2col + OpenBLAS at stride 2): every layer's three passes
-// together are faster, x1.14 (256 -> 512, stride 2) to x3.0 (512 channels, 4x4), and so is every pass
+// together are faster, x1.06 (256 -> 512, stride 2) to x3.1 (512 channels, 4x4), and so is every pass
 // in the final run; the closest, the weight gradient of 256 -> 512 at stride 2, measured x0.89-1.04 over
-// four runs, where the layer's forward and grad_in win x1.2.
+// five runs, where the layer's forward and grad_in win x1.06-1.2.
 //
 // Determinism: forward and grad_in split samples over threads in a fixed partition and every output sums
 // its terms in one fixed order (bias, then input-channel blocks, taps, channels), whichever thread
