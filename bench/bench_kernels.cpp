@@ -21,6 +21,12 @@
 //   conv_direct_channels_{forward,backward}/<layer>   rung 2: 16 output channels per vector
 //                                     (conv_direct_channels.cpp), layers with K % 16 == 0; the product
 //                                     picks per layer and pass (ConvDirectVariant::Auto)
+//   conv_blocked_{forward,backward}/<layer>   rung 4: channel-blocked AVX-512 loops for ResNet's 3x3
+//                                     layers (kernels/cpu/conv_blocked.h), on the layers it supports,
+//                                     including ResNet18's CIFAR layers at batch 64 (resnet18.<C>.<H>.s<st>);
+//                                     conv_before_{forward,backward}/<those layers> time what the op ran
+//                                     on them before (conv2d_direct Auto at stride 1, im2col + OpenBLAS
+//                                     at stride 2). Backward = grad_in + grad_weight + grad_bias.
 //   conv_im2col/<layer>, conv_col2im/<layer>   the building blocks alone, to split conv time
 //   max_pool2d_forward/<shape>/threads:T, max_pool2d_backward/<shape>/threads:T
 //   max_pool2d_backward_v1/..., conv_col2im_v1/..., conv_col2im_v2/...
@@ -51,6 +57,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_blocked.h"
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_small.h"
@@ -96,6 +103,20 @@ std::vector<ConvLayer> conv_layers() {
       {"fedcap.conv1", conv2d_geometry(64, 3, 32, 32, 32, 5, 5, 1, 0), true},
       {"fedcap.conv2", conv2d_geometry(64, 32, 14, 14, 64, 5, 5, 1, 0), false},
       {"resnet18.layer1", conv2d_geometry(16, 64, 32, 32, 64, 3, 3, 1, 1), false},
+  };
+}
+
+// ResNet18's 3x3 layers on CIFAR-10 (3x32x32) at batch 64: one per stage and stride (the 1x1 shortcuts
+// and the 3-channel stem are not conv_blocked's).
+std::vector<ConvLayer> resnet18_layers() {
+  return {
+      {"resnet18.64.32.s1", conv2d_geometry(64, 64, 32, 32, 64, 3, 3, 1, 1), false},
+      {"resnet18.64.32.s2", conv2d_geometry(64, 64, 32, 32, 128, 3, 3, 2, 1), false},
+      {"resnet18.128.16.s1", conv2d_geometry(64, 128, 16, 16, 128, 3, 3, 1, 1), false},
+      {"resnet18.128.16.s2", conv2d_geometry(64, 128, 16, 16, 256, 3, 3, 2, 1), false},
+      {"resnet18.256.8.s1", conv2d_geometry(64, 256, 8, 8, 256, 3, 3, 1, 1), false},
+      {"resnet18.256.8.s2", conv2d_geometry(64, 256, 8, 8, 512, 3, 3, 2, 1), false},
+      {"resnet18.512.4.s1", conv2d_geometry(64, 512, 4, 4, 512, 3, 3, 1, 1), false},
   };
 }
 
@@ -343,6 +364,35 @@ void bm_conv_direct_backward(benchmark::State& state, ConvLayer layer, int threa
   state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Rung 4, conv_blocked (kernels/cpu/conv_blocked.h): same flop counts.
+void bm_conv_blocked_forward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
+      workspace(conv2d_blocked_workspace_floats(g), 5);
+  for (auto _ : state) {
+    conv2d_blocked_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_conv_blocked_backward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), grad_out(g.N * g.K * g.out_plane(), 3),
+      grad_in(g.N * g.C * g.H * g.W, 4), grad_weight(g.K * g.crs(), 5), grad_bias(g.K, 6),
+      workspace(conv2d_blocked_workspace_floats(g), 7);
+  float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
+  for (auto _ : state) {
+    conv2d_blocked_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(), weight.get(),
+                                g, workspace.get(), threads);
+    benchmark::ClobberMemory();
+  }
+  const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
+  state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // im2col / col2im of the first chunk alone: bytes = input read + columns written (im2col), or
 // columns read + input gradient read and written (col2im adds into it).
 void bm_im2col(benchmark::State& state, ConvLayer layer, int threads) {
@@ -450,6 +500,14 @@ void register_all() {
                                      bm_conv_direct_backward, layer, t, variant)
             ->UseRealTime();
       }
+      if (conv2d_blocked_supported(layer.g)) {
+        benchmark::RegisterBenchmark(("conv_blocked_forward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_forward,
+                                     layer, t)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("conv_blocked_backward" + suffix(layer.name, t)).c_str(),
+                                     bm_conv_blocked_backward, layer, t)
+            ->UseRealTime();
+      }
       benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)->UseRealTime();
       if (!layer.first_layer) {
         benchmark::RegisterBenchmark(("conv_col2im" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
@@ -466,6 +524,31 @@ void register_all() {
   }
   // LeNet's conv1 output at batch 64 on 28x28 input: 64 x 6 planes of 24x24, 2x2 window, stride 2.
   const Pool2dGeometry pool = pool2d_geometry(64 * 6, 24, 24, 2, 2, 0);
+  for (const ConvLayer& layer : resnet18_layers()) {
+    if (!conv2d_blocked_supported(layer.g)) continue;
+    for (int t : kThreads) {
+      benchmark::RegisterBenchmark(("conv_blocked_forward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_forward,
+                                   layer, t)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("conv_blocked_backward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_backward,
+                                   layer, t)
+          ->UseRealTime();
+      if (conv2d_direct_supported(layer.g)) {
+        benchmark::RegisterBenchmark(("conv_before_forward" + suffix(layer.name, t)).c_str(), bm_conv_direct_forward,
+                                     layer, t, ConvDirectVariant::Auto)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("conv_before_backward" + suffix(layer.name, t)).c_str(), bm_conv_direct_backward,
+                                     layer, t, ConvDirectVariant::Auto)
+            ->UseRealTime();
+      } else {
+        benchmark::RegisterBenchmark(("conv_before_forward" + suffix(layer.name, t)).c_str(), bm_conv_forward, layer, t)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("conv_before_backward" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer,
+                                     t, false)
+            ->UseRealTime();
+      }
+    }
+  }
   for (int t : kThreads) {
     benchmark::RegisterBenchmark(("max_pool2d_forward" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_forward, pool,
                                  t)

@@ -261,6 +261,10 @@ TEST(GradcheckConv, Geometries) {
       {2, 3, 6, 5, 4, 5, 1, 2, false},  // kernel 5, no bias
       {2, 1, 5, 5, 4, 3, 2, 1, true},   // C = 1, stride 2, padding 1
       {3, 3, 9, 7, 4, 3, 1, 0, false},  // batch 3, valid conv
+      // ResNet-style 3x3 layers with channels multiples of 16: the channel-blocked path
+      // (kernels/cpu/conv_blocked.h), stride 1 and stride 2 on odd sizes
+      {2, 16, 5, 4, 16, 3, 1, 1, true},
+      {3, 16, 5, 5, 32, 3, 2, 1, false},
   };
   uint64_t seed = 100;
   for (const ConvCase& c : cases) check_conv(c, /*input_requires_grad=*/true, seed++);

@@ -2,6 +2,7 @@
 #include "autograd/flops.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_blocked.h"
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/conv.h"
@@ -39,7 +40,30 @@ Tensor conv2d_direct_cpu(const Tensor& x, const Tensor& weight, const Tensor& bi
   });
 }
 
+// ResNet's 3x3 layers (stride 1 and 2, channels multiples of 16): channel-blocked AVX-512 loops
+// (kernels/cpu/conv_blocked.h), where conv2d_blocked_preferred says its ladder wins.
+Tensor conv2d_blocked_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
+  Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
+  {
+    const int threads = num_threads();
+    Tensor workspace = Tensor::empty({conv2d_blocked_forward_workspace_floats(g)});
+    conv2d_blocked_forward_cpu(out.data(), x.data(), weight.data(), data_or_null(bias), g, workspace.data(), threads);
+  }
+  return record(out, "conv2d", {x, weight, bias}, [x, weight, g](const Tensor& grad, const Node& node) {
+    Tensor dx = node.needs_grad[0] ? Tensor::empty(x.shape()) : Tensor();
+    Tensor dw = node.needs_grad[1] ? Tensor::empty(weight.shape()) : Tensor();
+    Tensor db = node.needs_grad[2] ? Tensor::empty({g.K}) : Tensor();
+    const int threads = num_threads();
+    Tensor workspace = Tensor::empty({conv2d_blocked_workspace_floats(g)});
+    conv2d_blocked_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(),
+                                weight.data(), g, workspace.data(), threads);
+    count_conv2d_backward_flops(g, node);
+    return std::vector<Tensor>{dx, dw, db};
+  });
+}
+
 Tensor conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
+  if (conv2d_blocked_preferred(g)) return conv2d_blocked_cpu(x, weight, bias, g);
   if (conv2d_direct_supported(g)) return conv2d_direct_cpu(x, weight, bias, g);
   Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
   Tensor workspace = Tensor::empty({conv2d_workspace_floats(g)});

@@ -31,8 +31,9 @@
 namespace bastion {
 
 // True when this build has the AVX-512 kernels and g is stride 1 with padding < R and < S (the grad_in
-// transposed convolution needs R - 1 - pad >= 0). The op takes the direct path for every such layer:
-// it beat im2col + OpenBLAS on every layer of bench_kernels' conv ladder, forward and backward
+// transposed convolution needs R - 1 - pad >= 0). The op takes the direct path for every such layer
+// but those conv2d_blocked_preferred takes (ResNet's 3x3 layers, kernels/cpu/conv_blocked.h): it beat
+// im2col + OpenBLAS on every layer of bench_kernels' conv ladder, forward and backward
 // (bench/RESULTS.md, "CPU speed", 2026-11-23, 1 thread).
 bool conv2d_direct_supported(const Conv2dGeometry& g);
 

@@ -1,0 +1,551 @@
+#include "kernels/cpu/conv_blocked.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_blocked_internal.h"
+#include "kernels/cpu/parallel.h"
+#include "tensor/error.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace bastion {
+
+#if defined(__AVX512F__)
+
+namespace {
+
+using conv_blocked_detail::kLanes;
+using conv_blocked_detail::kTaps;
+using conv_blocked_detail::run_weight;
+using conv_blocked_detail::weight_pass;
+using conv_blocked_detail::WeightPass;
+
+constexpr int64_t kTile = kLanes * kLanes;  // one (input block, output block) tap of packed weights
+constexpr int kAccumulators = 24;           // of the 32 zmm registers; the rest hold weights and a broadcast
+// Pixels per register block: at most 12 (with one output vector a block of 12 still hides the FMA
+// latency; wider blocks would only add template instances).
+constexpr int kMaxPixels = 12;
+constexpr int64_t kL1WeightBytes = 36 * 1024;  // packed weights a gather pass keeps in L1 per input-block chunk
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// ---- layout conversions -----------------------------------------------------------------------------
+
+// r[i][j] -> r[j][i] for a 16 x 16 tile held in 16 registers: 32-bit, then 64-bit interleaves inside each
+// 128-bit lane, then two 128-bit lane shuffles. The all-ones masked forms compile to the plain instructions;
+// GCC 12's unmasked ones pass an undefined vector that trips -Wmaybe-uninitialized.
+inline __m512 unpack_lo32(__m512 a, __m512 b) { return _mm512_mask_unpacklo_ps(a, 0xFFFF, a, b); }
+inline __m512 unpack_hi32(__m512 a, __m512 b) { return _mm512_mask_unpackhi_ps(a, 0xFFFF, a, b); }
+inline __m512 unpack_lo64(__m512 a, __m512 b) {
+  const __m512d x = _mm512_castps_pd(a);
+  return _mm512_castpd_ps(_mm512_mask_unpacklo_pd(x, 0xFF, x, _mm512_castps_pd(b)));
+}
+inline __m512 unpack_hi64(__m512 a, __m512 b) {
+  const __m512d x = _mm512_castps_pd(a);
+  return _mm512_castpd_ps(_mm512_mask_unpackhi_pd(x, 0xFF, x, _mm512_castps_pd(b)));
+}
+template <int Imm>
+inline __m512 shuffle128(__m512 a, __m512 b) {
+  return _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, b, Imm);
+}
+
+inline void transpose16(__m512 (&r)[16]) {
+  __m512 a[16], b[16];
+  for (int i = 0; i < 16; i += 2) {
+    a[i] = unpack_lo32(r[i], r[i + 1]);
+    a[i + 1] = unpack_hi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    b[i] = unpack_lo64(a[i], a[i + 2]);          // lane L: column 4L + 0 of rows i..i+3
+    b[i + 1] = unpack_hi64(a[i], a[i + 2]);      // 4L + 1
+    b[i + 2] = unpack_lo64(a[i + 1], a[i + 3]);  // 4L + 2
+    b[i + 3] = unpack_hi64(a[i + 1], a[i + 3]);  // 4L + 3
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512 c0 = shuffle128<0x44>(b[m], b[4 + m]), c1 = shuffle128<0x44>(b[8 + m], b[12 + m]);
+    const __m512 c2 = shuffle128<0xEE>(b[m], b[4 + m]), c3 = shuffle128<0xEE>(b[8 + m], b[12 + m]);
+    r[m] = shuffle128<0x88>(c0, c1);
+    r[4 + m] = shuffle128<0xDD>(c0, c1);
+    r[8 + m] = shuffle128<0x88>(c2, c3);
+    r[12 + m] = shuffle128<0xDD>(c2, c3);
+  }
+}
+
+__mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+// One sample: planes (C, H, W) -> [C / 16][H + 2 pad][W + 2 pad][16], the border ASSIGNED zero.
+void to_blocked(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t pad) {
+  const int64_t Hp = H + 2 * pad, Wp = W + 2 * pad, HW = H * W;
+  for (int64_t cb = 0; cb < C / kLanes; ++cb) {
+    float* plane = dst + cb * Hp * Wp * kLanes;
+    if (pad > 0) {
+      std::fill_n(plane, pad * Wp * kLanes, 0.0f);
+      std::fill_n(plane + (Hp - pad) * Wp * kLanes, pad * Wp * kLanes, 0.0f);
+      for (int64_t h = pad; h < Hp - pad; ++h) {
+        std::fill_n(plane + h * Wp * kLanes, pad * kLanes, 0.0f);
+        std::fill_n(plane + ((h + 1) * Wp - pad) * kLanes, pad * kLanes, 0.0f);
+      }
+    }
+    const float* channels = src + cb * kLanes * HW;
+    int64_t h = 0, w = 0;  // of pixel p0
+    for (int64_t p0 = 0; p0 < HW; p0 += kLanes) {
+      const int64_t n = std::min(kLanes, HW - p0);
+      const __mmask16 mask = first_lanes(n);
+      __m512 r[16];
+      for (int c = 0; c < 16; ++c) r[c] = _mm512_maskz_loadu_ps(mask, channels + c * HW + p0);
+      transpose16(r);
+      for (int64_t j = 0; j < n; ++j) {
+        _mm512_storeu_ps(plane + ((h + pad) * Wp + w + pad) * kLanes, r[j]);
+        if (++w == W) w = 0, ++h;
+      }
+    }
+  }
+}
+
+// One sample: [C / 16][P][16] -> planes (C, P), ASSIGNED.
+void from_blocked(float* dst, const float* src, int64_t C, int64_t P) {
+  for (int64_t cb = 0; cb < C / kLanes; ++cb) {
+    const float* block = src + cb * P * kLanes;
+    float* channels = dst + cb * kLanes * P;
+    for (int64_t p0 = 0; p0 < P; p0 += kLanes) {
+      const int64_t n = std::min(kLanes, P - p0);
+      __m512 r[16];
+      for (int64_t j = 0; j < 16; ++j) r[j] = j < n ? _mm512_loadu_ps(block + (p0 + j) * kLanes) : _mm512_setzero_ps();
+      transpose16(r);
+      const __mmask16 mask = first_lanes(n);
+      for (int c = 0; c < 16; ++c) _mm512_mask_storeu_ps(channels + c * P + p0, mask, r[c]);
+    }
+  }
+}
+
+// forward: packed[k / (16 KV)][c / 16][tap][c % 16][(k / 16) % KV][k % 16] = weight[k, c, tap]: the KV
+// weight vectors one broadcast input meets are adjacent. transposed (grad_in): the roles of k and c swapped,
+// packed[c / (16 KV)][k / 16][tap][k % 16][(c / 16) % KV][c % 16] = weight[k, c, tap] (the taps are
+// flipped by the gather's input offsets, not here). Written in order, one output group per thread.
+void pack_weights(float* packed, const float* weight, int64_t K, int64_t C, int KV, bool transposed, int threads) {
+  const int64_t outs = transposed ? C : K, ins = transposed ? K : C, groups = outs / (kLanes * KV);
+  const int64_t group_floats = ins * kTaps * kLanes * KV;
+#pragma omp parallel for schedule(static) num_threads(threads) if (K * C * kTaps >= kParallelMinWork)
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    float* dst = packed + gi * group_floats;
+    for (int64_t ib = 0; ib < ins / kLanes; ++ib)
+      for (int64_t t = 0; t < kTaps; ++t)
+        for (int64_t il = 0; il < kLanes; ++il)
+          for (int64_t o = gi * kLanes * KV; o < (gi + 1) * kLanes * KV; ++o) {
+            const int64_t i = ib * kLanes + il;
+            *dst++ = transposed ? weight[(i * C + o) * kTaps + t] : weight[(o * C + i) * kTaps + t];
+          }
+  }
+}
+
+// ---- gather passes (forward, grad_in) --------------------------------------------------------------
+
+// One class of output pixels: a grid (rows x cols) of the output plane with its own taps. The forward
+// and stride-1 grad_in have one class; stride-2 grad_in has the 4 parity classes.
+struct GatherClass {
+  int64_t rows, cols;
+  int64_t out_origin, out_row_step;  // output pixels: origin + i * row_step + j * out_col_step
+  int64_t in_row_step;               // input pixels: i * in_row_step + j * in_col_step + tap offset
+  int ntaps;
+  int64_t in_off[kTaps];  // floats, relative to the pixel's input base
+  int64_t w_off[kTaps];   // floats / KV, relative to an (output group, input block) weight slab
+};
+
+struct GatherPass {
+  int64_t N, in_blocks, out_blocks;
+  int64_t in_plane, out_plane;  // floats per channel block of a sample (padded input; output)
+  int in_col_step, out_col_step;
+  int KV;  // output blocks per register block
+  int classes;
+  GatherClass cls[4];
+  int64_t in_sample() const { return in_blocks * in_plane; }
+  int64_t out_sample() const { return out_blocks * out_plane; }
+  int64_t w_group() const { return in_blocks * kTaps * kTile * KV; }  // floats between output groups
+};
+
+struct GatherArgs {
+  int64_t out_group_stride;           // between the KV output blocks
+  int64_t in_cb_stride, w_cb_stride;  // between input blocks
+  int64_t cbs;                        // input blocks in this call
+  const GatherClass* cls;
+};
+
+// KV x T register block: out[kv][t] (+)= sum over the call's input blocks, the class's taps and 16 input
+// channels of weight vector x broadcast input. init: the start values (bias or zeros, KV x 16 floats), or
+// null to continue from the values in out.
+template <int KV, int T, int IS, int OS>
+void gather_block(float* out, const float* in, const float* w, const float* init, const GatherArgs& a) {
+  __m512 acc[KV][T];
+#pragma GCC unroll 24
+  for (int kv = 0; kv < KV; ++kv)
+#pragma GCC unroll 24
+    for (int t = 0; t < T; ++t)
+      acc[kv][t] =
+          init ? _mm512_loadu_ps(init + kv * kLanes) : _mm512_loadu_ps(out + kv * a.out_group_stride + t * OS * kLanes);
+  for (int64_t cb = 0; cb < a.cbs; ++cb) {
+    const float* in_cb = in + cb * a.in_cb_stride;
+    const float* w_cb = w + cb * a.w_cb_stride;
+    for (int tap = 0; tap < a.cls->ntaps; ++tap) {
+      const float* ip = in_cb + a.cls->in_off[tap];
+      const float* wp = w_cb + a.cls->w_off[tap] * KV;
+#pragma GCC unroll 16
+      for (int c = 0; c < kLanes; ++c) {
+        __m512 wv[KV];
+#pragma GCC unroll 4
+        for (int kv = 0; kv < KV; ++kv) wv[kv] = _mm512_loadu_ps(wp + (c * KV + kv) * kLanes);
+#pragma GCC unroll 24
+        for (int t = 0; t < T; ++t) {
+          const __m512 x = _mm512_set1_ps(ip[t * IS * kLanes + c]);
+#pragma GCC unroll 4
+          for (int kv = 0; kv < KV; ++kv) acc[kv][t] = _mm512_fmadd_ps(wv[kv], x, acc[kv][t]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 24
+  for (int kv = 0; kv < KV; ++kv)
+#pragma GCC unroll 24
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + kv * a.out_group_stride + t * OS * kLanes, acc[kv][t]);
+}
+
+using GatherFn = void (*)(float*, const float*, const float*, const float*, const GatherArgs&);
+
+template <int KV, int IS, int OS, int... T>
+GatherFn gather_for(int t, std::integer_sequence<int, T...>) {
+  static constexpr GatherFn table[] = {nullptr, gather_block<KV, T + 1, IS, OS>...};
+  return table[t];
+}
+
+template <int IS, int OS>
+GatherFn gather_fn_strides(int KV, int T) {
+  switch (KV) {
+    case 4:
+      return gather_for<4, IS, OS>(T, std::make_integer_sequence<int, kAccumulators / 4>{});
+    case 2:
+      return gather_for<2, IS, OS>(T, std::make_integer_sequence<int, kAccumulators / 2>{});
+    default:
+      return gather_for<1, IS, OS>(T, std::make_integer_sequence<int, kMaxPixels>{});
+  }
+}
+
+GatherFn gather_fn(int KV, int T, int in_col_step, int out_col_step) {
+  if (in_col_step == 2) return gather_fn_strides<2, 1>(KV, T);
+  if (out_col_step == 2) return gather_fn_strides<1, 2>(KV, T);
+  return gather_fn_strides<1, 1>(KV, T);
+}
+
+// Output blocks per register block. Two (32 channels x up to 12 pixels) where rows are 8 pixels or wider,
+// four (64 channels x up to 6 pixels) on narrower rows, where two would leave most accumulators unused;
+// fewer when the blocks do not divide. Measured (bench/conv_blocked_ladder.cpp, ResNet18's layers, batch 32,
+// 1 thread, 2026-11-28): two beat four by 10-25 % on the 32-, 16- and 8-wide planes, four beat two by
+// 10-25 % on the 4-wide ones.
+int output_vectors(int64_t blocks, int64_t cols) {
+  const int want = cols >= 8 ? 2 : 4;
+  for (int kv = want; kv > 1; kv /= 2)
+    if (blocks % kv == 0) return kv;
+  return 1;
+}
+
+int64_t max_pixels(int KV) { return std::min(kMaxPixels, kAccumulators / KV); }
+
+// Samples [n0, n1) of output group kg, class cls, input blocks [cb0, cb0 + chunk).
+void gather_samples(float* out_blocked, const float* in_blocked, const float* packed, const float* bias_or_zero,
+                    const GatherPass& p, const GatherClass& cls, int64_t kg, int64_t cb0, int64_t chunk, int64_t n0,
+                    int64_t n1) {
+  // A row in blocks of equal width (32 = 11 + 11 + 10): a narrow block holds few accumulators.
+  const int64_t blocks = ceil_div(cls.cols, max_pixels(p.KV)), narrow = cls.cols / blocks;
+  const int64_t wide_blocks = cls.cols % blocks;
+  GatherArgs a{p.out_plane, p.in_plane, kTaps * kTile * p.KV, std::min(chunk, p.in_blocks - cb0), &cls};
+  const float* w = packed + kg * p.w_group() + cb0 * kTaps * kTile * p.KV;
+  const float* init = cb0 == 0 ? bias_or_zero + kg * p.KV * kLanes : nullptr;
+  for (int64_t n = n0; n < n1; ++n) {
+    const float* in_n = in_blocked + n * p.in_sample() + cb0 * p.in_plane;
+    float* out_n = out_blocked + n * p.out_sample() + kg * p.KV * p.out_plane;
+    for (int64_t i = 0; i < cls.rows; ++i)
+      for (int64_t b = 0, j0 = 0; b < blocks; ++b) {
+        const int t = static_cast<int>(narrow + (b < wide_blocks ? 1 : 0));
+        gather_fn(p.KV, t, p.in_col_step, p.out_col_step)(
+            out_n + (cls.out_origin + i * cls.out_row_step + j0 * p.out_col_step) * kLanes,
+            in_n + (i * cls.in_row_step + j0 * p.in_col_step) * kLanes, w, init, a);
+        j0 += t;
+      }
+  }
+}
+
+// Input blocks per call: one output group's weights for them stay in L1 (one block at KV = 4).
+int64_t input_chunk(const GatherPass& p, const GatherClass& cls) {
+  const int64_t slab_bytes = static_cast<int64_t>(p.KV) * cls.ntaps * kTile * 4;
+  return std::clamp<int64_t>(kL1WeightBytes / slab_bytes, 1, p.in_blocks);
+}
+
+bool class_empty(const GatherClass& cls) { return cls.rows <= 0 || cls.cols <= 0 || cls.ntaps == 0; }
+
+// Layers whose packed weights fit this run sample by sample (every output group of a sample before the
+// next sample), so a sample's blocked copies are converted, used and converted back while in L2 (the 64-
+// and 128-channel layers, up to 128 -> 256: 1.2 MB of weights); larger filter banks run output group by
+// output group over all the thread's samples, so each group's weights are read once per pass. Measured
+// (bench/conv_blocked_ladder.cpp, 3 interleaved rounds, 2026-11-28): 128 -> 256 at stride 2 sample by
+// sample, forward 138.0 -> 143.0 GFLOP/s and grad_in 118.8 -> 127.7 (medians, every round faster);
+// 256 -> 256 (2.4 MB) no clear difference either way, so it stays group by group.
+constexpr int64_t kSampleOuterWeightBytes = 1536 * 1024;
+
+// out_blocked (N, out_blocks, out_plane) = gather over in_blocked (+ bias). Each thread takes a fixed
+// range of samples; before(n) runs before sample n is read, after(n) once its outputs are final.
+template <class Before, class After>
+void run_gather(float* out_blocked, const float* in_blocked, const float* packed, const float* bias_or_zero,
+                const GatherPass& p, int threads, Before before, After after) {
+  const int64_t work = p.N * p.out_sample() * p.in_blocks * kTaps * kLanes;
+  const bool sample_outer = p.out_blocks * p.w_group() / p.KV * 4 <= kSampleOuterWeightBytes;
+#pragma omp parallel num_threads(threads) if (work >= kParallelMinWork)
+  {
+    const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t n0 = p.N * me / team, n1 = p.N * (me + 1) / team;
+    if (sample_outer) {
+      for (int64_t n = n0; n < n1; ++n) {
+        before(n);
+        for (int64_t kg = 0; kg < p.out_blocks / p.KV; ++kg)
+          for (int ci = 0; ci < p.classes; ++ci) {
+            if (class_empty(p.cls[ci])) continue;
+            const int64_t chunk = input_chunk(p, p.cls[ci]);
+            for (int64_t cb0 = 0; cb0 < p.in_blocks; cb0 += chunk)
+              gather_samples(out_blocked, in_blocked, packed, bias_or_zero, p, p.cls[ci], kg, cb0, chunk, n, n + 1);
+          }
+        after(n);
+      }
+    } else {
+      for (int64_t n = n0; n < n1; ++n) before(n);
+      for (int64_t kg = 0; kg < p.out_blocks / p.KV; ++kg)
+        for (int ci = 0; ci < p.classes; ++ci) {
+          if (class_empty(p.cls[ci])) continue;
+          const int64_t chunk = input_chunk(p, p.cls[ci]);
+          for (int64_t cb0 = 0; cb0 < p.in_blocks; cb0 += chunk)
+            gather_samples(out_blocked, in_blocked, packed, bias_or_zero, p, p.cls[ci], kg, cb0, chunk, n0, n1);
+        }
+      for (int64_t n = n0; n < n1; ++n) after(n);
+    }
+  }
+}
+
+// ---- plans of the three passes ------------------------------------------------------------------------
+
+GatherPass forward_pass(const Conv2dGeometry& g) {
+  GatherPass p{};
+  const int64_t Wp = g.W + 2;
+  p.N = g.N;
+  p.in_blocks = g.C / kLanes;
+  p.out_blocks = g.K / kLanes;
+  p.in_plane = (g.H + 2) * Wp * kLanes;
+  p.out_plane = g.OH * g.OW * kLanes;
+  p.in_col_step = static_cast<int>(g.stride);
+  p.out_col_step = 1;
+  p.KV = output_vectors(p.out_blocks, g.OW);
+  p.classes = 1;
+  GatherClass& c = p.cls[0];
+  c.rows = g.OH;
+  c.cols = g.OW;
+  c.out_origin = 0;
+  c.out_row_step = g.OW;
+  c.in_row_step = g.stride * Wp;
+  c.ntaps = kTaps;
+  for (int t = 0; t < kTaps; ++t) {
+    c.in_off[t] = ((t / 3) * Wp + t % 3) * kLanes;
+    c.w_off[t] = t * kTile;
+  }
+  return p;
+}
+
+// grad_in[c, ih, iw] = sum over taps (r, s) with ih + 1 - r and iw + 1 - s multiples of the stride of
+// dy[k, (ih + 1 - r) / st, (iw + 1 - s) / st] weight[k, c, r, s]. Class (ph, pw) holds the pixels
+// ih = st i + ph, iw = st j + pw; its taps read grad_out (padded by one pixel) at row i + dr, column j + ds.
+GatherPass grad_in_pass(const Conv2dGeometry& g) {
+  GatherPass p{};
+  const int64_t st = g.stride, Wd = g.OW + 2;
+  p.N = g.N;
+  p.in_blocks = g.K / kLanes;
+  p.out_blocks = g.C / kLanes;
+  p.in_plane = (g.OH + 2) * Wd * kLanes;
+  p.out_plane = g.H * g.W * kLanes;
+  p.in_col_step = 1;
+  p.out_col_step = static_cast<int>(st);
+  p.KV = output_vectors(p.out_blocks, ceil_div(g.W, st));
+  p.classes = static_cast<int>(st * st);
+  for (int64_t ph = 0; ph < st; ++ph)
+    for (int64_t pw = 0; pw < st; ++pw) {
+      GatherClass& c = p.cls[ph * st + pw];
+      c.rows = ceil_div(g.H - ph, st);
+      c.cols = ceil_div(g.W - pw, st);
+      c.out_origin = ph * g.W + pw;
+      c.out_row_step = st * g.W;
+      c.in_row_step = Wd;
+      c.ntaps = 0;
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t s = 0; s < 3; ++s) {
+          if ((ph + 1 - r) % st != 0 || (pw + 1 - s) % st != 0) continue;
+          const int64_t dr = floor_div(ph + 1 - r, st) + 1, ds = floor_div(pw + 1 - s, st) + 1;
+          c.in_off[c.ntaps] = (dr * Wd + ds) * kLanes;
+          c.w_off[c.ntaps] = (r * 3 + s) * kTile;
+          ++c.ntaps;
+        }
+    }
+  return p;
+}
+
+int64_t x_blocked_floats(const Conv2dGeometry& g) { return g.N * g.C * (g.H + 2) * (g.W + 2); }
+int64_t dy_blocked_floats(const Conv2dGeometry& g) { return g.N * g.K * (g.OH + 2) * (g.OW + 2); }
+
+// The forward converts and computes the batch in chunks of samples whose blocked copies stay under
+// 48 MiB, so evaluation at batch 512 does not hold the whole batch twice over (ResNet18's first layer:
+// 285 MB); no output depends on the chunking. At training's batch 64 every layer is one chunk: each
+// chunk is one OpenMP region, and with 16 MiB chunks (3 regions for the first layer) the 2-thread
+// forward of the 64-channel 32x32 layer ran 94.7 / 104.4 GFLOP/s on the loaded machine against 127.2 /
+// 123.9 with one (bench/conv_blocked_ladder.cpp, 2 interleaved rounds, 2026-11-28); conv2d_direct's
+// forward workspace for that layer was 37 MB.
+constexpr int64_t kForwardChunkFloats = int64_t{12} << 20;
+
+int64_t forward_sample_floats(const Conv2dGeometry& g) { return g.C * (g.H + 2) * (g.W + 2) + g.K * g.out_plane(); }
+
+int64_t forward_chunk_samples(const Conv2dGeometry& g) {
+  return std::clamp<int64_t>(kForwardChunkFloats / forward_sample_floats(g), 1, std::max<int64_t>(g.N, 1));
+}
+
+struct ForwardSpace {
+  float *x, *out, *packed, *bias;
+};
+
+ForwardSpace forward_space(float* ws, const Conv2dGeometry& g) {
+  ForwardSpace s;
+  s.packed = ws;
+  s.bias = s.packed + g.K * g.C * kTaps;
+  s.x = s.bias + g.K;
+  s.out = s.x + forward_chunk_samples(g) * g.C * (g.H + 2) * (g.W + 2);
+  return s;
+}
+
+// grad_in's blocked result takes the blocked input's place: the weight gradient, the only reader of the
+// input, runs first, and the padded input (N, C, H + 2, W + 2) is larger than grad_in (N, C, H, W).
+struct BackwardSpace {
+  float *x, *dy, *grad_in, *packed, *totals;
+};
+
+BackwardSpace backward_space(float* ws, const Conv2dGeometry& g) {
+  BackwardSpace s;
+  s.x = ws;
+  s.grad_in = ws;
+  s.dy = s.x + x_blocked_floats(g);
+  s.packed = s.dy + dy_blocked_floats(g);
+  s.totals = s.packed + g.K * g.C * kTaps;
+  return s;
+}
+
+void convert_in(float* dst, const float* src, int64_t N, int64_t C, int64_t H, int64_t W, int threads) {
+  const int64_t dst_sample = C * (H + 2) * (W + 2);
+#pragma omp parallel for schedule(static) num_threads(threads) if (N * C * H * W >= kParallelMinWork)
+  for (int64_t n = 0; n < N; ++n) to_blocked(dst + n * dst_sample, src + n * C * H * W, C, H, W, 1);
+}
+
+}  // namespace
+
+bool conv2d_blocked_supported(const Conv2dGeometry& g) {
+  return g.R == 3 && g.S == 3 && g.padding == 1 && (g.stride == 1 || g.stride == 2) && g.C % kLanes == 0 &&
+         g.K % kLanes == 0 && g.C > 0 && g.K > 0 && g.H > 0 && g.W > 0;
+}
+
+bool conv2d_blocked_preferred(const Conv2dGeometry& g) { return conv2d_blocked_supported(g); }
+
+int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry& g) {
+  return g.K * g.C * kTaps + g.K + forward_chunk_samples(g) * forward_sample_floats(g);
+}
+
+int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry& g) {
+  const int64_t filters = g.K * g.C * kTaps;
+  const int64_t backward = x_blocked_floats(g) + dy_blocked_floats(g) + 2 * filters;
+  return std::max(conv2d_blocked_forward_workspace_floats(g), backward);
+}
+
+void conv2d_blocked_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
+                                const Conv2dGeometry& g, float* workspace, int threads) {
+  BASTION_ASSERT(conv2d_blocked_supported(g));
+  const ForwardSpace s = forward_space(workspace, g);
+  GatherPass p = forward_pass(g);
+  pack_weights(s.packed, weight, g.K, g.C, p.KV, false, threads);
+  if (bias)
+    std::copy_n(bias, g.K, s.bias);
+  else
+    std::fill_n(s.bias, g.K, 0.0f);
+  const int64_t in_sample = g.C * g.H * g.W, x_sample = g.C * (g.H + 2) * (g.W + 2), out_sample = g.K * g.out_plane();
+  const int64_t chunk = forward_chunk_samples(g);
+  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+    p.N = std::min(chunk, g.N - n0);
+    const float* in_chunk = in + n0 * in_sample;
+    float* out_chunk = out + n0 * out_sample;
+    run_gather(
+        s.out, s.x, s.packed, s.bias, p, threads,
+        [&](int64_t n) { to_blocked(s.x + n * x_sample, in_chunk + n * in_sample, g.C, g.H, g.W, 1); },
+        [&](int64_t n) { from_blocked(out_chunk + n * out_sample, s.out + n * out_sample, g.K, g.out_plane()); });
+  }
+}
+
+void conv2d_blocked_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
+                                 const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
+                                 int threads) {
+  BASTION_ASSERT(conv2d_blocked_supported(g));
+  if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
+  if (!grad_in && !grad_weight) return;
+  const BackwardSpace s = backward_space(workspace, g);
+  convert_in(s.dy, grad_out, g.N, g.K, g.OH, g.OW, threads);
+  if (grad_weight) {
+    if (g.N == 0) {
+      std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
+    } else {
+      convert_in(s.x, in, g.N, g.C, g.H, g.W, threads);
+      const WeightPass p = weight_pass(g);
+      run_weight(s.totals, s.dy, s.x, p, threads);
+      // totals [k / (16 KV)][c / 16][c % 16][kv][tap][k % 16] -> grad_weight[k, c, tap]
+      const int64_t CB = g.C / kLanes;
+#pragma omp parallel for schedule(static) num_threads(threads) if (g.K * g.C * kTaps >= kParallelMinWork)
+      for (int64_t k = 0; k < g.K; ++k) {
+        const int64_t kg = k / (kLanes * p.KV), kv = (k / kLanes) % p.KV;
+        for (int64_t c = 0; c < g.C; ++c) {
+          const float* from = s.totals + (((kg * CB + c / kLanes) * kLanes + c % kLanes) * p.KV + kv) * kTaps * kLanes;
+          for (int64_t t = 0; t < kTaps; ++t) grad_weight[(k * g.C + c) * kTaps + t] = from[t * kLanes + k % kLanes];
+        }
+      }
+    }
+  }
+  if (grad_in) {
+    const GatherPass p = grad_in_pass(g);
+    pack_weights(s.packed, weight, g.K, g.C, p.KV, true, threads);
+    float* zeros = s.totals;  // C floats of zero start values; the totals are read out above
+    std::fill_n(zeros, g.C, 0.0f);
+    const int64_t in_sample = g.C * g.H * g.W;
+    run_gather(
+        s.grad_in, s.dy, s.packed, zeros, p, threads, [](int64_t) {},
+        [&](int64_t n) { from_blocked(grad_in + n * in_sample, s.grad_in + n * in_sample, g.C, g.H * g.W); });
+  }
+}
+
+#else  // no AVX-512
+
+bool conv2d_blocked_supported(const Conv2dGeometry&) { return false; }
+bool conv2d_blocked_preferred(const Conv2dGeometry&) { return false; }
+int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry&) { return 0; }
+int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry&) { return 0; }
+void conv2d_blocked_forward_cpu(float*, const float*, const float*, const float*, const Conv2dGeometry&, float*, int) {
+  BASTION_FAIL("conv2d_blocked: built without AVX-512");
+}
+void conv2d_blocked_backward_cpu(float*, float*, float*, const float*, const float*, const float*,
+                                 const Conv2dGeometry&, float*, int) {
+  BASTION_FAIL("conv2d_blocked: built without AVX-512");
+}
+
+#endif
+
+}  // namespace bastion
