@@ -28,6 +28,9 @@
 #   SPMC_PATCH   a patch (patch -p1 in the code's root) applied to this run's copy only: for diagnostic runs, never
 #                for the reference rows (docs/reproduction/reference/spmc/cpu/rlr-own-update.patch)
 #   SPMC_TAG     suffix of a code run's file names (default none), e.g. -ownupdate for a patched run
+#   BASTION_SETS extra `--set`s (space-separated key=value) for a diagnostic Bastion run, never for the reference
+#                rows; BASTION_TAG: the suffix of its folder name, e.g. BASTION_SETS=attack.badnets.augment_once=true
+#                BASTION_TAG=-augonce -> bastion/spmc-augonce-s0
 set -u
 ROOT=$(pwd)
 REF="$ROOT/.ref/spmc"
@@ -114,13 +117,13 @@ bastion_sets() {  # the code's setting per row (1 local epoch for FedAvG-optim r
 run_bastion() {  # ROW SEED
   local row=$1 seed=$2 sets s args=() out
   sets=$(bastion_sets "$row") || { echo "unknown row $row"; exit 2; }
-  for s in $sets attack.malicious_fraction=0.2 "rounds=$(rounds_of "$row")" seed="$seed" \
+  for s in $sets ${BASTION_SETS:-} attack.malicious_fraction=0.2 "rounds=$(rounds_of "$row")" seed="$seed" \
            data.server_fraction="$("$PY" -c "print(round(1 - $RATIO, 6))")" run.checkpoint_every=0 run.threads=1; do
     args+=(--set "$s")
   done
-  out="$OUT/bastion/$row-s$seed"
+  out="$OUT/bastion/$row${BASTION_TAG:-}-s$seed"
   mkdir -p "$OUT/bastion"
-  /usr/bin/time -o "$OUT/bastion/$row-s$seed.cpu" -f "$TIMEFMT" nice -n 5 "$BASTION" run configs/papers/spmc-fmnist-backdoor.toml "${args[@]}" --threads 1 --quiet \
+  /usr/bin/time -o "$out.cpu" -f "$TIMEFMT" nice -n 5 "$BASTION" run configs/papers/spmc-fmnist-backdoor.toml "${args[@]}" --threads 1 --quiet \
     --overwrite --out "$out"
   # `bastion run` writes no provenance.tsv (only `reproduce` does): the same line, date / commit / machine
   printf '%s\t%s\t%s, %s hardware threads\n' "$(date -u +%F)" "$("$BASTION" --version | sed 's/.*built from //')" \
