@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fl/attacks/attack_support.h"
 #include "kernels/cpu/vector.h"
@@ -99,6 +100,29 @@ Trigger make_trigger_for(const std::string& name, const Dataset& data, const Tra
   const TransformSpec identity;
   const SampleShape shape = trigger_stage_shape(data, transform ? *transform : identity, trigger_space(name));
   return make_trigger(name, shape.channels, shape.height, shape.width);
+}
+
+const std::vector<ParamSpec>& backdoor_poisoning_params() {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  static const std::vector<ParamSpec> specs = {
+      {"target", ParamType::Integer, int64_t{2}, "target label (SPMC/pFedSAM 2, FedCPA 1)", 0, 1e6},
+      {"mode",
+       ParamType::Text,
+       std::string("per-batch"),
+       "per-batch: the first per_batch samples of every batch; fraction: a random fraction of the local data",
+       -kInf,
+       kInf,
+       {"per-batch", "fraction"}},
+      {"per_batch", ParamType::Integer, int64_t{20},
+       "poisoned samples per batch in per-batch mode (pFedSAM, DBA MNIST: 20 of 64)", 0, 1e9},
+      {"fraction", ParamType::Real, 0.3, "poisoned share of the local data in fraction mode (SPMC 0.3, FedCPA 0.8)", 0,
+       1},
+      {"redraw", ParamType::Boolean, true,
+       "fraction mode: draw the poisoned subset anew each round (FedCPA) or once (SPMC)"},
+      {"augment_once", ParamType::Boolean, false,
+       "augment each of the attacker's samples once for the whole run, not anew each epoch (SPMC's code)"},
+  };
+  return specs;
 }
 
 BackdoorPoisoning read_backdoor_poisoning(const Params& params, std::string trigger) {

@@ -41,6 +41,9 @@ struct BackdoorPoisoning {
   bool augment_once = false;  // one augmentation per sample for the run (BatchLoader::set_augment_once)
 };
 BackdoorPoisoning read_backdoor_poisoning(const Params& params, std::string trigger);
+// The keys read_backdoor_poisoning reads (target, mode, per_batch, fraction, redraw, augment_once), shared by
+// badnets and dba.
+const std::vector<ParamSpec>& backdoor_poisoning_params();
 void set_backdoor_poison(BatchLoader& loader, const DataAttackContext& context, const BackdoorPoisoning& poisoning);
 BackdoorTest make_backdoor_test(const std::string& trigger, int32_t target, const Dataset& test,
                                 const TransformSpec& transform);

@@ -26,7 +26,6 @@
 namespace bastion {
 
 namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class BadnetsAttack final : public Attack {
  public:
@@ -49,26 +48,13 @@ class BadnetsAttack final : public Attack {
 }  // namespace
 
 const std::vector<ParamSpec>& badnets_params() {
-  static const std::vector<ParamSpec> specs = {
-      {"trigger", ParamType::Text, std::string("spmc"),
-       "trigger preset (bastion list triggers): spmc, fedcpa, dba-global, bapfl, square, grid, ..."},
-      {"target", ParamType::Integer, int64_t{2}, "target label (SPMC/pFedSAM 2, FedCPA 1)", 0, 1e6},
-      {"mode",
-       ParamType::Text,
-       std::string("per-batch"),
-       "per-batch: the first per_batch samples of every batch; fraction: a random fraction of the local data",
-       -kInf,
-       kInf,
-       {"per-batch", "fraction"}},
-      {"per_batch", ParamType::Integer, int64_t{20},
-       "poisoned samples per batch in per-batch mode (pFedSAM, DBA MNIST: 20 of 64)", 0, 1e9},
-      {"fraction", ParamType::Real, 0.3, "poisoned share of the local data in fraction mode (SPMC 0.3, FedCPA 0.8)", 0,
-       1},
-      {"redraw", ParamType::Boolean, true,
-       "fraction mode: draw the poisoned subset anew each round (FedCPA) or once (SPMC)"},
-      {"augment_once", ParamType::Boolean, false,
-       "augment each of the attacker's samples once for the whole run, not anew each epoch (SPMC's code)"},
-  };
+  static const std::vector<ParamSpec> specs = [] {
+    std::vector<ParamSpec> list = {
+        {"trigger", ParamType::Text, std::string("spmc"),
+         "trigger preset (bastion list triggers): spmc, fedcpa, dba-global, bapfl, square, grid, ..."}};
+    for (const ParamSpec& spec : backdoor_poisoning_params()) list.push_back(spec);
+    return list;
+  }();
   return specs;
 }
 

@@ -13,7 +13,6 @@
 namespace bastion {
 
 namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class DbaAttack final : public Attack {
  public:
@@ -37,27 +36,7 @@ class DbaAttack final : public Attack {
 };
 }  // namespace
 
-const std::vector<ParamSpec>& dba_params() {
-  static const std::vector<ParamSpec> specs = {
-      {"target", ParamType::Integer, int64_t{2}, "target label", 0, 1e6},
-      {"mode",
-       ParamType::Text,
-       std::string("per-batch"),
-       "per-batch: the first per_batch samples of every batch; fraction: a random fraction of the local data",
-       -kInf,
-       kInf,
-       {"per-batch", "fraction"}},
-      {"per_batch", ParamType::Integer, int64_t{20},
-       "poisoned samples per batch in per-batch mode (pFedSAM, DBA MNIST: 20 of 64)", 0, 1e9},
-      {"fraction", ParamType::Real, 0.3, "poisoned share of the local data in fraction mode (SPMC 0.3, FedCPA 0.8)", 0,
-       1},
-      {"redraw", ParamType::Boolean, true,
-       "fraction mode: draw the poisoned subset anew each round (FedCPA) or once (SPMC)"},
-      {"augment_once", ParamType::Boolean, false,
-       "augment each of the attacker's samples once for the whole run, not anew each epoch (SPMC's code)"},
-  };
-  return specs;
-}
+const std::vector<ParamSpec>& dba_params() { return backdoor_poisoning_params(); }
 
 std::unique_ptr<Attack> make_dba(const Params& params) { return std::make_unique<DbaAttack>(params); }
 
