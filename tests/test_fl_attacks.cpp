@@ -92,6 +92,10 @@ DataAttackContext data_context(const Dataset& d, const std::vector<int64_t>& ind
       d, indices, attacker_index, /*client=*/3, /*round=*/1, Generator(round_seed), Generator(client_seed), nullptr};
 }
 
+// The context keeps a reference to the indices: a temporary would dangle once the statement ends.
+DataAttackContext data_context(const Dataset& d, std::vector<int64_t>&& indices, uint64_t round_seed,
+                               uint64_t client_seed = 77, int64_t attacker_index = 0) = delete;
+
 }  // namespace
 
 // ---------------------------------------------------------------- registry
@@ -254,7 +258,8 @@ TEST(FlAttack, BackdoorTriggersAreMadeForTheShapeTheyMeet) {
             (std::vector<int64_t>{3, 32, 32}));
   BatchLoader loader(d, 4, false, 0);
   loader.set_transform(spec);
-  DataAttackContext context = data_context(d, all_indices(12), 1);
+  const std::vector<int64_t> indices = all_indices(12);
+  DataAttackContext context = data_context(d, indices, 1);
   context.transform = &spec;
   spmc->poison_loader(loader, context);  // would throw if the trigger were made for 1x28x28
   Tensor x;
@@ -275,13 +280,15 @@ TEST(FlAttack, AugmentOnceKeepsTheAttackersAugmentationAcrossRoundsAndEpochs) {
   spec.resize = 32;
   spec.crop_padding = 4;
   spec.replicate_channels = 3;
+  // The context holds a reference to the client's indices: they must outlive it.
+  const std::vector<int64_t> indices = all_indices(12);
   // One epoch of one round's loader for the same client (client rng 77), without shuffling.
   auto epoch_images = [&](bool augment_once, uint64_t round_seed, int64_t epoch) {
     const std::unique_ptr<Attack> attack =
         build_attack("badnets", {{"mode", std::string("fraction")}, {"redraw", false}, {"augment_once", augment_once}});
     BatchLoader loader(d, 4, false, round_seed);
     loader.set_transform(spec);
-    DataAttackContext context = data_context(d, all_indices(12), round_seed);
+    DataAttackContext context = data_context(d, indices, round_seed);
     context.transform = &spec;
     attack->poison_loader(loader, context);
     loader.start_epoch(epoch);
