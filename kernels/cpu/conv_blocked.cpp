@@ -10,6 +10,7 @@
 #include "kernels/cpu/conv_blocked_internal.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
+#include "kernels/cpu/unroll.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -184,36 +185,38 @@ struct GatherArgs {
 template <int KV, int T, int IS, int OS>
 void gather_block(float* out, const float* in, const float* w, const float* init, const GatherArgs& a) {
   __m512 acc[KV][T];
-#pragma GCC unroll 24
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int kv = 0; kv < KV; ++kv) {
+    BASTION_UNROLL(24)
     for (int t = 0; t < T; ++t)
       acc[kv][t] =
           init ? _mm512_loadu_ps(init + kv * kLanes) : _mm512_loadu_ps(out + kv * a.out_group_stride + t * OS * kLanes);
+  }
   for (int64_t cb = 0; cb < a.cbs; ++cb) {
     const float* in_cb = in + cb * a.in_cb_stride;
     const float* w_cb = w + cb * a.w_cb_stride;
     for (int tap = 0; tap < a.cls->ntaps; ++tap) {
       const float* ip = in_cb + a.cls->in_off[tap];
       const float* wp = w_cb + a.cls->w_off[tap] * KV;
-#pragma GCC unroll 16
+      BASTION_UNROLL(16)
       for (int c = 0; c < kLanes; ++c) {
         __m512 wv[KV];
-#pragma GCC unroll 4
+        BASTION_UNROLL(4)
         for (int kv = 0; kv < KV; ++kv) wv[kv] = _mm512_loadu_ps(wp + (c * KV + kv) * kLanes);
-#pragma GCC unroll 24
+        BASTION_UNROLL(24)
         for (int t = 0; t < T; ++t) {
           const __m512 x = _mm512_set1_ps(ip[t * IS * kLanes + c]);
-#pragma GCC unroll 4
+          BASTION_UNROLL(4)
           for (int kv = 0; kv < KV; ++kv) acc[kv][t] = _mm512_fmadd_ps(wv[kv], x, acc[kv][t]);
         }
       }
     }
   }
-#pragma GCC unroll 24
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int kv = 0; kv < KV; ++kv) {
+    BASTION_UNROLL(24)
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + kv * a.out_group_stride + t * OS * kLanes, acc[kv][t]);
+  }
 }
 
 using GatherFn = void (*)(float*, const float*, const float*, const float*, const GatherArgs&);

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/unroll.h"
 
 namespace bastion::conv_blocked_detail {
 
@@ -28,10 +29,11 @@ namespace {
 template <int KV, int IS>
 void weight_block(float* totals, const float* dy, const float* x, const WeightPass& p, int64_t samples, int64_t rows) {
   __m512 acc[KV][kTaps];
-#pragma GCC unroll 4
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 9
+  BASTION_UNROLL(4)
+  for (int kv = 0; kv < KV; ++kv) {
+    BASTION_UNROLL(9)
     for (int t = 0; t < kTaps; ++t) acc[kv][t] = _mm512_loadu_ps(totals + (kv * kTaps + t) * kLanes);
+  }
   const int64_t dy_sample = (p.K / kLanes) * p.dy_plane, x_sample = (p.C / kLanes) * p.x_plane;
   for (int64_t n = 0; n < samples; ++n)
     for (int64_t i = 0; i < rows; ++i) {
@@ -41,23 +43,25 @@ void weight_block(float* totals, const float* dy, const float* x, const WeightPa
       const float* x2 = x1 + p.x_row;
       for (int64_t j = 0; j < p.OW; ++j, d += kLanes, x0 += IS * kLanes, x1 += IS * kLanes, x2 += IS * kLanes) {
         __m512 g[KV];
-#pragma GCC unroll 4
+        BASTION_UNROLL(4)
         for (int kv = 0; kv < KV; ++kv) g[kv] = _mm512_loadu_ps(d + kv * p.dy_plane);
         const float* xr[3] = {x0, x1, x2};
-#pragma GCC unroll 3
-        for (int r = 0; r < 3; ++r)
-#pragma GCC unroll 3
+        BASTION_UNROLL(3)
+        for (int r = 0; r < 3; ++r) {
+          BASTION_UNROLL(3)
           for (int s = 0; s < 3; ++s) {
             const __m512 b = _mm512_set1_ps(xr[r][s * kLanes]);
-#pragma GCC unroll 4
+            BASTION_UNROLL(4)
             for (int kv = 0; kv < KV; ++kv) acc[kv][r * 3 + s] = _mm512_fmadd_ps(g[kv], b, acc[kv][r * 3 + s]);
           }
+        }
       }
     }
-#pragma GCC unroll 4
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 9
+  BASTION_UNROLL(4)
+  for (int kv = 0; kv < KV; ++kv) {
+    BASTION_UNROLL(9)
     for (int t = 0; t < kTaps; ++t) _mm512_storeu_ps(totals + (kv * kTaps + t) * kLanes, acc[kv][t]);
+  }
 }
 
 using WeightFn = void (*)(float*, const float*, const float*, const WeightPass&, int64_t, int64_t);

@@ -10,6 +10,7 @@
 #include "kernels/cpu/conv_direct_internal.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
+#include "kernels/cpu/unroll.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -91,10 +92,10 @@ template <int KB, int NV>
 void valid_block(float* out, const float* in, const float* packed, const float* bias, const ValidConv& v, int64_t v0,
                  __mmask16 mask) {
   __m512 acc[KB][NV];
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
   for (int kk = 0; kk < KB; ++kk) {
     const __m512 b = _mm512_set1_ps(bias ? bias[kk] : 0.0f);
-#pragma GCC unroll 24
+    BASTION_UNROLL(24)
     for (int j = 0; j < NV; ++j) acc[kk][j] = b;
   }
   // Filter rows that meet only zero padding for every output row of the block are skipped (grad_in pads
@@ -107,23 +108,24 @@ void valid_block(float* out, const float* in, const float* packed, const float* 
       const float* w = packed + (c * v.R + r) * v.S * KB;
       for (int64_t s = 0; s < v.S; ++s, w += KB) {
         __m512 x[NV];
-#pragma GCC unroll 24
+        BASTION_UNROLL(24)
         for (int j = 0; j < NV; ++j)
           x[j] =
               j == NV - 1 ? _mm512_maskz_loadu_ps(mask, row + s + j * kLanes) : _mm512_loadu_ps(row + s + j * kLanes);
-#pragma GCC unroll 24
+        BASTION_UNROLL(24)
         for (int kk = 0; kk < KB; ++kk) {
           const __m512 wk = _mm512_set1_ps(w[kk]);
-#pragma GCC unroll 24
+          BASTION_UNROLL(24)
           for (int j = 0; j < NV; ++j) acc[kk][j] = _mm512_fmadd_ps(wk, x[j], acc[kk][j]);
         }
       }
     }
   }
-#pragma GCC unroll 24
-  for (int kk = 0; kk < KB; ++kk)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int kk = 0; kk < KB; ++kk) {
+    BASTION_UNROLL(24)
     for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + kk * v.out_stride() + (v0 + j) * kLanes, acc[kk][j]);
+  }
 }
 
 using ValidBlockFn = void (*)(float*, const float*, const float*, const float*, const ValidConv&, int64_t, __mmask16);
@@ -224,10 +226,11 @@ template <int KB, int TB>
 void weight_grad_block(__m512* totals, const float* grads, const float* inputs, const ValidConv& v, int64_t n0,
                        int64_t n1, int64_t c, const int64_t* tap_offsets) {
   __m512 acc[KB][TB];
-#pragma GCC unroll 24
-  for (int kk = 0; kk < KB; ++kk)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int kk = 0; kk < KB; ++kk) {
+    BASTION_UNROLL(24)
     for (int t = 0; t < TB; ++t) acc[kk][t] = _mm512_setzero_ps();
+  }
   const int64_t grad_sample = v.K_padded * v.out_stride(), in_sample = v.C * v.plane();
   for (int64_t n = n0; n < n1; ++n) {
     const float* dy = grads + n * grad_sample;
@@ -235,20 +238,21 @@ void weight_grad_block(__m512* totals, const float* grads, const float* inputs, 
     for (int64_t q = 0; q < v.vectors; ++q) {
       const __mmask16 mask = q + 1 == v.vectors ? v.last_mask() : static_cast<__mmask16>(0xFFFF);
       __m512 g[KB];
-#pragma GCC unroll 24
+      BASTION_UNROLL(24)
       for (int kk = 0; kk < KB; ++kk) g[kk] = _mm512_loadu_ps(dy + kk * v.out_stride() + q * kLanes);
-#pragma GCC unroll 24
+      BASTION_UNROLL(24)
       for (int t = 0; t < TB; ++t) {
         const __m512 xt = _mm512_maskz_loadu_ps(mask, x + q * kLanes + tap_offsets[t]);
-#pragma GCC unroll 24
+        BASTION_UNROLL(24)
         for (int kk = 0; kk < KB; ++kk) acc[kk][t] = _mm512_fmadd_ps(g[kk], xt, acc[kk][t]);
       }
     }
   }
-#pragma GCC unroll 24
-  for (int kk = 0; kk < KB; ++kk)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int kk = 0; kk < KB; ++kk) {
+    BASTION_UNROLL(24)
     for (int t = 0; t < TB; ++t) totals[kk * TB + t] = _mm512_add_ps(totals[kk * TB + t], acc[kk][t]);
+  }
 }
 
 using WeightGradFn = void (*)(__m512*, const float*, const float*, const ValidConv&, int64_t, int64_t, int64_t,

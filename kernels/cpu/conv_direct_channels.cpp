@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/unroll.h"
 
 namespace bastion::conv_direct_detail {
 
@@ -80,19 +81,21 @@ void pack_filters(float* packed, const float* weight, const ChannelConv& v, bool
 
 template <int KV, int JB>
 inline void zero_block(__m512 (&acc)[KV][JB]) {
-#pragma GCC unroll 24
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int kv = 0; kv < KV; ++kv) {
+    BASTION_UNROLL(24)
     for (int j = 0; j < JB; ++j) acc[kv][j] = _mm512_setzero_ps();
+  }
 }
 
 // dst[j * K + kv * 16 + lane] = acc[kv][j]: the block's JB positions of the transposed result (P, K).
 template <int KV, int JB>
 inline void store_block(float* dst, int64_t K, const __m512 (&acc)[KV][JB]) {
-#pragma GCC unroll 24
-  for (int j = 0; j < JB; ++j)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int j = 0; j < JB; ++j) {
+    BASTION_UNROLL(24)
     for (int kv = 0; kv < KV; ++kv) _mm512_storeu_ps(dst + j * K + kv * kLanes, acc[kv][j]);
+  }
 }
 
 // One block: channels [k0, k0 + 16 KV) x positions [ow0, ow0 + JB) of output row oh.
@@ -108,12 +111,12 @@ void channel_block(float* tmp, const float* in, const float* packed, const Chann
       const float* w = packed + (c * v.R + r) * v.S * v.K + k0;
       for (int64_t s = 0; s < v.S; ++s, w += v.K) {
         __m512 wv[KV];
-#pragma GCC unroll 24
+        BASTION_UNROLL(24)
         for (int kv = 0; kv < KV; ++kv) wv[kv] = _mm512_loadu_ps(w + kv * kLanes);
-#pragma GCC unroll 24
+        BASTION_UNROLL(24)
         for (int j = 0; j < JB; ++j) {
           const __m512 x = _mm512_set1_ps(row[s + j]);
-#pragma GCC unroll 24
+          BASTION_UNROLL(24)
           for (int kv = 0; kv < KV; ++kv) acc[kv][j] = _mm512_fmadd_ps(wv[kv], x, acc[kv][j]);
         }
       }
@@ -164,10 +167,11 @@ void scatter_block(float* tmp, const float* in, const float* packed, const Chann
       const float* row = in + (c * v.Hp + oh + r) * v.Wp + ow0;
       const float* w = packed + (c * v.R + r) * S * v.K + k0;
       __m512 wv[S][KV];
-#pragma GCC unroll 8
-      for (int s = 0; s < S; ++s)
-#pragma GCC unroll 8
+      BASTION_UNROLL(8)
+      for (int s = 0; s < S; ++s) {
+        BASTION_UNROLL(8)
         for (int kv = 0; kv < KV; ++kv) wv[s][kv] = _mm512_loadu_ps(w + s * v.K + kv * kLanes);
+      }
       // Input column x feeds output j = x - s for every tap s with 0 <= j < JB; the indices are
       // compile-time (a fold over x), so the accumulators stay in registers.
       [&]<int... X>(std::integer_sequence<int, X...>) {
@@ -175,9 +179,10 @@ void scatter_block(float* tmp, const float* in, const float* packed, const Chann
           const __m512 b = _mm512_set1_ps(row[x]);
           [&]<int... Tap>(std::integer_sequence<int, Tap...>) {
             auto tap = [&]<int s>(std::integral_constant<int, s>) {
-              if constexpr (x - s >= 0 && x - s < JB)
-#pragma GCC unroll 8
+              if constexpr (x - s >= 0 && x - s < JB) {
+                BASTION_UNROLL(8)
                 for (int kv = 0; kv < KV; ++kv) acc[kv][x - s] = _mm512_fmadd_ps(wv[s][kv], b, acc[kv][x - s]);
+              }
             };
             (tap(std::integral_constant<int, Tap>{}), ...);
           }
@@ -267,10 +272,11 @@ template <int KV, int TB>
 void weight_block(__m512* totals, const float* dyT, const float* inputs, const ChannelConv& v, int64_t nb,
                   int64_t in_sample, int64_t k0, const int64_t* taps) {
   __m512 acc[KV][TB];
-#pragma GCC unroll 24
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int kv = 0; kv < KV; ++kv) {
+    BASTION_UNROLL(24)
     for (int t = 0; t < TB; ++t) acc[kv][t] = _mm512_setzero_ps();
+  }
   for (int64_t n = 0; n < nb; ++n) {
     const float* x = inputs + n * in_sample;
     const float* dy = dyT + n * v.out_plane() * v.K + k0;
@@ -278,21 +284,22 @@ void weight_block(__m512* totals, const float* dyT, const float* inputs, const C
       for (int64_t ow = 0; ow < v.OW; ++ow, dy += v.K) {
         const float* base = x + oh * v.Wp + ow;
         __m512 g[KV];
-#pragma GCC unroll 24
+        BASTION_UNROLL(24)
         for (int kv = 0; kv < KV; ++kv) g[kv] = _mm512_loadu_ps(dy + kv * kLanes);
-#pragma GCC unroll 24
+        BASTION_UNROLL(24)
         for (int t = 0; t < TB; ++t) {
           const __m512 xt = _mm512_set1_ps(base[taps[t]]);
-#pragma GCC unroll 24
+          BASTION_UNROLL(24)
           for (int kv = 0; kv < KV; ++kv) acc[kv][t] = _mm512_fmadd_ps(g[kv], xt, acc[kv][t]);
         }
       }
     }
   }
-#pragma GCC unroll 24
-  for (int kv = 0; kv < KV; ++kv)
-#pragma GCC unroll 24
+  BASTION_UNROLL(24)
+  for (int kv = 0; kv < KV; ++kv) {
+    BASTION_UNROLL(24)
     for (int t = 0; t < TB; ++t) totals[kv * TB + t] = _mm512_add_ps(totals[kv * TB + t], acc[kv][t]);
+  }
 }
 
 using WeightBlockFn = void (*)(__m512*, const float*, const float*, const ChannelConv&, int64_t, int64_t, int64_t,

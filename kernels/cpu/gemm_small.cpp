@@ -5,6 +5,7 @@
 // instructions, and the linker may keep this copy for the whole program, which then faults on a CPU
 // without AVX-512. Only C headers, intrinsics and our own plain declarations.
 #include "kernels/cpu/gemm_small.h"
+#include "kernels/cpu/unroll.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -110,7 +111,7 @@ struct BlockOut {
 // different pages, which the hardware prefetchers do not cross).
 template <int NV>
 [[gnu::always_inline]] inline void copy_row(float* copy, const __m512 (&bv)[NV], const float* ahead) {
-#pragma GCC unroll 4
+  BASTION_UNROLL(4)
   for (int v = 0; v < NV; ++v) {
     if (ahead != nullptr) _mm_prefetch(reinterpret_cast<const char*>(ahead + v * kLanes), _MM_HINT_T0);
     _mm512_store_ps(copy + v * kLanes, bv[v]);
@@ -132,36 +133,38 @@ __m512 load_lanes(const float* p, __mmask16 mask) {
 template <int MR, int NV, bool MaskedLoad, bool CopyB>
 void broadcast_block(StridedA A, const float* B, int64_t ldb, int64_t K, const BlockOut& out, float* copy) {
   __m512 acc[MR][NV];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
+  BASTION_UNROLL(8)
+  for (int i = 0; i < MR; ++i) {
+    BASTION_UNROLL(4)
     for (int v = 0; v < NV; ++v)
       acc[i][v] = out.first ? _mm512_setzero_ps() : _mm512_load_ps(out.partial + i * kBroadcastColumns + v * kLanes);
+  }
   for (int64_t k = 0; k < K; ++k) {
     const float* b = B + k * ldb;
     const float* a = A.a + k * A.col;
     __m512 bv[NV];
-#pragma GCC unroll 4
+    BASTION_UNROLL(4)
     for (int v = 0; v < NV; ++v)
       bv[v] = v + 1 < NV ? _mm512_loadu_ps(b + v * kLanes) : load_lanes<MaskedLoad>(b + v * kLanes, out.mask);
     if constexpr (CopyB)
       copy_row<NV>(copy + k * kBroadcastColumns, bv, k + kPrefetchRows < K ? b + kPrefetchRows * ldb : nullptr);
-#pragma GCC unroll 8
+    BASTION_UNROLL(8)
     for (int i = 0; i < MR; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i * A.row]);
-#pragma GCC unroll 4
+      BASTION_UNROLL(4)
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
+  BASTION_UNROLL(8)
+  for (int i = 0; i < MR; ++i) {
+    BASTION_UNROLL(4)
     for (int v = 0; v < NV; ++v) {
       if (out.last)
         store_scaled(out.C + i * out.ldc + v * kLanes, acc[i][v], vector_mask(v, NV, out.mask), out.alpha, out.beta);
       else
         _mm512_store_ps(out.partial + i * kBroadcastColumns + v * kLanes, acc[i][v]);
     }
+  }
 }
 
 using BroadcastBlock = void (*)(StridedA, const float*, int64_t, int64_t, const BlockOut&, float*);
@@ -254,11 +257,11 @@ void gemm_broadcast(StridedA A, int64_t M, int64_t N, int64_t K, float alpha, co
 // tree: 512 -> 256 -> 128 bits across the vectors' quarters, then within each 128-bit quarter.
 [[gnu::always_inline]] inline __m512 sum_lanes8(const __m512 v[8]) {
   __m512 halves[4], quarters[2];
-#pragma GCC unroll 4
+  BASTION_UNROLL(4)
   for (int p = 0; p < 4; ++p)  // quarters 0-1 of v[2p] and v[2p+1] plus their quarters 2-3
     halves[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                               _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-#pragma GCC unroll 2
+  BASTION_UNROLL(2)
   for (int p = 0; p < 2; ++p)  // quarter q of the result: 4 partial sums of v[4p + q]
     quarters[p] = _mm512_add_ps(_mm512_shuffle_f32x4(halves[2 * p], halves[2 * p + 1], _MM_SHUFFLE(2, 0, 2, 0)),
                                 _mm512_shuffle_f32x4(halves[2 * p], halves[2 * p + 1], _MM_SHUFFLE(3, 1, 3, 1)));
@@ -275,13 +278,13 @@ template <int MR, int NR, bool Masked, bool CopyB>
 [[gnu::always_inline]] inline void dot_step(__m512 (&acc)[MR][8], const float* A, int64_t lda, const float* B,
                                             int64_t ldb, __mmask16 mask, float* copy, int64_t copy_ld) {
   __m512 a[MR];
-#pragma GCC unroll 4
+  BASTION_UNROLL(4)
   for (int i = 0; i < MR; ++i) a[i] = load_lanes<Masked>(A + i * lda, mask);
-#pragma GCC unroll 8
+  BASTION_UNROLL(8)
   for (int j = 0; j < NR; ++j) {
     const __m512 b = load_lanes<Masked>(B + j * ldb, mask);
     if constexpr (CopyB) _mm512_store_ps(copy + j * copy_ld, b);
-#pragma GCC unroll 4
+    BASTION_UNROLL(4)
     for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(a[i], b, acc[i][j]);
   }
 }
@@ -292,15 +295,16 @@ template <int MR, int NR, bool CopyB>
 void dot_block(const float* A, int64_t lda, const float* B, int64_t ldb, int64_t K, float* C, int64_t ldc, float alpha,
                float beta, float* copy, int64_t copy_ld) {
   __m512 acc[MR][8];
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
+  BASTION_UNROLL(4)
+  for (int i = 0; i < MR; ++i) {
+    BASTION_UNROLL(8)
     for (int j = 0; j < 8; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
   int64_t k = 0;
   for (; k + kLanes <= K; k += kLanes)
     dot_step<MR, NR, false, CopyB>(acc, A + k, lda, B + k, ldb, 0, copy + k, copy_ld);
   if (k < K) dot_step<MR, NR, true, CopyB>(acc, A + k, lda, B + k, ldb, lanes_mask(K - k), copy + k, copy_ld);
-#pragma GCC unroll 4
+  BASTION_UNROLL(4)
   for (int i = 0; i < MR; ++i) store_scaled(C + i * ldc, sum_lanes8(acc[i]), lanes_mask(NR), alpha, beta);
 }
 
