@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "fl/metrics/heatmap.h"
 #include "test_support.h"
@@ -10,7 +11,7 @@
 namespace bastion {
 namespace {
 
-constexpr double kNaN = std::nan("");
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 size_t count_of(const std::string& text, const std::string& part) {
   size_t n = 0;
