@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the data readers, the experiment config, presets, safetensors, checkpoints and model names with libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
-# Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON, builds the ten targets in
-# tests/fuzz/, and runs them ${FUZZ_JOBS:-nproc} at a time (one worker each) on a scratch copy of their
+# Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON (a tree configured before is used
+# as it is), builds the ten targets in tests/fuzz/, and runs them ${FUZZ_JOBS:-nproc} at a time (one worker each) on a scratch copy of their
 # committed corpus (tests/fuzz/corpus/<target>/ is never written to). Prints each target's executions from
 # libFuzzer's final stats. Exits non-zero when any target crashed, leaked, hit a sanitizer report, an
 # allocation over the limit or a timeout; the reproducer is copied to ${FUZZ_BUILD_DIR}/crashes/ and its
@@ -16,9 +16,18 @@ targets=(idx cifar wisdm image_folder matlab config preset safetensors checkpoin
 # clang with its libFuzzer/sanitizer runtimes and LLVM's OpenMP, on top of the normal build deps.
 scripts/setup.sh clang libclang-rt-14-dev libomp-14-dev
 
-cmake -S . -B "$build_dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASTION_FUZZ=ON -DBASTION_CUDA=OFF -DBASTION_MPI=OFF -DBASTION_BUILD_BENCH=OFF \
-  -DBUILD_TESTING=OFF >/dev/null
+# A tree configured before (CI's sanitizer tree, which also builds the test suite) is used as it is; it
+# must have BASTION_FUZZ=ON.
+if [ -f "$build_dir/CMakeCache.txt" ]; then
+  if ! grep -q '^BASTION_FUZZ:BOOL=ON$' "$build_dir/CMakeCache.txt"; then
+    echo "fuzz.sh: $build_dir is configured without BASTION_FUZZ=ON; remove it or name another FUZZ_BUILD_DIR" >&2
+    exit 2
+  fi
+else
+  cmake -S . -B "$build_dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASTION_FUZZ=ON -DBASTION_CUDA=OFF -DBASTION_MPI=OFF -DBASTION_BUILD_BENCH=OFF \
+    -DBUILD_TESTING=OFF >/dev/null
+fi
 cmake --build "$build_dir" -j "$jobs" --target "${targets[@]/#/fuzz_}"
 
 scratch="$(mktemp -d)"
