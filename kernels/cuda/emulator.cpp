@@ -2,13 +2,28 @@
 // Built only by BASTION_CUDA=EMULATE.
 #include "kernels/cuda/emulator.h"
 
-#include <barrier>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <mutex>
-#include <thread>
+#include <new>
 #include <vector>
+
+// AddressSanitizer is told about every switch between the scheduler's stack and a fiber's, so that its
+// stack checks follow the fiber being run (sanitizer/common_interface_defs.h, "fiber" annotations).
+#if defined(__SANITIZE_ADDRESS__)
+#define BASTION_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BASTION_EMU_ASAN 1
+#endif
+#endif
+#if BASTION_EMU_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 constinit thread_local dim3 threadIdx;
 constinit thread_local dim3 blockIdx;
@@ -21,66 +36,137 @@ namespace {
 
 constexpr int kMaxThreadsPerBlock = 1024;
 constexpr unsigned kMaxGridYZ = 65535;
+// A fiber's stack: kernels keep a few register tiles and indices there (ASan's redzones make frames a few
+// times larger). Mapped once, reused by every launch, and only the pages touched are ever backed.
+constexpr size_t kFiberStackBytes = 256 * 1024;
 
-// Why a completion function: the barrier cannot tell a __syncthreads phase from the end of a block,
-// so each thread says which one it arrives for; a phase that mixes the two, or an end of block at
-// which the threads counted different numbers of __syncthreads, marks the launch divergent.
-struct BlockCheck {
-  std::atomic<int>* end_arrivals;
-  std::atomic<int>* min_syncs;
-  std::atomic<int>* max_syncs;
-  std::atomic<bool>* divergent;
-  int* expected;
-  void operator()() noexcept {
-    const int ends = end_arrivals->exchange(0);
-    if (ends != 0 && ends != *expected) divergent->store(true);
-    if (ends != 0 && ends == *expected) {
-      if (min_syncs->load() != max_syncs->load()) divergent->store(true);
-      min_syncs->store(1 << 30);
-      max_syncs->store(0);
-    }
-  }
+enum class FiberState { kReady, kAtBlockBarrier, kAtWarpBarrier, kDone };
+
+struct Fiber {
+  ucontext_t context{};
+  void* stack = nullptr;
+  FiberState state = FiberState::kReady;
+  int syncs = 0;  // __syncthreads reached in this block
 };
 
 struct Launch {
+  const std::function<void()>* body = nullptr;
   int threads = 0;
-  int expected = 0;  // threads still running, for the block check
-  std::atomic<int> end_arrivals{0}, min_syncs{1 << 30}, max_syncs{0};
-  std::atomic<bool> divergent{false};
-  std::unique_ptr<std::barrier<BlockCheck>> block_barrier;
-  std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
+  int running = -1;  // the fiber being run
+  bool divergent = false;
   std::vector<uint64_t> warp_slots;
+  ucontext_t scheduler{};  // uc_stack stays empty: ASan's swapcontext hook then leaves this stack's shadow alone
+  const void* scheduler_stack = nullptr;
+  size_t scheduler_stack_bytes = 0;
 };
 
-Launch* current_launch = nullptr;
-thread_local int thread_rank = 0;  // linear thread index inside the block
-thread_local int syncs_this_block = 0;
+// Guarded by launch_mutex: one launch runs at a time, on the launching thread, its CUDA threads as fibers.
 std::mutex launch_mutex;
+std::vector<Fiber> fibers;  // grows to the largest block launched; the stacks are kept
+Launch* current_launch = nullptr;
 cudaError_t last_error = cudaSuccess;
+thread_local int thread_rank = 0;  // linear thread index inside the block
 
-void record_extreme(std::atomic<int>& target, int value, bool keep_min) {
-  int old = target.load();
-  while ((keep_min ? value < old : value > old) && !target.compare_exchange_weak(old, value)) {
-  }
-}
+// ---- switching between the scheduler and a fiber ----
 
-void run_thread(Launch& launch, int rank, const std::function<void()>& body) {
+void enter_fiber(Launch& launch, int rank) {
+  Fiber& fiber = fibers[rank];
+  launch.running = rank;
   thread_rank = rank;
   threadIdx = dim3(rank % blockDim.x, rank / blockDim.x % blockDim.y, rank / (blockDim.x * blockDim.y));
-  for (unsigned bz = 0; bz < gridDim.z; ++bz)
-    for (unsigned by = 0; by < gridDim.y; ++by)
-      for (unsigned bx = 0; bx < gridDim.x; ++bx) {
-        blockIdx = dim3(bx, by, bz);
-        syncs_this_block = 0;
-        body();
-        record_extreme(launch.min_syncs, syncs_this_block, true);
-        record_extreme(launch.max_syncs, syncs_this_block, false);
-        launch.end_arrivals.fetch_add(1);
-        launch.block_barrier->arrive_and_wait();
-      }
-  // A thread that left early (a divergent launch) must not leave the others waiting for it forever.
-  launch.block_barrier->arrive_and_drop();
-  launch.warp_barriers[rank / warpSize]->arrive_and_drop();
+#if BASTION_EMU_ASAN
+  void* fake_stack = nullptr;
+  __sanitizer_start_switch_fiber(&fake_stack, fiber.stack, kFiberStackBytes);
+  swapcontext(&launch.scheduler, &fiber.context);
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#else
+  swapcontext(&launch.scheduler, &fiber.context);
+#endif
+  launch.running = -1;
+}
+
+// From the running fiber back to the scheduler; returns when the scheduler resumes this fiber.
+void leave_fiber(FiberState state) {
+  Launch& launch = *current_launch;
+  Fiber& fiber = fibers[launch.running];
+  fiber.state = state;
+#if BASTION_EMU_ASAN
+  void* fake_stack = nullptr;
+  // A finished fiber's fake frames are dropped (nullptr): it is never resumed, only restarted.
+  __sanitizer_start_switch_fiber(state == FiberState::kDone ? nullptr : &fake_stack, launch.scheduler_stack,
+                                 launch.scheduler_stack_bytes);
+  swapcontext(&fiber.context, &launch.scheduler);
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#else
+  swapcontext(&fiber.context, &launch.scheduler);
+#endif
+}
+
+void fiber_main() {
+  Launch& launch = *current_launch;
+#if BASTION_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &launch.scheduler_stack, &launch.scheduler_stack_bytes);
+#endif
+  (*launch.body)();
+  leave_fiber(FiberState::kDone);
+}
+
+void start_fiber(Fiber& fiber) {
+  if (fiber.stack == nullptr) {
+    fiber.stack = mmap(nullptr, kFiberStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+    if (fiber.stack == MAP_FAILED) {
+      fiber.stack = nullptr;
+      throw std::bad_alloc();
+    }
+  }
+  getcontext(&fiber.context);
+  fiber.context.uc_stack.ss_sp = fiber.stack;
+  fiber.context.uc_stack.ss_size = kFiberStackBytes;
+  fiber.context.uc_link = nullptr;  // fiber_main never returns: it leaves through leave_fiber
+  makecontext(&fiber.context, fiber_main, 0);
+  fiber.state = FiberState::kReady;
+  fiber.syncs = 0;
+}
+
+// ---- one block ----
+
+// Wakes the fibers waiting at a barrier every thread it is for has reached: a warp's exchange slot
+// barrier (all its lanes), else __syncthreads (every thread of the block). False when none can be woken:
+// some threads wait at a barrier that others left (finished, or wait elsewhere): a divergent block.
+bool release_a_barrier(const Launch& launch) {
+  bool released = false;
+  for (int base = 0; base < launch.threads; base += warpSize) {
+    const int end = std::min(base + warpSize, launch.threads);
+    bool whole_warp = true;
+    for (int rank = base; rank < end; ++rank) whole_warp &= fibers[rank].state == FiberState::kAtWarpBarrier;
+    if (!whole_warp) continue;
+    for (int rank = base; rank < end; ++rank) fibers[rank].state = FiberState::kReady;
+    released = true;
+  }
+  if (released) return true;
+  for (int rank = 0; rank < launch.threads; ++rank)
+    if (fibers[rank].state != FiberState::kAtBlockBarrier) return false;
+  for (int rank = 0; rank < launch.threads; ++rank) fibers[rank].state = FiberState::kReady;
+  return true;
+}
+
+// Runs every thread of the current block, in rank order, each until it finishes or waits at a barrier;
+// then opens the barriers all its threads reached, and again. False for a divergent block (its fibers
+// are abandoned where they wait and restarted by the next launch).
+bool run_block(Launch& launch) {
+  for (int rank = 0; rank < launch.threads; ++rank) start_fiber(fibers[rank]);
+  for (;;) {
+    for (int rank = 0; rank < launch.threads; ++rank)
+      if (fibers[rank].state == FiberState::kReady) enter_fiber(launch, rank);
+    bool all_done = true;
+    for (int rank = 0; rank < launch.threads; ++rank) all_done &= fibers[rank].state == FiberState::kDone;
+    if (all_done) break;
+    if (!release_a_barrier(launch)) return false;
+  }
+  for (int rank = 1; rank < launch.threads; ++rank)
+    if (fibers[rank].syncs != fibers[0].syncs) return false;
+  return true;
 }
 
 bool valid_configuration(dim3 grid, dim3 block) {
@@ -92,13 +178,13 @@ bool valid_configuration(dim3 grid, dim3 block) {
 }  // namespace
 
 void syncthreads() {
-  ++syncs_this_block;
-  current_launch->block_barrier->arrive_and_wait();
+  ++fibers[current_launch->running].syncs;
+  leave_fiber(FiberState::kAtBlockBarrier);
 }
 
 int lane_id() { return thread_rank % warpSize; }
 
-void syncwarp() { current_launch->warp_barriers[thread_rank / warpSize]->arrive_and_wait(); }
+void syncwarp() { leave_fiber(FiberState::kAtWarpBarrier); }
 
 uint64_t warp_exchange(uint64_t bits, int source_lane) {
   Launch& launch = *current_launch;
@@ -120,25 +206,24 @@ bool launch(dim3 grid, dim3 block, const std::function<void()>& body, const char
     return false;
   }
   Launch state;
+  state.body = &body;
   state.threads = static_cast<int>(block.x * block.y * block.z);
-  state.expected = state.threads;
-  state.block_barrier = std::make_unique<std::barrier<BlockCheck>>(
-      state.threads,
-      BlockCheck{&state.end_arrivals, &state.min_syncs, &state.max_syncs, &state.divergent, &state.expected});
-  for (int base = 0; base < state.threads; base += warpSize)
-    state.warp_barriers.push_back(std::make_unique<std::barrier<>>(std::min(warpSize, state.threads - base)));
   state.warp_slots.assign(state.threads, 0);
+  if (fibers.size() < static_cast<size_t>(state.threads)) fibers.resize(state.threads);
   gridDim = grid;
   blockDim = block;
   current_launch = &state;
-  std::vector<std::thread> threads;
-  threads.reserve(state.threads);
-  for (int rank = 0; rank < state.threads; ++rank)
-    threads.emplace_back([&state, rank, &body] { run_thread(state, rank, body); });
-  for (std::thread& t : threads) t.join();
+  for (unsigned bz = 0; bz < grid.z && !state.divergent; ++bz)
+    for (unsigned by = 0; by < grid.y && !state.divergent; ++by)
+      for (unsigned bx = 0; bx < grid.x && !state.divergent; ++bx) {
+        blockIdx = dim3(bx, by, bz);
+        state.divergent = !run_block(state);
+      }
   current_launch = nullptr;
-  if (state.divergent.load()) {
-    std::fprintf(stderr, "cuda emulator: %s: divergent __syncthreads (threads of a block reached different counts)\n",
+  if (state.divergent) {
+    std::fprintf(stderr,
+                 "cuda emulator: %s: divergent __syncthreads or warp exchange (threads of a block reached different "
+                 "barriers, or different counts of them)\n",
                  name);
     last_error = cudaErrorLaunchFailure;
     return false;

@@ -1,21 +1,29 @@
 // A CUDA emulator for CPU-only machines: the subset of CUDA C++ and of the runtime API that
-// kernels/cuda/*.cu use, implemented with OS threads, so the same kernel source runs on a machine
-// without a GPU (the BASTION_CUDA=EMULATE build; the .cu files are compiled as C++ with
-// BASTION_CUDA_EMULATION defined, see kernels/cuda/compat.h).
+// kernels/cuda/*.cu use, implemented on the CPU, so the same kernel source runs on a machine without a
+// GPU (the BASTION_CUDA=EMULATE build; the .cu files are compiled as C++ with BASTION_CUDA_EMULATION
+// defined, see kernels/cuda/compat.h).
 //
 // Why: CI has no GPU, and a kernel that only ever compiles is untested code. Emulated, every kernel's
 // index arithmetic, tiling, bounds handling, shared-memory use and warp shuffles run against the CPU
 // twin in the agreement table, under AddressSanitizer (out-of-bounds reads and writes of device
-// buffers are caught like compute-sanitizer's memcheck) and, run by hand, ThreadSanitizer (a missing
-// __syncthreads is a data race on the shared array).
+// buffers are caught like compute-sanitizer's memcheck).
 //
-// Execution model: a launch runs blockDim threads as real threads; together they walk the grid one
-// block at a time (blocks in x, then y, then z order) and meet at a barrier after each block, so
-// `__shared__` (emulated as a function-local `static`) is private to the block being run. __syncthreads
-// is that barrier; warp shuffles exchange through a per-warp slot array between two warp barriers.
+// Execution model: a launch runs on the calling thread, one block at a time (blocks in x, then y, then z
+// order), each CUDA thread of the block as a fiber (ucontext) with its own stack. The fibers run in
+// thread order, each until it finishes or waits at a barrier; a barrier opens when every thread it is
+// for has reached it: __syncthreads the whole block, __syncwarp and the warp shuffles (which exchange
+// through a per-warp slot array between two warp barriers) the 32 lanes of a warp. `__shared__`
+// (emulated as a function-local `static`) is therefore private to the block being run. Running each
+// thread as far as it can before the next starts is the most adversarial order for a missing
+// __syncthreads: thread 0 reads a tile before any other thread has written its part, and overwrites its
+// part of the next tile before the others have read this one, so the kernel's result goes wrong
+// deterministically (tests/test_cuda_emulator.cpp shows it). Fibers rather than OS threads: a launch
+// costs a context switch per thread and barrier instead of a thread start and a futex wake-up, which is
+// what makes the emulated test suite affordable under the sanitizers.
 // Launch-configuration errors (more than 1024 threads per block, grid.y or grid.z above 65535, a zero
 // dimension) are reported through cudaGetLastError as on a GPU. A block whose threads do not all reach
-// the same __syncthreads count is reported as cudaErrorLaunchFailure ("divergent __syncthreads").
+// the same barriers (a __syncthreads some threads skip or exit before, a shuffle not every lane of the
+// warp makes) is reported as cudaErrorLaunchFailure ("divergent").
 //
 // What it cannot show: speed, memory coalescing, bank conflicts, occupancy, tensor cores (TF32 kernels
 // are not emulated), and races between blocks or streams (launches run one at a time, synchronously).
