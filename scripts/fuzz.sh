@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Fuzzes the data readers, the experiment config, presets, safetensors, checkpoints and model names with libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
+# Fuzzes the data readers, the experiment config, presets, safetensors, checkpoints and model names with
+# libFuzzer + ASan + UBSan: scripts/fuzz.sh [SECONDS_PER_TARGET] (default 60).
 # Configures ${FUZZ_BUILD_DIR:-build-fuzz} with clang and BASTION_FUZZ=ON (a tree configured before is used
-# as it is), builds the ten targets in tests/fuzz/, and runs them ${FUZZ_JOBS:-nproc} at a time (one worker each) on a scratch copy of their
-# committed corpus (tests/fuzz/corpus/<target>/ is never written to). Prints each target's executions from
-# libFuzzer's final stats. Exits non-zero when any target crashed, leaked, hit a sanitizer report, an
-# allocation over the limit or a timeout; the reproducer is copied to ${FUZZ_BUILD_DIR}/crashes/ and its
-# path printed (replay: build-fuzz/tests/fuzz/fuzz_<target> <file>).
+# as it is), builds the ten targets in tests/fuzz/, and runs them ${FUZZ_JOBS:-nproc} at a time (one worker
+# each) on a scratch copy of their committed corpus (tests/fuzz/corpus/<target>/ is never written to).
+# Prints each target's executions from libFuzzer's final stats. Exits non-zero when any target crashed,
+# leaked, hit a sanitizer report, an allocation over the limit or a timeout; the reproducer is copied to
+# ${FUZZ_BUILD_DIR}/crashes/ and its path printed (replay: build-fuzz/tests/fuzz/fuzz_<target> <file>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
