@@ -461,6 +461,16 @@ void bm_max_pool_backward(benchmark::State& state, Pool2dGeometry g, int threads
 
 std::string suffix(const std::string& what, int threads) { return "/" + what + "/threads:" + std::to_string(threads); }
 
+// Rung 4's forward and backward on one layer at t threads.
+void register_conv_blocked(const ConvLayer& layer, int t) {
+  benchmark::RegisterBenchmark(("conv_blocked_forward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_forward, layer,
+                               t)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(("conv_blocked_backward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_backward,
+                               layer, t)
+      ->UseRealTime();
+}
+
 void register_all() {
   const int kThreads[] = {1, 2};
   for (const GemmShape& s : gemm_shapes()) {
@@ -500,14 +510,7 @@ void register_all() {
                                      bm_conv_direct_backward, layer, t, variant)
             ->UseRealTime();
       }
-      if (conv2d_blocked_supported(layer.g)) {
-        benchmark::RegisterBenchmark(("conv_blocked_forward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_forward,
-                                     layer, t)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("conv_blocked_backward" + suffix(layer.name, t)).c_str(),
-                                     bm_conv_blocked_backward, layer, t)
-            ->UseRealTime();
-      }
+      if (conv2d_blocked_supported(layer.g)) register_conv_blocked(layer, t);
       benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)->UseRealTime();
       if (!layer.first_layer) {
         benchmark::RegisterBenchmark(("conv_col2im" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
@@ -527,12 +530,7 @@ void register_all() {
   for (const ConvLayer& layer : resnet18_layers()) {
     if (!conv2d_blocked_supported(layer.g)) continue;
     for (int t : kThreads) {
-      benchmark::RegisterBenchmark(("conv_blocked_forward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_forward,
-                                   layer, t)
-          ->UseRealTime();
-      benchmark::RegisterBenchmark(("conv_blocked_backward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_backward,
-                                   layer, t)
-          ->UseRealTime();
+      register_conv_blocked(layer, t);
       if (conv2d_direct_supported(layer.g)) {
         benchmark::RegisterBenchmark(("conv_before_forward" + suffix(layer.name, t)).c_str(), bm_conv_direct_forward,
                                      layer, t, ConvDirectVariant::Auto)
