@@ -53,7 +53,6 @@ struct Launch {
   const std::function<void()>* body = nullptr;
   int threads = 0;
   int running = -1;  // the fiber being run
-  bool divergent = false;
   std::vector<uint64_t> warp_slots;
   ucontext_t scheduler{};  // uc_stack stays empty: ASan's swapcontext hook then leaves this stack's shadow alone
   const void* scheduler_stack = nullptr;
@@ -169,6 +168,17 @@ bool run_block(Launch& launch) {
   return true;
 }
 
+// Every block in x, then y, then z order; false at the first divergent block.
+bool run_grid(Launch& launch, dim3 grid) {
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        blockIdx = dim3(bx, by, bz);
+        if (!run_block(launch)) return false;
+      }
+  return true;
+}
+
 bool valid_configuration(dim3 grid, dim3 block) {
   const long long threads = static_cast<long long>(block.x) * block.y * block.z;
   return grid.x > 0 && grid.y > 0 && grid.z > 0 && grid.y <= kMaxGridYZ && grid.z <= kMaxGridYZ && threads > 0 &&
@@ -213,14 +223,9 @@ bool launch(dim3 grid, dim3 block, const std::function<void()>& body, const char
   gridDim = grid;
   blockDim = block;
   current_launch = &state;
-  for (unsigned bz = 0; bz < grid.z && !state.divergent; ++bz)
-    for (unsigned by = 0; by < grid.y && !state.divergent; ++by)
-      for (unsigned bx = 0; bx < grid.x && !state.divergent; ++bx) {
-        blockIdx = dim3(bx, by, bz);
-        state.divergent = !run_block(state);
-      }
+  const bool divergent = !run_grid(state, grid);
   current_launch = nullptr;
-  if (state.divergent) {
+  if (divergent) {
     std::fprintf(stderr,
                  "cuda emulator: %s: divergent __syncthreads or warp exchange (threads of a block reached different "
                  "barriers, or different counts of them)\n",
