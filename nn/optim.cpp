@@ -100,6 +100,20 @@ void Sgd::step() {
   first_step_ = false;
 }
 
+void Sgd::step_from(std::span<const float> start) {
+  BASTION_CHECK(model_.device() == Device::CPU, "sgd: step_from on a ", device_name(model_.device()), " model");
+  BASTION_CHECK(static_cast<int64_t>(start.size()) == model_.num_parameters(), "sgd: step_from with ", start.size(),
+                " weights for ", model_.num_parameters(), " parameters");
+  const SgdStepOptions step{options_.lr, options_.momentum, options_.weight_decay, options_.nesterov, first_step_};
+  float* w = model_.state_tensor().data();
+  const float* grad = model_.gradient_tensor().data();
+  float* v = data_or_null(velocity_);
+  for_each_trainable_range(model_, [&](int64_t begin, int64_t end) {
+    sgd_step_from_cpu(w + begin, start.data() + begin, v ? v + begin : nullptr, grad + begin, end - begin, step);
+  });
+  first_step_ = false;
+}
+
 namespace {
 SamOptions plain_sam(float rho) {
   SamOptions options;
@@ -201,20 +215,24 @@ void Sam::perturb(float* w, const float* grad) {
   const std::vector<double>& scales = perturbation_scales(w, direction);
   // Restore w from a copy rather than subtracting e: (w + e) - e is not w in float arithmetic. Frozen
   // tensors are neither perturbed nor saved (e = 0 there), so Sam::step restores the trainable ones only.
+  // e itself is stored only where something reads it: FedSMOO's dual update below, the adaptive
+  // perturbation (computed there first) and last_perturbation().
+  const bool adaptive = options_.perturbation == SamOptions::Perturbation::Adaptive;
+  const bool keep_e = mu || adaptive || options_.record_perturbation;
   saved_weights_.resize(perturbation_.size());
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
-    float* e = perturbation_.data() + p.begin;
+    float* e = keep_e ? perturbation_.data() + p.begin : nullptr;
     const int64_t n = p.end - p.begin;
     if (!p.value.requires_grad()) {
-      std::fill_n(e, n, 0.0f);
+      if (e) std::fill_n(e, n, 0.0f);
       continue;
     }
     const float scale = static_cast<float>(scales[k]);
     const float* d = direction + p.begin;
     float* wk = w + p.begin;
     float* saved = saved_weights_.data() + p.begin;
-    if (options_.perturbation == SamOptions::Perturbation::Adaptive) {
+    if (adaptive) {
       for (int64_t i = 0; i < n; ++i) e[i] = scale * (wk[i] * wk[i] * d[i]);
       sam_perturb_cpu(wk, saved, e, e, 1.0f, n);  // 1 * e is e exactly: saved = w, w = w + e
     } else {
@@ -226,10 +244,10 @@ void Sam::perturb(float* w, const float* grad) {
     for (int64_t i = 0; i < P; ++i) options_.dual[i] += perturbation_[i] - (s ? s[i] : 0.0f);
 }
 
-void Sam::restore_weights(float* w) const {
-  for (const ParameterView& p : model_.parameters())
-    if (p.value.requires_grad())
-      std::copy(saved_weights_.begin() + p.begin, saved_weights_.begin() + p.end, w + p.begin);
+std::span<const float> Sam::last_perturbation() const {
+  BASTION_CHECK(options_.record_perturbation || !options_.dual.empty(),
+                "sam: last_perturbation needs SamOptions::record_perturbation (e is not kept otherwise)");
+  return perturbation_;
 }
 
 // Step 3 after the second pass: g' = alpha g' + linear term, clipped.
@@ -253,9 +271,8 @@ float Sam::step(const std::function<float()>& loss_and_backward) {
   float* w = model_.flat_parameters().data();
   perturb(w, model_.flat_gradients().data());
   loss_and_backward();
-  restore_weights(w);
   finish_direction(model_.flat_gradients().data());
-  base_.step();
+  base_.step_from(saved_weights_);  // w restored bit for bit and stepped in one pass
   return loss;
 }
 

@@ -21,7 +21,8 @@
 //      g' += linear_term ((1 - alpha) m of MoFedSAM/FedFSA, lambda (h_i - w_g) of FedSpeed/FedSMOO);
 //      clip ||g'|| to clip_after; base SGD step (whose weight decay comes after the clip, as in PyTorch).
 // Only trainable tensors are perturbed and moved (pFedSAM's body phase leaves the frozen head alone).
-// Cost: two forward/backward passes and about six passes over the P parameters per step.
+// Cost: two forward/backward passes and about five passes over the P parameters per step (on the CPU the
+// restore of w is the SGD step's read of the saved weights, Sgd::step_from).
 // StepDecay: lr(epoch) = lr0 * gamma^(floor(epoch / step_size)).
 #pragma once
 
@@ -44,6 +45,9 @@ class Sgd {
  public:
   Sgd(Model& model, SgdOptions options);
   void step();
+  // The step taken from `start` (P values; the trainable ranges are read) instead of the current weights:
+  // w = start - lr * step(start), as if start were copied into w first (CPU models; Sam::step's restore).
+  void step_from(std::span<const float> start);
   void set_lr(float lr) { options_.lr = lr; }
   float lr() const { return options_.lr; }
   const SgdOptions& options() const { return options_; }
@@ -77,6 +81,7 @@ struct SamOptions {
   std::span<const float> linear_term;          // P values added to the direction, or empty
   std::span<float> dual;                       // P values updated in place (FedSMOO's mu_i), or empty
   std::span<const float> dual_correction;      // P values (FedSMOO's s), or empty; needs dual
+  bool record_perturbation = false;            // keep e for Sam::last_perturbation() (a vector written per step)
 };
 
 // SAM on a CUDA model runs the same step with the flat-vector kernels (kernels/cuda/vector.h), FedSMOO's
@@ -93,8 +98,9 @@ class Sam {
   // After the pass: on a CUDA model, FedSMOO's dual (updated on the device by every step) is copied back
   // into SamOptions::dual; nothing to do otherwise. One copy a pass instead of a copy and a wait a step.
   void finish_pass();
-  // The perturbation e of the last step (P values, 0 on frozen tensors); CPU models only.
-  std::span<const float> last_perturbation() const { return perturbation_; }
+  // The perturbation e of the last step (P values, 0 on frozen tensors); CPU models with
+  // SamOptions::record_perturbation (or a dual, which keeps e anyway).
+  std::span<const float> last_perturbation() const;
 
  private:
   Model& model_;
@@ -115,7 +121,6 @@ class Sam {
   void perturb_with_dual_on_device(float* w, const float* grad);
   void perturb(float* w, const float* grad);
   void finish_direction(float* grad) const;
-  void restore_weights(float* w) const;  // the trainable tensors from saved_weights_ (perturb saved them)
 };
 
 // Rescales the whole gradient buffer to global L2 norm max_norm when it is larger (norm in double);

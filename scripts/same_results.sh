@@ -9,6 +9,8 @@
 #               scale attackers, personalised evaluation of the final round's next start states
 #   fedrep      FedRep (a personal head, shared body) with personalised evaluation
 #   fedfsa      FedFSA (a method server: momentum messages, SAM steps)
+#   mofedsam, fedsmoo, fedsam-adaptive: the SAM step's other paths (ascent scale and linear term; FedSMOO's
+#               dual, which keeps the perturbation; the adaptive perturbation)
 #   ditto, ditto-interleaved, fedrod: the rules with two passes or their own step (BadNets attackers
 #               in two of them: the attack's loader)
 #   pfedsam     bastion reproduce pfedsam-table1 --quick (CI's table): table.csv and every run's rounds.csv
@@ -42,6 +44,9 @@ declare -A runs=(
   [fedcap]="$base --set clients.rule=fedcap --set server.rule=fedcap --set attack.names=[\"scale\"] --set attack.malicious_count=2 --set attack.malicious_per_round=1 --set eval.personalized=true --set eval.personal_received=true --set eval.personal_received_final=next"
   [fedrep]="$base --set clients.rule=fedrep --set eval.personalized=true"
   [fedfsa]="$base --set clients.rule=fedfsa --set eval.personalized=true"
+  [mofedsam]="$base --set clients.rule=mofedsam --set eval.personalized=true"
+  [fedsmoo]="$base --set clients.rule=fedsmoo --set eval.personalized=true"
+  [fedsam-adaptive]="$base --set clients.rule=fedsam --set clients.fedsam.sam_perturbation=\"adaptive\""
   [ditto]="$base --set clients.rule=ditto --set eval.personalized=true --set attack.names=[\"badnets\"] --set attack.malicious_count=2 --set attack.malicious_per_round=1"
   [ditto-interleaved]="$base --set clients.rule=ditto --set clients.ditto.order=\"interleaved\" --set eval.personalized=true"
   [fedrod]="$base --set clients.rule=fedrod --set eval.personalized=true --set attack.names=[\"badnets\"] --set attack.malicious_count=2 --set attack.malicious_per_round=1"

@@ -52,7 +52,10 @@ TEST(SamStep, GlobalPerturbationHasNormRhoAndTheWeightsComeBackBitForBit) {
   const std::vector<float> g = random_values(model->num_parameters(), 1);
   const std::vector<float> before(model->flat_parameters().begin(), model->flat_parameters().end());
   Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});  // lr 0: the step leaves w exactly as SAM restored it
-  Sam sam(*model, sgd, 0.3f);
+  SamOptions options;
+  options.rho = 0.3f;
+  options.record_perturbation = true;
+  Sam sam(*model, sgd, options);
   sam.step(constant_gradient(*model, g));
   EXPECT_NEAR(norm(sam.last_perturbation()), 0.3, 1e-6);
   const std::span<const float> e = sam.last_perturbation();
@@ -67,6 +70,7 @@ TEST(SamStep, PerTensorRadiiScaleEachTensorOfTheGlobalDirection) {
   Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});
   SamOptions options;
   options.tensor_rho = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+  options.record_perturbation = true;
   ASSERT_EQ(model->parameters().size(), options.tensor_rho.size());
   Sam sam(*model, sgd, options);
   sam.step(constant_gradient(*model, g));
@@ -92,6 +96,7 @@ TEST(SamStep, PerTensorUnnormalisedAndAdaptivePerturbations) {
     SamOptions options;
     options.rho = 0.2f;
     options.perturbation = mode;
+    options.record_perturbation = true;
     Sam sam(*model, sgd, options);
     sam.step(constant_gradient(*model, g));
     return std::vector<float>(sam.last_perturbation().begin(), sam.last_perturbation().end());
@@ -109,6 +114,33 @@ TEST(SamStep, PerTensorUnnormalisedAndAdaptivePerturbations) {
   for (size_t i = 0; i < g.size(); ++i)
     if (w[i] != 0.0f) adaptive_norm += static_cast<double>(adaptive[i] / w[i]) * (adaptive[i] / w[i]);
   EXPECT_NEAR(std::sqrt(adaptive_norm), 0.2, 1e-4);
+}
+
+// With the same gradient at w and at w + e, a SAM step is the SGD step from w: the CPU step restores w
+// inside the SGD update (Sgd::step_from), which must equal a copy followed by Sgd::step bit for bit, with
+// momentum, Nesterov and weight decay, on the first step and later ones, and leave a frozen tensor alone.
+TEST(SamStep, RestoreInsideTheSgdStepIsBitForBitTheSgdStepFromTheSavedWeights) {
+  auto with_sam = small_model(), plain = small_model();
+  with_sam->set_trainable(/*head=*/true, false);
+  plain->set_trainable(/*head=*/true, false);
+  const ParameterView& frozen = with_sam->parameters().back();
+  ASSERT_FALSE(frozen.value.requires_grad());
+  const SgdOptions sgd_options{0.05f, 0.9f, 1e-3f, true};
+  Sgd sgd_sam(*with_sam, sgd_options), sgd_plain(*plain, sgd_options);
+  Sam sam(*with_sam, sgd_sam, 0.2f);
+  const std::vector<float> frozen_before(with_sam->flat_parameters().begin() + frozen.begin,
+                                         with_sam->flat_parameters().begin() + frozen.end);
+  for (uint64_t step = 0; step < 3; ++step) {
+    const std::vector<float> g = random_values(with_sam->num_parameters(), 10 + step);
+    sam.step(constant_gradient(*with_sam, g));
+    constant_gradient(*plain, g)();
+    sgd_plain.step();
+    const std::span<const float> a = with_sam->flat_parameters(), b = plain->flat_parameters();
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin())) << "step " << step;
+  }
+  EXPECT_TRUE(
+      std::equal(frozen_before.begin(), frozen_before.end(), with_sam->flat_parameters().begin() + frozen.begin));
+  EXPECT_THROW(sam.last_perturbation(), Error);  // e was not kept (no record_perturbation, no dual)
 }
 
 TEST(SamStep, AscentScaleAndLinearTermFormTheDirectionWhichIsClippedAfter) {

@@ -1,5 +1,6 @@
 // kernels/cpu/sam.h: the fused SAM passes give bit for bit what the unfused passes gave (each product
-// rounded before the sum), on random inputs of an odd length, with d and e the same array or not.
+// rounded before the sum), on random inputs of an odd length, with d and e the same array, distinct, or e
+// not kept; and kernels/cpu/optim.h's sgd_step_from_cpu gives what a copy and sgd_step_cpu give.
 // The references round through a volatile, so this file's own compilation cannot fuse them either.
 #include <gtest/gtest.h>
 
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/optim.h"
 #include "kernels/cpu/sam.h"
 #include "tests/kernel_test_support.h"
 
@@ -41,6 +43,11 @@ TEST(SamKernels, PerturbRoundsTheStepBeforeAddingItAsTwoPassesDo) {
   sam_perturb_cpu(w_alias.data(), saved_alias.data(), e_is_d.data(), e_is_d.data(), scale, kLength);
   EXPECT_TRUE(bitwise_equal(w_alias, want_w));
   EXPECT_TRUE(bitwise_equal(e_is_d, want_e));
+
+  std::vector<float> w_no_e = w0, saved_no_e(kLength, testing::kNaN);  // e not kept: same w and saved
+  sam_perturb_cpu(w_no_e.data(), saved_no_e.data(), nullptr, d.data(), scale, kLength);
+  EXPECT_TRUE(bitwise_equal(w_no_e, want_w));
+  EXPECT_TRUE(bitwise_equal(saved_no_e, w0));
 }
 
 TEST(SamKernels, DirectionScalesThenAddsTheLinearTerm) {
@@ -59,6 +66,29 @@ TEST(SamKernels, DirectionScalesThenAddsTheLinearTerm) {
   g = g0;
   sam_direction_cpu(g.data(), nullptr, alpha, kLength);
   EXPECT_TRUE(bitwise_equal(g, want_scaled));
+}
+
+// Every case of the SGD step (plain, momentum on the first and a later step, Nesterov; weight decay on):
+// stepping from saved weights equals copying them into w and stepping in place, bit for bit, and the
+// saved weights are not written.
+TEST(SamKernels, SgdStepFromSavedWeightsIsTheCopyThenTheStep) {
+  Generator gen(13);
+  const std::vector<float> saved = randn(kLength, gen), grad = randn(kLength, gen), v0 = randn(kLength, gen);
+  const std::vector<float> perturbed = randn(kLength, gen);  // what w holds before the step (w + e)
+  const SgdStepOptions cases[] = {{.lr = 0.1f, .weight_decay = 1e-3f},
+                                  {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-3f, .first_step = true},
+                                  {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-3f},
+                                  {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-3f, .nesterov = true}};
+  for (const SgdStepOptions& options : cases) {
+    std::vector<float> want_w = saved, want_v = v0;
+    sgd_step_cpu(want_w.data(), want_v.data(), grad.data(), kLength, options);
+    std::vector<float> w = perturbed, v = v0;
+    std::vector<float> start = saved;
+    sgd_step_from_cpu(w.data(), start.data(), v.data(), grad.data(), kLength, options);
+    EXPECT_TRUE(bitwise_equal(w, want_w)) << "momentum " << options.momentum << " nesterov " << options.nesterov;
+    EXPECT_TRUE(bitwise_equal(v, want_v));
+    EXPECT_TRUE(bitwise_equal(start, saved));
+  }
 }
 
 }  // namespace

@@ -4,6 +4,10 @@
 //   w -= lr * g
 // ASSIGNS w and velocity (velocity may be null when momentum == 0). nn/optim.cpp's Sgd calls it once
 // per contiguous range of trainable parameters.
+// sgd_step_from_cpu: the same step taken from the weights `start` instead of w (w and the weight decay
+// read start; w = start - lr * g). SAM's step ends at the weights it saved before its perturbation: this
+// restores them and steps in one pass instead of a copy pass and an update pass (issue 38). start must
+// not overlap w; the result is bit for bit the copy followed by sgd_step_cpu (one arithmetic, one template).
 #pragma once
 
 #include <cstdint>
@@ -17,5 +21,7 @@ struct SgdStepOptions {
 };
 
 void sgd_step_cpu(float* w, float* velocity, const float* grad, int64_t D, const SgdStepOptions& options);
+void sgd_step_from_cpu(float* w, const float* start, float* velocity, const float* grad, int64_t D,
+                       const SgdStepOptions& options);
 
 }  // namespace bastion

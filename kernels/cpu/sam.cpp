@@ -5,6 +5,14 @@
 namespace bastion {
 
 void sam_perturb_cpu(float* __restrict w, float* __restrict saved, float* e, const float* d, float scale, int64_t D) {
+  if (e == nullptr) {  // e is not kept: a loop without its store (one vector less written)
+    const float* __restrict direction = d;
+    for (int64_t i = 0; i < D; ++i) {
+      saved[i] = w[i];
+      w[i] = w[i] + scale * direction[i];
+    }
+    return;
+  }
   for (int64_t i = 0; i < D; ++i) {
     const float step = scale * d[i];  // d may alias e: read before the store
     e[i] = step;

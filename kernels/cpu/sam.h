@@ -5,7 +5,7 @@
 //   sam_perturb_cpu:    e = scale * d;  saved = w;  w = w + e                      ASSIGNS e, saved, w
 //   sam_direction_cpu:  g = alpha * g + linear   (linear null: g = alpha * g)      ASSIGNS g
 // d and e may be the same array (FedSMOO's direction is computed into e's buffer); the others are
-// distinct. Each product is rounded before it is added, exactly as the unfused passes did (a scaling
+// distinct. e may be null: e is then not stored (Sam keeps it only when asked or for FedSMOO's dual). Each product is rounded before it is added, exactly as the unfused passes did (a scaling
 // pass, then an adding pass): sam.cpp is compiled with -ffp-contract=off, so the compiler cannot merge a
 // multiply and an add into one fused multiply-add (one rounding instead of two), and the results are
 // bit-identical to the unfused step's.
