@@ -79,11 +79,8 @@ void print_presets() {
     try {
       const Preset preset = load_preset(path);
       const size_t runs = preset_grid(preset).runs.size();
-      const std::string cost =
-          preset.estimated_minutes > 0
-              ? "~" + std::to_string(static_cast<long long>(preset.estimated_minutes + 0.5)) + " min measured"
-              : "cost not measured";
-      std::printf("  %-22s %s\n  %-22s %zu run(s) x %lld seeds, %s\n", preset.name.c_str(), preset.title.c_str(), "",
+      const std::string cost = preset_cost_text(preset.cost, preset.seeds);
+      std::printf("  %-22s %s\n  %-22s %zu run(s) x %lld seed(s); %s\n", preset.name.c_str(), preset.title.c_str(), "",
                   runs, static_cast<long long>(preset.seeds), cost.c_str());
     } catch (const Error& e) {
       std::printf("  %s: invalid: %s\n", path.c_str(), e.what());

@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "data/idx.h"
+#include "fl/metrics/results.h"
 #include "fl/reproduce/preset.h"
 #include "fl/reproduce/reproduce.h"
 #include "reproduce_test_support.h"
@@ -159,6 +161,42 @@ TEST_F(Reproduce, PresetSeedsMustBeAnIntegerInRangeAndTextMustBeSafeForTomlpp) {
     expect_error([&] { parse_preset(text, "t.toml", no_check); }, {"t.toml", "seeds must be an integer in [1, 100]"});
   }
   expect_error([&] { parse_preset("title = \"x\"\xc2\xa7\n", "t.toml", no_check); }, {"t.toml:1", "non-ASCII"});
+}
+
+// [cost]: a measured or estimated cost in core-hours with its CPU; bastion list presets prints it, scaled to
+// the preset's seeds when it was measured with fewer. The old estimated_minutes key is refused by name.
+TEST_F(Reproduce, PresetCostNamesCoreHoursSeedsAndCpu) {
+  const auto no_check = [](const std::string&, const std::vector<std::string>&) {};
+  const std::string cost = "[cost]\ncore_hours = 4.5\nseeds = 1\ncpu = \"Some CPU, 2 cores\"\ndate = \"2026-11-28\"\n";
+  const Preset preset = parse_preset(preset_text(cost + kTwoRows), "t.toml", no_check);
+  EXPECT_DOUBLE_EQ(preset.cost.core_hours, 4.5);
+  EXPECT_EQ(preset.cost.seeds, 1);
+  EXPECT_EQ(preset.cost.basis, "measured");  // the default
+  EXPECT_EQ(preset_cost_text(preset.cost, preset.seeds),
+            "4.5 core-hours for 1 seed (about 9.0 for 2), measured on Some CPU, 2 cores, 2026-11-28");
+  EXPECT_EQ(preset_cost_text(preset.cost, 1), "4.5 core-hours for 1 seed, measured on Some CPU, 2 cores, 2026-11-28");
+  EXPECT_EQ(preset_cost_text(PresetCost{}, 2), "cost not measured");
+  const Preset default_seeds =
+      parse_preset(preset_text("[cost]\ncore_hours = 12\ncpu = \"c\"\nbasis = \"estimated\"\n" + std::string(kTwoRows)),
+                   "t.toml", no_check);
+  EXPECT_EQ(default_seeds.cost.seeds, 2);  // the preset's seeds
+  EXPECT_EQ(preset_cost_text(default_seeds.cost, 2), "12 core-hours for 2 seeds, estimated on c");
+
+  const std::pair<std::string, std::string> bad[] = {
+      {"[cost]\ncore_hours = 1\n", "[cost] needs 'cpu'"},
+      {"[cost]\ncore_hours = 0\ncpu = \"c\"\n", "core_hours must be in (0, 1e6)"},
+      {"[cost]\ncore_hours = nan\ncpu = \"c\"\n", "core_hours must be in (0, 1e6)"},
+      {"[cost]\ncore_hours = 1\ncpu = \"c\"\nseeds = 0\n", "[cost] seeds must be an integer in [1, 100]"},
+      {"[cost]\ncore_hours = 1\ncpu = \"c\"\nbasis = \"guess\"\n", "basis 'guess': valid: measured, estimated"},
+      {"[cost]\ncore_hours = 1\ncpu = \"c\"\nminutes = 3\n", "unknown key 'minutes' in [cost]"},
+      {"estimated_minutes = 25\n", "estimated_minutes was replaced by a [cost] table"},
+  };
+  for (const auto& [text, message] : bad) {
+    // estimated_minutes is a top-level key: before any table
+    const std::string full =
+        text.rfind("estimated", 0) == 0 ? text + preset_text(kTwoRows) : preset_text(text + kTwoRows);
+    expect_error([&] { parse_preset(full, "t.toml", no_check); }, {"t.toml", message});
+  }
 }
 
 TEST_F(Reproduce, AnUnknownMethodFailsNamingTheRowsLine) {
@@ -344,6 +382,41 @@ TEST_F(Reproduce, TableNamesTheCommitsThatMadeRunsFinishedEarlier) {
   EXPECT_EQ(read_text_file(record.string()).find("aaaaaaa"), std::string::npos);
   table = read_text_file((dir_ / "out" / "table.md").string());
   EXPECT_EQ(table.find("Runs made by"), std::string::npos) << table;
+}
+
+// table.md's Cost line: every run's round times (timing.csv) times the threads its provenance records;
+// a run recorded before thread counts were (three fields) is charged 1 thread and counted.
+TEST_F(Reproduce, TableCostIsRoundTimeTimesThreadsOverEveryRun) {
+  const Preset preset = load_preset(write_preset(kTwoRows));
+  ReproduceOptions options = one_seed_with({"rounds=2"});
+  options.threads = 2;
+  ASSERT_EQ(reproduce(preset, options).runs, 2);
+  double round_seconds = 0.0;
+  for (const char* run : {"fedavg", "fedrep"}) {
+    const std::string folder = (dir_ / "out" / "runs" / run).string();
+    EXPECT_TRUE(read_text_file(folder + "/provenance.tsv").ends_with("\t2\n")) << run;
+    std::istringstream lines(read_text_file(folder + "/timing.csv"));
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line)) round_seconds += std::stod(line.substr(line.rfind(',') + 1));
+  }
+  ASSERT_GT(round_seconds, 0.0);
+  auto cost_line = [&] {
+    const std::string table = read_text_file((dir_ / "out" / "table.md").string());
+    const size_t at = table.find("Cost: ");
+    return at == std::string::npos ? std::string() : table.substr(at, table.find('\n', at) - at);
+  };
+  const std::string twice = fixed_text(2.0 * round_seconds / 3600.0, 2);
+  EXPECT_EQ(cost_line().rfind("Cost: " + twice + " core-hours (", 0), 0u) << cost_line();
+  EXPECT_EQ(cost_line().find("no thread count"), std::string::npos);
+
+  // fedrep's record as written before the thread column: charged 1 thread, and said.
+  const std::string record = (dir_ / "out" / "runs" / "fedrep" / "provenance.tsv").string();
+  testing::write_text(record, "2026-11-20\tccccccc\tsome machine\n");
+  options.resume = true;
+  ASSERT_EQ(reproduce(preset, options).skipped, 2);
+  EXPECT_NE(cost_line().find("1 run(s) with no thread count recorded, counted as 1 thread"), std::string::npos)
+      << cost_line();
 }
 
 TEST_F(Reproduce, TableMarksCellsBeyondTheColumnsTolerance) {

@@ -13,6 +13,7 @@
 
 #include "fl/core/config.h"
 #include "fl/core/toml_guard.h"
+#include "fl/metrics/results.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -95,6 +96,34 @@ std::vector<PresetColumn> read_columns(const toml::table& root, const std::strin
     columns.push_back(column);
   }
   return columns;
+}
+
+// [cost]: core_hours > 0 with the CPU it was measured on, the seeds it covers (1 to 100; default the
+// preset's) and its basis; no table, no cost.
+PresetCost read_cost(const toml::table& root, int64_t preset_seeds, const std::string& path) {
+  PresetCost cost;
+  const toml::node* node = root.get("cost");
+  if (node == nullptr) return cost;
+  BASTION_CHECK(node->is_table(), where(path, *node), "cost: expected a [cost] table");
+  const toml::table& t = *node->as_table();
+  check_keys(t, {"core_hours", "wall_hours", "seeds", "cpu", "basis", "date", "note"}, path, "[cost]");
+  cost.core_hours = optional_number(t, "core_hours", 0.0, path);
+  BASTION_CHECK(cost.core_hours > 0 && cost.core_hours < 1e6, path, ": [cost] core_hours must be in (0, 1e6), not ",
+                cost.core_hours);
+  cost.wall_hours = optional_number(t, "wall_hours", 0.0, path);
+  BASTION_CHECK(cost.wall_hours >= 0 && cost.wall_hours < 1e6, path, ": [cost] wall_hours must be in [0, 1e6)");
+  const double seeds = optional_number(t, "seeds", static_cast<double>(preset_seeds), path);
+  BASTION_CHECK(seeds >= 1 && seeds <= 100 && seeds == std::trunc(seeds), path,
+                ": [cost] seeds must be an integer in [1, 100]");
+  cost.seeds = static_cast<int64_t>(seeds);
+  cost.cpu = required_text(t, "cpu", path, "[cost]");
+  cost.basis = optional_text(t, "basis", path);
+  if (cost.basis.empty()) cost.basis = "measured";
+  BASTION_CHECK(cost.basis == "measured" || cost.basis == "estimated", path, ": [cost] basis '", cost.basis,
+                "': valid: measured, estimated");
+  cost.date = optional_text(t, "date", path);
+  cost.note = optional_text(t, "note", path);
+  return cost;
 }
 
 std::vector<double> read_paper_numbers(const toml::table& row, size_t columns, const std::string& path,
@@ -185,11 +214,14 @@ Preset parse_preset(std::string_view text, const std::string& path, const Preset
   } catch (const toml::parse_error& e) {
     BASTION_FAIL(path, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
   }
-  static const std::set<std::string> known = {"title",   "paper", "base", "set", "seeds", "quick", "estimated_minutes",
-                                              "columns", "rows"};
-  for (const auto& [key, node] : root)
+  static const std::set<std::string> known = {"title", "paper", "base",    "set", "seeds",
+                                              "quick", "cost",  "columns", "rows"};
+  for (const auto& [key, node] : root) {
+    BASTION_CHECK(key.str() != "estimated_minutes", where(path, node),
+                  "estimated_minutes was replaced by a [cost] table (core_hours, seeds, cpu, basis; docs/presets.md)");
     BASTION_CHECK(known.count(std::string(key.str())), where(path, node), "unknown preset key '", key.str(),
-                  "'; valid: title, paper, base, set, seeds, quick, estimated_minutes, [[columns]], [[rows]]");
+                  "'; valid: title, paper, base, set, seeds, quick, [cost], [[columns]], [[rows]]");
+  }
   Preset preset;
   preset.path = path;
   preset.name = std::filesystem::path(path).stem().string();
@@ -203,7 +235,7 @@ Preset parse_preset(std::string_view text, const std::string& path, const Preset
   BASTION_CHECK(seeds >= 1 && seeds <= 100 && seeds == std::trunc(seeds), path,
                 ": seeds must be an integer in [1, 100]");
   preset.seeds = static_cast<int64_t>(seeds);
-  preset.estimated_minutes = optional_number(root, "estimated_minutes", 0.0, path);
+  preset.cost = read_cost(root, preset.seeds, path);
   preset.columns = read_columns(root, path);
   std::set<std::string> names;
   for (const toml::node& node : table_array(root, "rows", path)) {
@@ -225,6 +257,20 @@ Preset parse_preset(std::string_view text, const std::string& path, const Preset
   }
   validate_cells(preset, check_cell);
   return preset;
+}
+
+std::string preset_cost_text(const PresetCost& cost, int64_t seeds) {
+  if (cost.core_hours <= 0) return "cost not measured";
+  // fixed_text, not printf: a process locale that writes "4,5" must not change the listing.
+  auto hours = [](double h) { return fixed_text(h, h < 10 ? 1 : 0); };
+  std::string text =
+      hours(cost.core_hours) + " core-hours for " + std::to_string(cost.seeds) + (cost.seeds == 1 ? " seed" : " seeds");
+  if (seeds != cost.seeds)  // the grid's runs are alike across seeds: the cost scales with their number
+    text += " (about " + hours(cost.core_hours * static_cast<double>(seeds) / static_cast<double>(cost.seeds)) +
+            " for " + std::to_string(seeds) + ")";
+  text += ", " + cost.basis + " on " + cost.cpu;
+  if (!cost.date.empty()) text += ", " + cost.date;
+  return text;
 }
 
 PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& extra) {

@@ -7,7 +7,12 @@
 //   set = ["eval.every=10"]            # overrides for every cell (optional)
 //   seeds = 3                          # seeds per cell (repeat); bastion reproduce --seeds overrides
 //   quick = ["rounds=3", ...]          # the --quick scale (smoke tests, CI)
-//   estimated_minutes = 25             # measured full-scale cost with `seeds` seeds (bastion list presets)
+//   [cost]                             # optional: what the full-scale grid cost (bastion list presets)
+//   core_hours = 9.3                   # round time x threads over the runs (table.md's Cost line)
+//   seeds = 1                          # the seeds that figure covers (default: the preset's seeds)
+//   cpu = "Intel Xeon, 2 cores"        # the CPU it was measured on (required with core_hours)
+//   basis = "measured"                 # measured (the grid ran) | estimated (from timed rounds, see note)
+//   date = "2026-11-28"                # optional, as are note = "..." and wall_hours (on how many ranks: note)
 //   [[columns]]                        # one per table column
 //   name = "ACC"                       # header
 //   metric = "p_acc"                   # a summary.json figure: acc, asr, bfr, v, local_acc, p_acc, p_asr, ...
@@ -46,12 +51,20 @@ struct PresetRow {
   int64_t line = 0;           // in the preset file
 };
 
+// A preset's measured cost ([cost]): core-hours of rounds for `seeds` seeds on `cpu`. core_hours 0 = not
+// measured (no [cost] table).
+struct PresetCost {
+  double core_hours = 0.0, wall_hours = 0.0;  // wall_hours 0 = not given
+  int64_t seeds = 0;
+  std::string cpu, basis, date, note;
+};
+
 struct Preset {
   std::string path, name;          // file, and its stem (the results folder's default name)
   std::string title, paper, base;  // base: resolved path of the base experiment
   std::vector<std::string> set, quick;
   int64_t seeds = 3;
-  double estimated_minutes = 0.0;  // 0 = not measured
+  PresetCost cost;
   std::vector<PresetColumn> columns;
   std::vector<PresetRow> rows;
 };
@@ -75,6 +88,9 @@ using PresetCellCheck = std::function<void(const std::string& base, const std::v
 // load_preset on text in memory (tests, the fuzz target): `path` names the preset in errors and is the
 // folder the base is resolved against; check_cell validates every cell instead of reading the base file.
 Preset parse_preset(std::string_view text, const std::string& path, const PresetCellCheck& check_cell);
+// "9.3 core-hours for 1 seed (≈ 27.9 for 3), measured on CPU, DATE" or "cost not measured": bastion list
+// presets' cost text for a preset whose grid runs `seeds` seeds.
+std::string preset_cost_text(const PresetCost& cost, int64_t seeds);
 // The runs of the grid with `extra` overrides (quick scale, seeds) appended to every run.
 PresetGrid preset_grid(const Preset& preset, const std::vector<std::string>& extra = {});
 // A row's or column's results folder name: lower case, every run of other characters one '-' ("NC (c =

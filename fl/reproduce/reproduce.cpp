@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <limits>
@@ -71,8 +72,9 @@ bool finished_with(const std::string& dir, const std::string& resolved_config) {
 }
 
 // runs/<cell>/provenance.tsv: one line per invocation that ran rounds of the run (a resumed run has
-// several): date, commit, machine as `reproduce` was told them. A table assembled later from finished
-// runs then still says which code made each of them.
+// several): date, commit, machine as `reproduce` was told them, and the run's thread count. A table
+// assembled later from finished runs then still says which code made each of them, and what it cost.
+// Lines written before the thread count was recorded have three fields.
 constexpr const char* kProvenanceFile = "/provenance.tsv";
 
 // Written when the run starts, so that an invocation stopped part-way (its rounds kept by a checkpoint)
@@ -84,8 +86,9 @@ void run_with_provenance(const ExperimentConfig& config, const RunOptions& run_o
   const bool existed = !fresh && std::filesystem::exists(path);
   const std::string before = existed ? read_text_file(path) : "";
   std::filesystem::create_directories(dir);
-  write_file_atomic(path,
-                    before + today() + "\t" + or_unknown(options.commit) + "\t" + or_unknown(options.machine) + "\n");
+  const int64_t threads = run_options.threads > 0 ? run_options.threads : config.run.integer("threads");
+  write_file_atomic(path, before + today() + "\t" + or_unknown(options.commit) + "\t" + or_unknown(options.machine) +
+                              "\t" + std::to_string(threads) + "\n");
   try {
     run_experiment(config, run_options);
   } catch (const Error&) {
@@ -114,6 +117,46 @@ std::string run_commits(const std::string& dir) {
   std::string joined = "`" + commits[0] + "`";
   for (size_t i = 1; i < commits.size(); ++i) joined.append(" then `").append(commits[i]).append("`");
   return joined;
+}
+
+// What a finished run cost: its rounds' wall time (timing.csv's round_s, every seed) times its threads,
+// the largest count its provenance records (a run resumed with other counts is charged the largest).
+struct RunCost {
+  double core_seconds = 0.0;
+  bool threads_recorded = false;  // false: provenance without thread counts, charged as 1 thread
+};
+
+double timing_seconds(const std::string& path) {
+  if (!std::filesystem::exists(path)) return 0.0;
+  std::istringstream lines(read_text_file(path));
+  std::string line;
+  std::getline(lines, line);  // header: round,train_s,aggregate_s,eval_s,round_s
+  double total = 0.0;
+  while (std::getline(lines, line)) {
+    const size_t last = line.rfind(',');
+    if (last == std::string::npos) continue;
+    const double seconds = std::strtod(line.c_str() + last + 1, nullptr);
+    if (std::isfinite(seconds) && seconds > 0) total += seconds;
+  }
+  return total;
+}
+
+RunCost run_cost(const std::string& dir) {
+  double seconds = timing_seconds(dir + "/timing.csv");
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.is_directory() && entry.path().filename().string().rfind("seed-", 0) == 0)
+      seconds += timing_seconds(entry.path().string() + "/timing.csv");
+  int64_t threads = 0;
+  if (std::filesystem::exists(dir + kProvenanceFile)) {
+    std::istringstream lines(read_text_file(dir + kProvenanceFile));
+    for (std::string line; std::getline(lines, line);) {
+      size_t tabs = 0, third = std::string::npos;
+      for (size_t i = 0; i < line.size(); ++i)
+        if (line[i] == '\t' && ++tabs == 3) third = i;
+      if (third != std::string::npos) threads = std::max<int64_t>(threads, std::atoll(line.c_str() + third + 1));
+    }
+  }
+  return {seconds * static_cast<double>(std::max<int64_t>(threads, 1)), threads > 0};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -180,6 +223,9 @@ class GridTally {
       try {
         read_cells(preset_, grid_, i, dir, seeds_, report_);
         report_.provenance[i] = {grid_.runs[i].folder, run_commits(dir)};
+        const RunCost cost = run_cost(dir);
+        report_.core_hours += cost.core_seconds / 3600.0;
+        report_.runs_without_threads += cost.threads_recorded ? 0 : 1;
       } catch (const Error& e) {
         failure = e.what();
       }

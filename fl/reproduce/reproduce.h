@@ -1,11 +1,11 @@
 // `bastion reproduce PRESET`: runs a paper-table preset's grid (fl/reproduce/preset.h) and writes, in the
 // output folder:
 //   runs/<cell>/    one ordinary experiment folder per run of the grid (config.toml, seed-<s>/rounds.csv,
-//                   summary.json, curves.svg, checkpoints), plus provenance.tsv: date, commit and machine of
-//                   each invocation that ran rounds of it
+//                   summary.json, curves.svg, checkpoints), plus provenance.tsv: date, commit, machine and
+//                   threads of each invocation that ran rounds of it
 //   table.md        ours (mean ± std over seeds) | paper | difference, per cell, with the scale, seeds,
-//                   commit, machine and wall time (and the commits of runs made by other code, e.g. finished
-//                   earlier); differences beyond a column's tolerance are marked
+//                   commit, machine, wall time and cost in core-hours (and the commits of runs made by other
+//                   code, e.g. finished earlier); differences beyond a column's tolerance are marked
 //   table.csv       row,column,metric,mean,std,seeds,paper,diff (numbers as shown in table.md)
 //   table.svg       ours (with ± std) beside the paper's number, one panel per column
 // --resume skips runs whose summary.json exists and whose config.toml matches, and continues the others
@@ -49,7 +49,11 @@ struct CellResult {
 struct ReproduceReport {
   std::vector<std::vector<CellResult>> cells;  // [row][column]
   int64_t runs = 0, skipped = 0, failed = 0;
-  double seconds = 0.0;     // wall time of this invocation
+  double seconds = 0.0;  // wall time of this invocation
+  // The table's cost over every run it reads (ran now or earlier): round time x threads (run_cost in
+  // reproduce.cpp); runs whose provenance has no thread count are charged 1 thread and counted here.
+  double core_hours = 0.0;
+  int64_t runs_without_threads = 0;
   int rank = 0, ranks = 1;  // this process's place under mpirun (rank 0 has the cells)
   // per run of the grid, in its order: (run folder, the commits that made it: "`abc1234`", "`a` then `b`"
   // when resumed, or "unrecorded"), from its provenance.tsv; empty for a run whose cells were not read

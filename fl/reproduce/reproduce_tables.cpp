@@ -199,6 +199,12 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   md += "Date: " + today() + "; this invocation: " + minutes(report.seconds) + " wall time" + processes + ", " +
         std::to_string(report.runs) + " run(s) executed, " + std::to_string(report.skipped) +
         " finished earlier and skipped, " + std::to_string(report.failed) + " failed.\n";
+  md += "Cost: " + fixed(report.core_hours, 2) +
+        " core-hours (every run's round times, timing.csv, times its threads; runs made earlier included)";
+  if (report.runs_without_threads > 0)
+    md += "; " + std::to_string(report.runs_without_threads) +
+          " run(s) with no thread count recorded, counted as 1 thread";
+  md += ".\n";
   return md;
 }
 
