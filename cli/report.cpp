@@ -194,9 +194,8 @@ std::string provenance_section(const fs::path& dir) {
   for (const std::string& line : split_fields(read_text_file((dir / "provenance.tsv").string()), '\n'))
     if (!line.empty()) rows.push_back(split_fields(line, '\t'));
   if (rows.empty()) return "<p>provenance.tsv is empty.</p>";
-  const std::vector<std::string> header = rows.front();
-  rows.erase(rows.begin());
-  return table(header, rows);
+  // The file has no header line: one line per invocation (lines written before threads were have three).
+  return table({"date", "commit", "machine", "threads"}, rows);
 }
 
 std::string run_report(const fs::path& dir) {

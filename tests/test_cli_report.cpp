@@ -128,6 +128,12 @@ TEST_F(CliReport, AReproduceFoldersPageLinksEveryRowToItsRunsSection) {
   }
   EXPECT_GT(links, 0u);
   EXPECT_EQ(html.find("class=\"missing\""), std::string::npos);
+  // A run's own page: provenance.tsv has no header line, so the page names its columns (it showed the
+  // first invocation as the header).
+  const std::string run_folder = out + "/runs/" + fs::directory_iterator(out + "/runs")->path().filename().string();
+  ASSERT_EQ(testing::run_bastion("report " + run_folder).exit_code, 0);
+  const std::string run_page = read_text_file(run_folder + "/report.html");
+  EXPECT_NE(run_page.find("<th>date</th><th>commit</th><th>machine</th><th>threads</th>"), std::string::npos);
 
   // The published layout (scripts/publish_table.sh: NAME.csv/.md/.svg beside NAME-runs/) reads the same.
   fs::create_directories(dir_ / "docs");
