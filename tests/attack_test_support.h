@@ -57,7 +57,7 @@ inline std::vector<Row> unshuffled_epoch(BatchLoader& loader, const std::vector<
 // Dataset indices whose row the loader changed (image or label), after checking that a changed row is
 // exactly the clean image with `trigger` and the target label.
 inline std::set<int64_t> poisoned_rows(const std::vector<Row>& rows, const Dataset& d, const Trigger& trigger,
-                                int32_t target) {
+                                       int32_t target) {
   std::set<int64_t> poisoned;
   for (const Row& row : rows) {
     const std::vector<float> clean = clean_image(d, row.index);
@@ -76,13 +76,13 @@ inline std::vector<int64_t> all_indices(int64_t n) {
 }
 
 inline DataAttackContext data_context(const Dataset& d, const std::vector<int64_t>& indices, uint64_t round_seed,
-                               uint64_t client_seed = 77, int64_t attacker_index = 0) {
+                                      uint64_t client_seed = 77, int64_t attacker_index = 0) {
   return DataAttackContext{
       d, indices, attacker_index, /*client=*/3, /*round=*/1, Generator(round_seed), Generator(client_seed), nullptr};
 }
 
 // The context keeps a reference to the indices: a temporary would dangle once the statement ends.
 inline DataAttackContext data_context(const Dataset& d, std::vector<int64_t>&& indices, uint64_t round_seed,
-                               uint64_t client_seed = 77, int64_t attacker_index = 0) = delete;
+                                      uint64_t client_seed = 77, int64_t attacker_index = 0) = delete;
 
 }  // namespace bastion::attack_testing
