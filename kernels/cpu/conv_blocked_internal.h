@@ -1,5 +1,6 @@
-// Internal to kernels/cpu/conv_blocked*.cpp: the weight-gradient pass (conv_blocked_weight.cpp), which
-// conv_blocked.cpp runs on the blocked copies it makes. Layouts and plan: kernels/cpu/conv_blocked.h.
+// Internal to kernels/cpu/conv_blocked*.cpp: the layout conversions and weight packing
+// (conv_blocked_layout.cpp) and the weight-gradient pass (conv_blocked_weight.cpp), which conv_blocked.cpp
+// runs on the blocked copies it makes. Layouts and plan: kernels/cpu/conv_blocked.h.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,13 @@ struct WeightPass {
   int KV;
   int64_t samples_per_chunk, samples_per_group, rows_per_group;
 };
+
+// One sample: planes (C, H, W) -> [C / 16][H + 2 pad][W + 2 pad][16], the border ASSIGNED zero.
+void to_blocked(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t pad);
+// One sample: [C / 16][P][16] -> planes (C, P), ASSIGNED.
+void from_blocked(float* dst, const float* src, int64_t C, int64_t P);
+// The weights in the gather passes' order (conv_blocked_layout.cpp has the layouts); `transposed` for grad_in.
+void pack_weights(float* packed, const float* weight, int64_t K, int64_t C, int KV, bool transposed, int threads);
 
 WeightPass weight_pass(const Conv2dGeometry& g);
 
