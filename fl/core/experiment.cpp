@@ -48,8 +48,12 @@ std::string run_title(const ExperimentConfig& config) {
   return title;
 }
 
+int run_threads(const ExperimentConfig& config, const RunOptions& options) {
+  return options.threads > 0 ? options.threads : static_cast<int>(config.run.integer("threads"));
+}
+
 std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const RunOptions& options) {
-  const int threads = options.threads > 0 ? options.threads : static_cast<int>(config.run.integer("threads"));
+  const int threads = run_threads(config, options);
   const std::unique_ptr<RunTransport> net =
       options.spread_over_ranks ? make_run_transport() : std::make_unique<LocalTransport>();
   const bool server = net->rank() == 0;  // under mpirun only rank 0 touches the output folder

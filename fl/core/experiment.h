@@ -62,5 +62,7 @@ std::string run_title(const ExperimentConfig& config);
 // summary per seed. Throws bastion::Error on bad data, a partition that cannot be made, a resume that
 // does not match, or (server.on_invalid = fail) an invalid upload.
 std::vector<RunSummary> run_experiment(const ExperimentConfig& config, const RunOptions& options);
+// The clients trained in parallel by a run: --threads (RunOptions::threads) when given, else run.threads.
+int run_threads(const ExperimentConfig& config, const RunOptions& options);
 
 }  // namespace bastion

@@ -86,7 +86,7 @@ void run_with_provenance(const ExperimentConfig& config, const RunOptions& run_o
   const bool existed = !fresh && std::filesystem::exists(path);
   const std::string before = existed ? read_text_file(path) : "";
   std::filesystem::create_directories(dir);
-  const int64_t threads = run_options.threads > 0 ? run_options.threads : config.run.integer("threads");
+  const int threads = run_threads(config, run_options);
   write_file_atomic(path, before + today() + "\t" + or_unknown(options.commit) + "\t" + or_unknown(options.machine) +
                               "\t" + std::to_string(threads) + "\n");
   try {
@@ -126,18 +126,11 @@ struct RunCost {
   bool threads_recorded = false;  // false: provenance without thread counts, charged as 1 thread
 };
 
+// Round seconds of one timing.csv (fl/metrics/results.h's reader, which names a damaged file); 0 if absent.
 double timing_seconds(const std::string& path) {
   if (!std::filesystem::exists(path)) return 0.0;
-  std::istringstream lines(read_text_file(path));
-  std::string line;
-  std::getline(lines, line);  // header: round,train_s,aggregate_s,eval_s,round_s
   double total = 0.0;
-  while (std::getline(lines, line)) {
-    const size_t last = line.rfind(',');
-    if (last == std::string::npos) continue;
-    const double seconds = std::strtod(line.c_str() + last + 1, nullptr);
-    if (std::isfinite(seconds) && seconds > 0) total += seconds;
-  }
+  for (const RoundTiming& t : parse_timing_csv(read_text_file(path))) total += t.round_seconds;
   return total;
 }
 
@@ -146,16 +139,12 @@ RunCost run_cost(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir))
     if (entry.is_directory() && entry.path().filename().string().rfind("seed-", 0) == 0)
       seconds += timing_seconds(entry.path().string() + "/timing.csv");
-  int64_t threads = 0;
-  if (std::filesystem::exists(dir + kProvenanceFile)) {
-    std::istringstream lines(read_text_file(dir + kProvenanceFile));
-    for (std::string line; std::getline(lines, line);) {
-      size_t tabs = 0, third = std::string::npos;
-      for (size_t i = 0; i < line.size(); ++i)
-        if (line[i] == '\t' && ++tabs == 3) third = i;
-      if (third != std::string::npos) threads = std::max<int64_t>(threads, std::atoll(line.c_str() + third + 1));
+  int64_t threads = 0;  // the fourth field of each provenance line (date, commit, machine, threads)
+  if (std::filesystem::exists(dir + kProvenanceFile))
+    for (const std::string& line : split_fields(read_text_file(dir + kProvenanceFile), '\n')) {
+      const std::vector<std::string> fields = split_fields(line, '\t');
+      if (fields.size() >= 4) threads = std::max<int64_t>(threads, std::atoll(fields[3].c_str()));
     }
-  }
   return {seconds * static_cast<double>(std::max<int64_t>(threads, 1)), threads > 0};
 }
 
