@@ -79,7 +79,18 @@ void for_each_trainable_range(const Model& model, Update update) {
 }
 }  // namespace
 
-void Sgd::step() {
+void Sgd::step() { update(nullptr); }
+
+void Sgd::step_from(std::span<const float> start) {
+  BASTION_CHECK(model_.device() == Device::CPU, "sgd: step_from on a ", device_name(model_.device()), " model");
+  BASTION_CHECK(static_cast<int64_t>(start.size()) == model_.num_parameters(), "sgd: step_from with ", start.size(),
+                " weights for ", model_.num_parameters(), " parameters");
+  update(start.data());
+}
+
+// One SGD update per contiguous trainable range, from the current weights (start null) or from `start`
+// (CPU only: step_from checks it).
+void Sgd::update(const float* start) {
   const Device device = model_.device();
   if (velocity_.defined() && velocity_.device() != device) velocity_ = velocity_.to(device);
   const SgdStepOptions step{options_.lr, options_.momentum, options_.weight_decay, options_.nesterov, first_step_};
@@ -90,26 +101,15 @@ void Sgd::step() {
     float* range_v = v ? v + begin : nullptr;
     switch (device) {
       case Device::CPU:
-        sgd_step_cpu(w + begin, range_v, grad + begin, end - begin, step);
+        if (start)
+          sgd_step_from_cpu(w + begin, start + begin, range_v, grad + begin, end - begin, step);
+        else
+          sgd_step_cpu(w + begin, range_v, grad + begin, end - begin, step);
         break;
       case Device::CUDA:
         sgd_step_cuda(w + begin, range_v, grad + begin, end - begin, step, cuda_stream());
         break;
     }
-  });
-  first_step_ = false;
-}
-
-void Sgd::step_from(std::span<const float> start) {
-  BASTION_CHECK(model_.device() == Device::CPU, "sgd: step_from on a ", device_name(model_.device()), " model");
-  BASTION_CHECK(static_cast<int64_t>(start.size()) == model_.num_parameters(), "sgd: step_from with ", start.size(),
-                " weights for ", model_.num_parameters(), " parameters");
-  const SgdStepOptions step{options_.lr, options_.momentum, options_.weight_decay, options_.nesterov, first_step_};
-  float* w = model_.state_tensor().data();
-  const float* grad = model_.gradient_tensor().data();
-  float* v = data_or_null(velocity_);
-  for_each_trainable_range(model_, [&](int64_t begin, int64_t end) {
-    sgd_step_from_cpu(w + begin, start.data() + begin, v ? v + begin : nullptr, grad + begin, end - begin, step);
   });
   first_step_ = false;
 }

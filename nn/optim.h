@@ -63,6 +63,7 @@ class Sgd {
   SgdOptions options_;
   Tensor velocity_;  // (D) on the model's device; undefined without momentum
   bool first_step_ = true;
+  void update(const float* start);  // step() (start null) and step_from()
 };
 
 // The options of a SAM step (above). Spans are borrowed: the caller keeps them alive across steps.
