@@ -30,7 +30,9 @@
 #   SPMC_TAG     suffix of a code run's file names (default none), e.g. -ownupdate for a patched run
 #   BASTION_SETS extra `--set`s (space-separated key=value) for a diagnostic Bastion run, never for the reference
 #                rows; BASTION_TAG: the suffix of its folder name, e.g. BASTION_SETS=attack.badnets.augment_once=true
-#                BASTION_TAG=-augonce -> bastion/spmc-augonce-s0
+#                BASTION_TAG=-augonce -> bastion/spmc-augonce-s0. Since 2026-11-28 the base config itself has
+#                augment_once = true (the code's frozen crops); the committed rows without a tag were made before,
+#                with fresh crops: BASTION_SETS=attack.badnets.augment_once=false gives those again
 set -u
 ROOT=$(pwd)
 REF="$ROOT/.ref/spmc"
