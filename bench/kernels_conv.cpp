@@ -1,0 +1,368 @@
+// bench_kernels' conv and pooling benchmarks (the names and their meaning: bench_kernels.cpp's header):
+// conv2d through the op's path, the direct rungs 1-3 and the blocked rung 4, im2col / col2im alone, the
+// max-pool kernels, and the candidate variants checked bitwise against the library before they are timed.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/bench_kernels_support.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_blocked.h"
+#include "kernels/cpu/conv_direct.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/pool.h"
+
+using namespace bastion;
+using namespace bastion::bench_kernels;
+
+namespace {
+
+// ---- candidate kernel variants (not used by the library; see bench/RESULTS.md) ----
+
+// max_pool2d_backward_v1: the 2x2 / stride 2 / no-padding backward written for the vectorizer:
+// restrict pointers and float selects instead of a chain of bools. Same first-maximum rule as
+// kernels/cpu/pool.cpp (a, b, c, d = top-left, top-right, bottom-left, bottom-right; the first equal to
+// the window max wins; d when none compares equal). Needs H = 2*OH and W = 2*OW. ASSIGNS grad_in.
+void max_pool2d_backward_v1(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g) {
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < g.planes; ++p) {
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      const float* __restrict top = in + p * g.H * g.W + 2 * oh * g.W;
+      const float* __restrict bottom = top + g.W;
+      float* __restrict dtop = grad_in + p * g.H * g.W + 2 * oh * g.W;
+      float* __restrict dbottom = dtop + g.W;
+      const float* __restrict src = grad_out + (p * g.OH + oh) * g.OW;
+#pragma omp simd
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const float a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
+        const float m = std::max(std::max(a, b), std::max(c, d));
+        const float after_a = a == m ? 0.0f : src[ow];  // gradient not yet placed
+        const float after_b = b == m ? 0.0f : after_a;
+        dtop[2 * ow] = a == m ? src[ow] : 0.0f;
+        dtop[2 * ow + 1] = b == m ? after_a : 0.0f;
+        dbottom[2 * ow] = c == m ? after_b : 0.0f;
+        dbottom[2 * ow + 1] = c == m ? 0.0f : after_b;
+      }
+    }
+  }
+}
+
+// conv_col2im_v1: col2im_add_cpu with a unit-stride inner loop for stride 1 (restrict pointers, so it
+// vectorizes); other strides as the library. Same plane-per-iteration split, same summation order.
+void col2im_add_v1(float* in_grad, const float* cols, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count) {
+  const int64_t P = g.out_plane(), row_len = n_count * P;
+#pragma omp parallel for schedule(static)
+  for (int64_t plane_index = 0; plane_index < n_count * g.C; ++plane_index) {
+    const int64_t n = plane_index / g.C, c = plane_index % g.C;
+    float* plane = in_grad + ((n_begin + n) * g.C + c) * g.H * g.W;
+    for (int64_t r = 0; r < g.R; ++r) {
+      for (int64_t s = 0; s < g.S; ++s) {
+        const int64_t row = (c * g.R + r) * g.S + s;
+        // Output columns whose input column ow*stride - pad + s lies in [0, W): [lo, hi).
+        const int64_t first = g.padding - s, last = g.W - 1 + g.padding - s;
+        const int64_t lo_raw = first <= 0 ? 0 : (first + g.stride - 1) / g.stride;
+        const int64_t hi = last < 0 ? 0 : std::min(g.OW, last / g.stride + 1);
+        const int64_t lo = std::min(lo_raw, hi);
+        const float* src = cols + row * row_len + n * P;
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          const int64_t ih = oh * g.stride - g.padding + r;
+          if (ih < 0 || ih >= g.H) continue;
+          float* __restrict dst = plane + ih * g.W - g.padding + s;
+          const float* __restrict src_row = src + oh * g.OW;
+          if (g.stride == 1) {
+#pragma omp simd
+            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src_row[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.stride] += src_row[ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+// conv_col2im_v2: v1 with the loops reordered so the columns are READ in memory order: channel c outer
+// (the parallel loop: each thread owns whole channels, so each (n, c) plane is still written by one
+// thread), then (r, s), then the samples n, then (oh, ow). The library's order (plane (n, c) outer)
+// visits, for each sample, all C*R*S rows of the (CRS, nb*P) column matrix at a stride of nb*P floats:
+// for cnn-fedcap's conv2 that is 800 rows 25.6 KB apart per sample, far outside L2 and the TLB. Each
+// element still receives its contributions in ascending (r, s) order (for fixed (r, s) an element gets
+// at most one), so the sums are bitwise those of the library.
+void col2im_add_v2(float* in_grad, const float* cols, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count) {
+  const int64_t P = g.out_plane(), row_len = n_count * P;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < g.C; ++c) {
+    for (int64_t r = 0; r < g.R; ++r) {
+      for (int64_t s = 0; s < g.S; ++s) {
+        const int64_t row = (c * g.R + r) * g.S + s;
+        const int64_t first = g.padding - s, last = g.W - 1 + g.padding - s;
+        const int64_t lo_raw = first <= 0 ? 0 : (first + g.stride - 1) / g.stride;
+        const int64_t hi = last < 0 ? 0 : std::min(g.OW, last / g.stride + 1);
+        const int64_t lo = std::min(lo_raw, hi);
+        for (int64_t n = 0; n < n_count; ++n) {
+          float* plane = in_grad + ((n_begin + n) * g.C + c) * g.H * g.W;
+          const float* src = cols + row * row_len + n * P;
+          for (int64_t oh = 0; oh < g.OH; ++oh) {
+            const int64_t ih = oh * g.stride - g.padding + r;
+            if (ih < 0 || ih >= g.H) continue;
+            float* __restrict dst = plane + ih * g.W - g.padding + s;
+            const float* __restrict src_row = src + oh * g.OW;
+            if (g.stride == 1) {
+#pragma omp simd
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src_row[ow];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.stride] += src_row[ow];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void bm_conv_forward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
+      workspace(conv2d_workspace_floats(g), 5);
+  for (auto _ : state) {
+    conv2d_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_conv_backward(benchmark::State& state, ConvLayer layer, int threads, bool kept_columns) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), grad_out(g.N * g.K * g.out_plane(), 3),
+      grad_in(g.N * g.C * g.H * g.W, 4), grad_weight(g.K * g.crs(), 5), grad_bias(g.K, 6),
+      workspace(conv2d_workspace_floats(g), 7), out(g.N * g.K * g.out_plane(), 8);
+  float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
+  if (kept_columns) conv2d_forward_cpu(out.get(), in.get(), weight.get(), nullptr, g, workspace.get());
+  for (auto _ : state) {
+    conv2d_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(), weight.get(), g,
+                        workspace.get(), kept_columns);
+    benchmark::ClobberMemory();
+  }
+  const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
+  state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The direct path (kernels/cpu/conv_direct.h), rung 1 of the conv ladder whose rung 0 is im2col +
+// OpenBLAS (conv_forward / conv_backward above): same layers, same flop counts.
+void bm_conv_direct_forward(benchmark::State& state, ConvLayer layer, int threads, ConvDirectVariant variant) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
+      workspace(conv2d_direct_workspace_floats(g, threads), 5);
+  for (auto _ : state) {
+    conv2d_direct_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads, variant);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_conv_direct_backward(benchmark::State& state, ConvLayer layer, int threads, ConvDirectVariant variant) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), grad_out(g.N * g.K * g.out_plane(), 3),
+      grad_in(g.N * g.C * g.H * g.W, 4), grad_weight(g.K * g.crs(), 5), grad_bias(g.K, 6),
+      workspace(conv2d_direct_workspace_floats(g, threads), 7);
+  float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
+  for (auto _ : state) {
+    conv2d_direct_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(), weight.get(),
+                               g, workspace.get(), threads, variant);
+    benchmark::ClobberMemory();
+  }
+  const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
+  state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Rung 4, conv_blocked (kernels/cpu/conv_blocked.h): same flop counts.
+void bm_conv_blocked_forward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
+      workspace(conv2d_blocked_workspace_floats(g), 5);
+  for (auto _ : state) {
+    conv2d_blocked_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_conv_blocked_backward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), grad_out(g.N * g.K * g.out_plane(), 3),
+      grad_in(g.N * g.C * g.H * g.W, 4), grad_weight(g.K * g.crs(), 5), grad_bias(g.K, 6),
+      workspace(conv2d_blocked_workspace_floats(g), 7);
+  float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
+  for (auto _ : state) {
+    conv2d_blocked_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(), weight.get(),
+                                g, workspace.get(), threads);
+    benchmark::ClobberMemory();
+  }
+  const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
+  state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// im2col / col2im of the first chunk alone: bytes = input read + columns written (im2col), or
+// columns read + input gradient read and written (col2im adds into it).
+void bm_im2col(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  const int64_t nb = conv2d_chunk_samples(g);
+  Buffer in(g.N * g.C * g.H * g.W, 1), cols(nb * g.out_plane() * g.crs(), 2);
+  for (auto _ : state) {
+    im2col_cpu(cols.get(), in.get(), g, 0, nb);
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 4.0 * (nb * g.C * g.H * g.W + nb * g.out_plane() * g.crs());
+  state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+using Col2imFn = void (*)(float*, const float*, const Conv2dGeometry&, int64_t, int64_t);
+
+void bm_col2im(benchmark::State& state, ConvLayer layer, int threads, Col2imFn col2im) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  const int64_t nb = conv2d_chunk_samples(g);
+  Buffer grad_in(g.N * g.C * g.H * g.W, 1), cols(nb * g.out_plane() * g.crs(), 2);
+  if (col2im != col2im_add_cpu) {
+    Buffer expected(g.N * g.C * g.H * g.W, 1);
+    col2im_add_cpu(expected.get(), cols.get(), g, 0, nb);
+    col2im(grad_in.get(), cols.get(), g, 0, nb);
+    require_same("conv_col2im_v1/v2", expected.get(), grad_in.get(), expected.size);
+  }
+  for (auto _ : state) {
+    col2im(grad_in.get(), cols.get(), g, 0, nb);
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 4.0 * (2.0 * nb * g.C * g.H * g.W + nb * g.out_plane() * g.crs());
+  state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_max_pool_forward(benchmark::State& state, Pool2dGeometry g, int threads) {
+  set_num_threads(threads);
+  Buffer in(g.planes * g.H * g.W, 1), out(g.planes * g.OH * g.OW, 2);
+  for (auto _ : state) {
+    max_pool2d_forward_cpu(out.get(), in.get(), g);
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 4.0 * (g.planes * g.H * g.W + g.planes * g.OH * g.OW);
+  state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+using PoolBackwardFn = void (*)(float*, const float*, const float*, const Pool2dGeometry&);
+
+void bm_max_pool_backward(benchmark::State& state, Pool2dGeometry g, int threads, PoolBackwardFn backward) {
+  set_num_threads(threads);
+  Buffer in(g.planes * g.H * g.W, 1), grad_out(g.planes * g.OH * g.OW, 2), grad_in(g.planes * g.H * g.W, 3);
+  if (backward != max_pool2d_backward_cpu) {
+    Buffer expected(g.planes * g.H * g.W, 4);
+    max_pool2d_backward_cpu(expected.get(), grad_out.get(), in.get(), g);
+    backward(grad_in.get(), grad_out.get(), in.get(), g);
+    require_same("max_pool2d_backward_v1", expected.get(), grad_in.get(), expected.size);
+  }
+  for (auto _ : state) {
+    backward(grad_in.get(), grad_out.get(), in.get(), g);
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 4.0 * (2.0 * g.planes * g.H * g.W + g.planes * g.OH * g.OW);  // in, grad_out, grad_in
+  state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Rung 4's forward and backward on one layer at t threads.
+void register_conv_blocked(const ConvLayer& layer, int t) {
+  benchmark::RegisterBenchmark(("conv_blocked_forward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_forward, layer,
+                               t)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(("conv_blocked_backward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_backward,
+                               layer, t)
+      ->UseRealTime();
+}
+
+}  // namespace
+
+namespace bastion::bench_kernels {
+
+void register_conv_benchmarks(const std::vector<int>& kThreads) {
+  for (const ConvLayer& layer : conv_layers()) {
+    for (int t : kThreads) {
+      benchmark::RegisterBenchmark(("conv_forward" + suffix(layer.name, t)).c_str(), bm_conv_forward, layer, t)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("conv_backward" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer, t, false)
+          ->UseRealTime();
+      if (conv2d_chunk_samples(layer.g) >= layer.g.N)
+        benchmark::RegisterBenchmark(("conv_backward_kept" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer, t,
+                                     true)
+            ->UseRealTime();
+      for (const auto& [rung, variant] :
+           {std::pair{"rows", ConvDirectVariant::RowStrided}, std::pair{"channels", ConvDirectVariant::ChannelVector},
+            std::pair{"scatter", ConvDirectVariant::ChannelScatter}}) {
+        // channels: K % 16 == 0 (else every pass would fall back to rows); its grad_in needs C % 16 too.
+        if (!conv2d_direct_supported(layer.g) || (variant != ConvDirectVariant::RowStrided && layer.g.K % 16 != 0))
+          continue;
+        benchmark::RegisterBenchmark((std::string("conv_direct_") + rung + "_forward" + suffix(layer.name, t)).c_str(),
+                                     bm_conv_direct_forward, layer, t, variant)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark((std::string("conv_direct_") + rung + "_backward" + suffix(layer.name, t)).c_str(),
+                                     bm_conv_direct_backward, layer, t, variant)
+            ->UseRealTime();
+      }
+      if (conv2d_blocked_supported(layer.g)) register_conv_blocked(layer, t);
+      benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)->UseRealTime();
+      if (!layer.first_layer) {
+        benchmark::RegisterBenchmark(("conv_col2im" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
+                                     col2im_add_cpu)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("conv_col2im_v1" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
+                                     col2im_add_v1)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("conv_col2im_v2" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
+                                     col2im_add_v2)
+            ->UseRealTime();
+      }
+    }
+  }
+  // LeNet's conv1 output at batch 64 on 28x28 input: 64 x 6 planes of 24x24, 2x2 window, stride 2.
+  const Pool2dGeometry pool = pool2d_geometry(64 * 6, 24, 24, 2, 2, 0);
+  for (const ConvLayer& layer : resnet18_layers()) {
+    if (!conv2d_blocked_supported(layer.g)) continue;
+    for (int t : kThreads) {
+      register_conv_blocked(layer, t);
+      if (conv2d_direct_supported(layer.g)) {
+        benchmark::RegisterBenchmark(("conv_before_forward" + suffix(layer.name, t)).c_str(), bm_conv_direct_forward,
+                                     layer, t, ConvDirectVariant::Auto)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("conv_before_backward" + suffix(layer.name, t)).c_str(), bm_conv_direct_backward,
+                                     layer, t, ConvDirectVariant::Auto)
+            ->UseRealTime();
+      } else {
+        benchmark::RegisterBenchmark(("conv_before_forward" + suffix(layer.name, t)).c_str(), bm_conv_forward, layer, t)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("conv_before_backward" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer,
+                                     t, false)
+            ->UseRealTime();
+      }
+    }
+  }
+  for (int t : kThreads) {
+    benchmark::RegisterBenchmark(("max_pool2d_forward" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_forward, pool,
+                                 t)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("max_pool2d_backward" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_backward,
+                                 pool, t, max_pool2d_backward_cpu)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("max_pool2d_backward_v1" + suffix("lenet28.pool1", t)).c_str(), bm_max_pool_backward,
+                                 pool, t, max_pool2d_backward_v1)
+        ->UseRealTime();
+  }
+}
+
+}  // namespace bastion::bench_kernels
