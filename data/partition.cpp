@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "data/sampling.h"
@@ -365,16 +366,34 @@ Lists split_emnist_groups(const Dataset& data, int64_t pool, int64_t n, const Pa
 
 // ---------------------------------------------------------------- natural
 
-Lists split_natural(const Dataset& data, int64_t pool, int64_t n, const PartitionSpec& spec) {
-  BASTION_CHECK(!data.groups.empty(), partition_name(spec), ": '", data.name,
-                "' has no group ids (only sets with users, e.g. wisdm, have them)");
-  std::vector<int32_t> ids(data.groups.begin(), data.groups.begin() + pool);
+// The server's share of a grouped set: the last floor(fraction * n_g) samples of each group g, sorted. A
+// grouped set is stored user by user, so the tail of the whole set (what the other kinds hold out) would
+// take the last users whole, and with them clients the natural split needs (FedCAP's FLTrust row on WISDM
+// held out one of the 36 users); per group, every user keeps all but a fraction of its samples.
+std::vector<int64_t> hold_out_per_group(const Dataset& data, double fraction) {
+  std::map<int32_t, std::vector<int64_t>> members;
+  for (int64_t i = 0; i < data.size(); ++i) members[data.groups[static_cast<size_t>(i)]].push_back(i);
+  std::vector<int64_t> server;
+  for (const auto& [group, indices] : members) {
+    const int64_t count = floor_fraction(fraction, static_cast<int64_t>(indices.size()));
+    server.insert(server.end(), indices.end() - count, indices.end());
+  }
+  std::sort(server.begin(), server.end());
+  return server;
+}
+
+// One client per group id, in ascending id order; `server` (sorted) is held out.
+Lists split_natural(const Dataset& data, const std::vector<int64_t>& server, int64_t n, const PartitionSpec& spec) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < data.size(); ++i)
+    if (!std::binary_search(server.begin(), server.end(), i)) ids.push_back(data.groups[static_cast<size_t>(i)]);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   BASTION_CHECK(n == 0 || n == static_cast<int64_t>(ids.size()), partition_name(spec), ": '", data.name, "' has ",
                 ids.size(), " groups in the split samples, so it needs ", ids.size(), " clients (or 0), got ", n);
   Lists lists(ids.size());
-  for (int64_t i = 0; i < pool; ++i) {
+  for (int64_t i = 0; i < data.size(); ++i) {
+    if (std::binary_search(server.begin(), server.end(), i)) continue;
     const auto pos = std::lower_bound(ids.begin(), ids.end(), data.groups[static_cast<size_t>(i)]) - ids.begin();
     lists[static_cast<size_t>(pos)].push_back(i);
   }
@@ -468,13 +487,20 @@ std::string partition_name(const PartitionSpec& spec) {
 
 Partition make_partition(const Dataset& data, const PartitionSpec& spec, int64_t clients, uint64_t seed) {
   check_spec(spec);
-  const int64_t held_out = floor_fraction(spec.server_fraction, data.size());
-  const int64_t pool = data.size() - held_out;
-  const bool natural_default = spec.kind == PartitionKind::kNatural && clients == 0;
-  BASTION_CHECK(natural_default || (clients >= 1 && clients <= pool), partition_name(spec), ": cannot split ", pool,
-                " samples of '", data.name, "' over ", clients, " clients (", held_out, " held out for the server)");
+  const bool natural = spec.kind == PartitionKind::kNatural;
+  BASTION_CHECK(!natural || !data.groups.empty(), partition_name(spec), ": '", data.name,
+                "' has no group ids (only sets with users, e.g. wisdm, have them)");
   Partition part;
-  for (int64_t i = pool; i < data.size(); ++i) part.server.push_back(i);
+  if (natural) {
+    part.server = hold_out_per_group(data, spec.server_fraction);
+  } else {
+    for (int64_t i = data.size() - floor_fraction(spec.server_fraction, data.size()); i < data.size(); ++i)
+      part.server.push_back(i);
+  }
+  const int64_t held_out = static_cast<int64_t>(part.server.size()), pool = data.size() - held_out;
+  BASTION_CHECK((natural && clients == 0) || (clients >= 1 && clients <= pool), partition_name(spec), ": cannot split ",
+                pool, " samples of '", data.name, "' over ", clients, " clients (", held_out,
+                " held out for the server)");
   switch (spec.kind) {
     case PartitionKind::kIid:
       part.train = split_iid(pool, clients, seed);
@@ -490,7 +516,7 @@ Partition make_partition(const Dataset& data, const PartitionSpec& spec, int64_t
       part.train = split_emnist_groups(data, pool, clients, spec, seed);
       break;
     case PartitionKind::kNatural:
-      part.train = split_natural(data, pool, clients, spec);
+      part.train = split_natural(data, part.server, clients, spec);
       break;
   }
   apply_max_per_client(part.train, spec.max_per_client, seed);

@@ -30,7 +30,8 @@
 //                    N must equal the number of groups (or be 0 = take that number).
 // Before the split, `server_fraction` holds out the LAST floor(fraction·size) samples in the dataset's
 // original order as the server's own data (SPMC's 90/10 train/validation cut; FLTrust root set, SageFlow
-// public set, finetune validation set); only the rest ("total" above) is partitioned.
+// public set, finetune validation set); only the rest ("total" above) is partitioned. `natural` holds out
+// per group instead: the last floor(fraction·n_g) samples of each group, so every user keeps its client.
 // Options applied after the split, in this order: `max_per_client` caps each client (keeps a seeded
 // random subset); `client_test_fraction` moves that fraction of each client's samples (rounded down,
 // seeded) into its local test list. Every list is sorted ascending.

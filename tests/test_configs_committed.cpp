@@ -43,7 +43,7 @@ TEST(CommittedConfigs, EveryConfigAndPresetLoads) {
 // The papers' presets measure what the papers' code measures (issue 34): every averaging rule of pFedSAM's
 // Tables I-III takes the plain mean (Algorithm 1 line 20); FedFSA's Table 1 judges each client's own last
 // model every round at the code's batch-mean accuracy, with the code's sensitivity for FedFSA; every FedCAP
-// table row reads its samples unshuffled.
+// table row reads its samples unshuffled; SPMC's attackers keep one crop per image.
 std::vector<ExperimentConfig> preset_cells(const std::string& name) {
   const Preset preset = load_preset(std::string(BASTION_SOURCE_DIR) + "/configs/papers/" + name + ".toml");
   std::vector<ExperimentConfig> cells;
@@ -71,6 +71,14 @@ TEST(CommittedConfigs, PaperPresetsUseTheirCodesForms) {
   }
   for (const char* table : {"fedcap-table1-wisdm", "fedcap-table1-emnist", "fedcap-table3-emnist", "fedcap-table4"})
     for (const ExperimentConfig& c : preset_cells(table)) EXPECT_FALSE(c.client_rule.boolean("shuffle")) << table;
+  // SPMC's code trains its attackers on one frozen crop per image (docs/decisions.md, "SPMC attackers'
+  // augmentation"): every cell of its tables, baselines included, has BadNets with augment_once.
+  for (const char* table : {"spmc-table1", "spmc-table2", "spmc-table5"})
+    for (const ExperimentConfig& c : preset_cells(table)) {
+      ASSERT_EQ(c.attacks.size(), 1u) << table;
+      EXPECT_EQ(c.attacks[0].first, "badnets") << table;
+      EXPECT_TRUE(c.attacks[0].second.boolean("augment_once")) << table;
+    }
 }
 
 }  // namespace

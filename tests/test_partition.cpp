@@ -160,7 +160,9 @@ TEST(PartitionAll, NoIndexUsedTwiceWithServerAndLocalTests) {
     const Partition p = make_partition(*data, spec, spec.kind == PartitionKind::kNatural ? 0 : 12, 5);
     SCOPED_TRACE(partition_name(spec));
     expect_disjoint(*data, p);
-    EXPECT_EQ(p.server.size(), static_cast<size_t>(data->size() / 10));
+    // natural holds out a tenth of each of the 7 groups (428 or 429 samples: 42 each); the others a tenth of all
+    const size_t server = spec.kind == PartitionKind::kNatural ? 7 * 42 : static_cast<size_t>(data->size() / 10);
+    EXPECT_EQ(p.server.size(), server);
     for (size_t j = 0; j < p.train.size(); ++j) EXPECT_LE(p.train[j].size() + p.test[j].size(), 200u);
   }
 }
@@ -395,6 +397,26 @@ TEST(PartitionNatural, OneClientPerGroupInIdOrder) {
   }
   expect_error([&] { make_partition(d, spec_of("natural"), 5, 1); }, {"has 4 groups", "got 5"});
   expect_error([&] { make_partition(labelled_set(6, 10), spec_of("natural"), 0, 1); }, {"no group ids"});
+}
+
+// A grouped set stored user by user: the server's share comes from every group, so no user loses its
+// client (the tail of the whole set would be the last user's samples; FedCAP's FLTrust row on WISDM).
+TEST(PartitionNatural, ServerHoldsOutTheLastSamplesOfEachGroup) {
+  Dataset d = labelled_set(4, 10);                                                          // 40 samples
+  for (int64_t i = 0; i < d.size(); ++i) d.groups.push_back(i < 8 ? 7 : (i < 30 ? 3 : 5));  // sizes 8, 22, 10
+  PartitionSpec spec = spec_of("natural");
+  spec.server_fraction = 0.1;
+  const Partition p = make_partition(d, spec, 3, 1);
+  // floor(0.1 * n): group 7 (0-7) gives none, group 3 (8-29) gives 28-29, group 5 (30-39) gives 39
+  EXPECT_EQ(p.server, (std::vector<int64_t>{28, 29, 39}));
+  ASSERT_EQ(p.num_clients(), 3);
+  EXPECT_EQ(p.train[0].size(), 20u);  // group 3 (the lowest id): 22 - 2
+  EXPECT_EQ(p.train[1].size(), 9u);   // group 5: 10 - 1
+  EXPECT_EQ(p.train[2].size(), 8u);   // group 7: all 8
+  expect_disjoint(d, p);
+  EXPECT_EQ(used_count(p), d.size());
+  spec.server_fraction = 0.5;  // half of every user's samples: still one client per user
+  EXPECT_EQ(make_partition(d, spec, 3, 1).num_clients(), 3);
 }
 
 // ---------------------------------------------------------------- options and stats

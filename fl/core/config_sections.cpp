@@ -59,8 +59,9 @@ const Specs& data_specs() {
       bool_param("pool_train_test", false,
                  "partition the training and test sets pooled (FedFSA); the test set "
                  "stays the global test set"),
-      real_param("server_fraction", 0, 0, 0.9,
-                 "share of the training set held out as the server's own data (the last samples)"),
+      real_param(
+          "server_fraction", 0, 0, 0.9,
+          "share of the training set held out as the server's own data (the last samples; natural: of each user)"),
       text_param("normalization", "dataset", {"dataset", "mnist", "imagenet", "half", "none"},
                  "input normalisation: the dataset's own statistics, or a fixed preset"),
       text_param(
