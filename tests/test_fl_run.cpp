@@ -108,6 +108,22 @@ TEST_F(FlRun, ResumeMayExtendRoundsButNotChangeTheExperiment) {
                {"cannot resume", "different configuration", "[clients.sgd] 'lr = 0.05' there, 'lr = 0.1' here"});
 }
 
+// More seeds over a finished folder are refused like any other change, and the message says how to add them.
+TEST_F(FlRun, ResumeWithMoreSeedsSaysHowToAddThem) {
+  run(tiny_config(), "r", 1, {"rounds=2"});
+  expect_error(
+      [&] {
+        run(tiny_config(), "r", 1, {"rounds=2", "repeat=2"}, true);
+      },
+      {"cannot resume", "'repeat = 1' there, 'repeat = 2' here", "to add seeds", "--set seed="});
+  expect_error([&] { run(tiny_config(), "r", 1, {"rounds=2", "clients.sgd.lr=0.1"}, true); }, {"cannot resume"});
+  try {  // the hint belongs to a change of seeds only
+    run(tiny_config(), "r", 1, {"rounds=2", "clients.sgd.lr=0.1"}, true);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("to add seeds"), std::string::npos) << e.what();
+  }
+}
+
 // A run made before a rule gained an option has no line for it in config.toml: resuming it reads the
 // missing key as its default (the behaviour before the option), so the run continues. Dropping a line
 // whose value differs from the default is still a different experiment.

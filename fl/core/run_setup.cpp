@@ -121,8 +121,16 @@ std::string first_difference(const std::string& there, const std::string& here) 
 
 void check_resumable(const std::string& what, const std::string& recorded_toml, const std::string& config_toml) {
   const std::string there = resumable_part(recorded_toml), here = resumable_part(config_toml);
-  BASTION_CHECK(there == here, "cannot resume from ", what, ": it was written by a different configuration (only ",
-                "`rounds` and the [run] table may change; first difference: ", first_difference(there, here), ")");
+  if (there == here) return;
+  const std::string difference = first_difference(there, here);
+  // More seeds (reproduce --seeds, `repeat`) change where each seed's files go and what summary.json
+  // averages, so they are refused like any other change; the way to add seeds is a folder of their own.
+  const bool seeds = difference.rfind("'repeat = ", 0) == 0;
+  BASTION_FAIL("cannot resume from ", what, ": it was written by a different configuration (only ",
+               "`rounds` and the [run] table may change; first difference: ", difference, ")",
+               seeds ? "; to add seeds, run only the new ones into another folder: --set seed=<first new seed> with "
+                       "--set repeat=<how many> (reproduce: --seeds <how many>)"
+                     : "");
 }
 
 void check_resume_folder(const std::string& dir, const std::string& config_toml) {
