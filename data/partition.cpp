@@ -366,15 +366,23 @@ Lists split_emnist_groups(const Dataset& data, int64_t pool, int64_t n, const Pa
 
 // ---------------------------------------------------------------- natural
 
+// Each group id's sample indices (ids and indices ascending), leaving out `held` (sorted).
+std::map<int32_t, std::vector<int64_t>> group_members(const Dataset& data, const std::vector<int64_t>& held) {
+  std::vector<uint8_t> skip(static_cast<size_t>(data.size()), 0);
+  for (int64_t i : held) skip[static_cast<size_t>(i)] = 1;
+  std::map<int32_t, std::vector<int64_t>> members;
+  for (int64_t i = 0; i < data.size(); ++i)
+    if (!skip[static_cast<size_t>(i)]) members[data.groups[static_cast<size_t>(i)]].push_back(i);
+  return members;
+}
+
 // The server's share of a grouped set: the last floor(fraction * n_g) samples of each group g, sorted. A
 // grouped set is stored user by user, so the tail of the whole set (what the other kinds hold out) would
 // take the last users whole, and with them clients the natural split needs (FedCAP's FLTrust row on WISDM
 // held out one of the 36 users); per group, every user keeps all but a fraction of its samples.
 std::vector<int64_t> hold_out_per_group(const Dataset& data, double fraction) {
-  std::map<int32_t, std::vector<int64_t>> members;
-  for (int64_t i = 0; i < data.size(); ++i) members[data.groups[static_cast<size_t>(i)]].push_back(i);
   std::vector<int64_t> server;
-  for (const auto& [group, indices] : members) {
+  for (const auto& [group, indices] : group_members(data, {})) {
     const int64_t count = floor_fraction(fraction, static_cast<int64_t>(indices.size()));
     server.insert(server.end(), indices.end() - count, indices.end());
   }
@@ -384,19 +392,12 @@ std::vector<int64_t> hold_out_per_group(const Dataset& data, double fraction) {
 
 // One client per group id, in ascending id order; `server` (sorted) is held out.
 Lists split_natural(const Dataset& data, const std::vector<int64_t>& server, int64_t n, const PartitionSpec& spec) {
-  std::vector<int32_t> ids;
-  for (int64_t i = 0; i < data.size(); ++i)
-    if (!std::binary_search(server.begin(), server.end(), i)) ids.push_back(data.groups[static_cast<size_t>(i)]);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  BASTION_CHECK(n == 0 || n == static_cast<int64_t>(ids.size()), partition_name(spec), ": '", data.name, "' has ",
-                ids.size(), " groups in the split samples, so it needs ", ids.size(), " clients (or 0), got ", n);
-  Lists lists(ids.size());
-  for (int64_t i = 0; i < data.size(); ++i) {
-    if (std::binary_search(server.begin(), server.end(), i)) continue;
-    const auto pos = std::lower_bound(ids.begin(), ids.end(), data.groups[static_cast<size_t>(i)]) - ids.begin();
-    lists[static_cast<size_t>(pos)].push_back(i);
-  }
+  std::map<int32_t, std::vector<int64_t>> members = group_members(data, server);
+  BASTION_CHECK(n == 0 || n == static_cast<int64_t>(members.size()), partition_name(spec), ": '", data.name, "' has ",
+                members.size(), " groups in the split samples, so it needs ", members.size(), " clients (or 0), got ",
+                n);
+  Lists lists;
+  for (auto& [group, indices] : members) lists.push_back(std::move(indices));
   return lists;
 }
 
