@@ -5,16 +5,19 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <map>
 #include <numeric>
 
+#include "data/partition_internal.h"
 #include "data/sampling.h"
 #include "tensor/random.h"
 
 namespace bastion {
 namespace {
 
-using Lists = std::vector<std::vector<int64_t>>;
+using partition_detail::floor_fraction;
+using partition_detail::hold_out_per_group;
+using partition_detail::Lists;
+using partition_detail::split_natural;
 
 // One forked stream per purpose: turning on an option (e.g. client_test_fraction) never changes the
 // split itself, and each dirichlet attempt is reproducible on its own.
@@ -34,12 +37,6 @@ constexpr const char* kValidForms =
 
 // FedCAP's EMNIST split: share of each client's samples taken from its dominant group (SPEC §2).
 constexpr double kEmnistDominantShare = 0.8;
-
-// floor(fraction·n) for a decimal fraction: 0.29 is stored as 0.28999..., and 0.29·100 would floor to 28.
-// The nudge is far below one sample for any realistic n (< 1e9 samples).
-int64_t floor_fraction(double fraction, int64_t n) {
-  return static_cast<int64_t>(std::floor(fraction * static_cast<double>(n) + 1e-9));
-}
 
 int64_t smallest_size(const Lists& lists) {
   int64_t smallest = INT64_MAX;
@@ -361,43 +358,6 @@ Lists split_emnist_groups(const Dataset& data, int64_t pool, int64_t n, const Pa
     list.insert(list.end(), from, from + (size - dominant));
     from += size - dominant;
   }
-  return lists;
-}
-
-// ---------------------------------------------------------------- natural
-
-// Each group id's sample indices (ids and indices ascending), leaving out `held` (sorted).
-std::map<int32_t, std::vector<int64_t>> group_members(const Dataset& data, const std::vector<int64_t>& held) {
-  std::vector<uint8_t> skip(static_cast<size_t>(data.size()), 0);
-  for (int64_t i : held) skip[static_cast<size_t>(i)] = 1;
-  std::map<int32_t, std::vector<int64_t>> members;
-  for (int64_t i = 0; i < data.size(); ++i)
-    if (!skip[static_cast<size_t>(i)]) members[data.groups[static_cast<size_t>(i)]].push_back(i);
-  return members;
-}
-
-// The server's share of a grouped set: the last floor(fraction * n_g) samples of each group g, sorted. A
-// grouped set is stored user by user, so the tail of the whole set (what the other kinds hold out) would
-// take the last users whole, and with them clients the natural split needs (FedCAP's FLTrust row on WISDM
-// held out one of the 36 users); per group, every user keeps all but a fraction of its samples.
-std::vector<int64_t> hold_out_per_group(const Dataset& data, double fraction) {
-  std::vector<int64_t> server;
-  for (const auto& [group, indices] : group_members(data, {})) {
-    const int64_t count = floor_fraction(fraction, static_cast<int64_t>(indices.size()));
-    server.insert(server.end(), indices.end() - count, indices.end());
-  }
-  std::sort(server.begin(), server.end());
-  return server;
-}
-
-// One client per group id, in ascending id order; `server` (sorted) is held out.
-Lists split_natural(const Dataset& data, const std::vector<int64_t>& server, int64_t n, const PartitionSpec& spec) {
-  std::map<int32_t, std::vector<int64_t>> members = group_members(data, server);
-  BASTION_CHECK(n == 0 || n == static_cast<int64_t>(members.size()), partition_name(spec), ": '", data.name, "' has ",
-                members.size(), " groups in the split samples, so it needs ", members.size(), " clients (or 0), got ",
-                n);
-  Lists lists;
-  for (auto& [group, indices] : members) lists.push_back(std::move(indices));
   return lists;
 }
 
