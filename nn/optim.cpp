@@ -146,6 +146,7 @@ Sam::Sam(Model& model, Sgd& base, SamOptions options)
 // The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then); the FL codes use 1e-7,
 // which differs only for gradients of norm below ~1e-5.
 const std::vector<double>& Sam::perturbation_scales(const float* w, const float* direction) {
+  if (norms_measured_) return scales_from_squared_norms();  // measured by clip_before_measuring
   const std::vector<ParameterView>& parameters = model_.parameters();
   const SamOptions::Perturbation mode = options_.perturbation;
   std::vector<double>& squared = tensor_squared_;
@@ -250,24 +251,62 @@ std::span<const float> Sam::last_perturbation() const {
   return perturbation_;
 }
 
-// Step 3 after the second pass: g' = alpha g' + linear term, clipped.
+// Step 1 after the first pass: g clipped to clip_before. Where the perturbation's norms are those of g
+// itself (no FedSMOO dual or correction, not Adaptive), the per-tensor squared norms come from the clip's
+// own pass over g (vector_squared_norm_parts_cpu: the same numbers as separate passes, bit for bit) and
+// perturbation_scales reuses them; when the clip rescales g they are measured again on the rescaled g.
+void Sam::clip_before_measuring(float* grad) {
+  using Mode = SamOptions::Perturbation;
+  const bool norms_of_grad = options_.dual.empty() && options_.dual_correction.empty() &&
+                             (options_.perturbation == Mode::Global || options_.perturbation == Mode::PerTensor);
+  norms_measured_ = false;
+  if (!norms_of_grad) return clip_gradient_norm(model_, options_.clip_before);
+  const std::vector<ParameterView>& parameters = model_.parameters();
+  if (tensor_offsets_.empty()) {
+    for (const ParameterView& p : parameters) tensor_offsets_.push_back(p.begin);
+    tensor_offsets_.push_back(parameters.empty() ? 0 : parameters.back().end);
+  }
+  tensor_squared_.resize(parameters.size());
+  const int64_t parts = static_cast<int64_t>(parameters.size());
+  const double norm =
+      std::sqrt(vector_squared_norm_parts_cpu(tensor_squared_.data(), grad, tensor_offsets_.data(), parts));
+  if (options_.clip_before > 0.0 && norm > options_.clip_before) {  // as clip_gradient_norm does
+    vector_scale_cpu(grad, static_cast<float>(options_.clip_before / norm), tensor_offsets_.back());
+    return;
+  }
+  for (size_t k = 0; k < parameters.size(); ++k)
+    if (!parameters[k].value.requires_grad()) tensor_squared_[k] = 0.0;
+  norms_measured_ = true;
+}
+
+// Step 3 after the second pass: g' = alpha g' + linear term, clipped. The clip's norm is summed while the
+// direction is written (sam_direction_norm_cpu), in the lanes of clip_gradient_norm: the same number.
 void Sam::finish_direction(float* grad) const {
   const float alpha = options_.ascent_scale;
   const float* linear = options_.linear_term.empty() ? nullptr : options_.linear_term.data();
-  if (alpha != 1.0f || linear) {
-    for (const ParameterView& p : model_.parameters()) {
-      const bool add = linear && p.value.requires_grad();  // the linear term is 0 on frozen tensors
-      if (!add && alpha == 1.0f) continue;
-      sam_direction_cpu(grad + p.begin, add ? linear + p.begin : nullptr, alpha, p.end - p.begin);
+  const double max_norm = options_.clip_after;
+  double lanes[kNormLanes] = {};
+  for (const ParameterView& p : model_.parameters()) {
+    const bool add = linear && p.value.requires_grad();  // the linear term is 0 on frozen tensors
+    float* g = grad + p.begin;
+    const int64_t n = p.end - p.begin;
+    if (max_norm <= 0.0) {
+      if (add || alpha != 1.0f) sam_direction_cpu(g, add ? linear + p.begin : nullptr, alpha, n);
+    } else if (add || alpha != 1.0f) {
+      sam_direction_norm_cpu(g, add ? linear + p.begin : nullptr, alpha, n, lanes, p.begin);
+    } else {
+      vector_squared_norm_lanes_cpu(lanes, nullptr, g, n, p.begin);
     }
   }
-  clip_gradient_norm(model_, options_.clip_after);
+  if (max_norm <= 0.0) return;
+  const double norm = std::sqrt(vector_reduce_norm_lanes(lanes));
+  if (norm > max_norm) vector_scale_cpu(grad, static_cast<float>(max_norm / norm), model_.num_parameters());
 }
 
 float Sam::step(const std::function<float()>& loss_and_backward) {
   if (model_.device() == Device::CUDA) return step_on_device(loss_and_backward);
   const float loss = loss_and_backward();
-  clip_gradient_norm(model_, options_.clip_before);
+  clip_before_measuring(model_.flat_gradients().data());
   float* w = model_.flat_parameters().data();
   perturb(w, model_.flat_gradients().data());
   loss_and_backward();

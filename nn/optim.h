@@ -112,6 +112,8 @@ class Sam {
   // and scales.
   std::vector<float> scaled_direction_;
   std::vector<double> tensor_squared_, tensor_scales_;
+  std::vector<int64_t> tensor_offsets_;  // each parameter's begin, then P: vector_squared_norm_parts_cpu's offsets
+  bool norms_measured_ = false;          // tensor_squared_ holds this step's norms of g (clip_before_measuring)
   Tensor saved_on_device_, linear_on_device_;  // CUDA models: the unperturbed weights, the linear term
   // CUDA models with FedSMOO's duals: mu and s (uploaded at the first step), the direction d, e, e - s.
   Tensor dual_on_device_, correction_on_device_, direction_on_device_, perturbation_on_device_, scratch_on_device_;
@@ -120,6 +122,7 @@ class Sam {
   float step_on_device(const std::function<float()>& loss_and_backward);
   void squared_norms_on_device(const float* grad);
   void perturb_with_dual_on_device(float* w, const float* grad);
+  void clip_before_measuring(float* grad);
   void perturb(float* w, const float* grad);
   void finish_direction(float* grad) const;
 };

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/optim.h"
 #include "kernels/cpu/sam.h"
+#include "kernels/cpu/vector.h"
 #include "tests/kernel_test_support.h"
 
 namespace bastion {
@@ -66,6 +67,24 @@ TEST(SamKernels, DirectionScalesThenAddsTheLinearTerm) {
   g = g0;
   sam_direction_cpu(g.data(), nullptr, alpha, kLength);
   EXPECT_TRUE(bitwise_equal(g, want_scaled));
+}
+
+// The direction written with its norm summed in the same pass: the same g as sam_direction_cpu and the
+// lanes of vector_squared_norm_cpu over it, over more than one chunk and from an offset.
+TEST(SamKernels, DirectionWithNormIsTheDirectionThenTheNormPass) {
+  Generator gen(13);
+  const int64_t D = 2 * kSamChunk + kLength, first = 37;
+  const std::vector<float> g0 = randn(D, gen), linear = randn(D, gen, 0.1);
+  std::vector<float> want = g0;
+  sam_direction_cpu(want.data(), linear.data(), 0.1f, D);
+  std::vector<float> head(first, 0.5f), whole = head;  // a run of 37 before: the lanes start mid-way
+  whole.insert(whole.end(), want.begin(), want.end());
+  std::vector<float> g = g0;
+  double lanes[kNormLanes] = {};
+  vector_squared_norm_lanes_cpu(lanes, nullptr, head.data(), first, 0);
+  sam_direction_norm_cpu(g.data(), linear.data(), 0.1f, D, lanes, first);
+  EXPECT_TRUE(bitwise_equal(g, want));
+  EXPECT_EQ(vector_reduce_norm_lanes(lanes), vector_squared_norm_cpu(whole.data(), first + D));
 }
 
 // Every case of the SGD step (plain, momentum on the first and a later step, Nesterov; weight decay on):

@@ -77,6 +77,42 @@ TEST(VectorOps, SquaredNormInLanesMatchesALongDoubleSum) {
   EXPECT_EQ(vector_squared_norm_cpu(integers.data(), 0), 0.0);
 }
 
+// The lane order written out element by element: x[d]^2 into lane d mod kNormLanes, then the pairwise tree.
+double squared_norm_by_lanes(const float* x, int64_t D) {
+  double lanes[kNormLanes] = {};
+  for (int64_t d = 0; d < D; ++d) lanes[d % kNormLanes] += static_cast<double>(x[d]) * x[d];
+  for (int64_t width = kNormLanes / 2; width > 0; width /= 2)
+    for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+  return lanes[0];
+}
+
+// One pass for the total and the per-tensor norms (a SAM step's clip and perturbation) must give the very
+// numbers of separate passes, on parts of every length around the lane count, starting at odd offsets.
+TEST(VectorOps, SquaredNormPartsAreTheSeparatePassesBitForBit) {
+  Generator gen(11);
+  const std::vector<int64_t> offsets = {0, 1, 33, 33, 64, 1000, 1031, 5123, 9000, 9031};
+  const int64_t D = offsets.back();
+  const std::vector<float> x = randn(D, gen);
+  std::vector<double> parts(offsets.size() - 1, -1.0);
+  const double total = vector_squared_norm_parts_cpu(parts.data(), x.data(), offsets.data(), 9);
+  EXPECT_EQ(total, vector_squared_norm_cpu(x.data(), D));
+  EXPECT_EQ(total, squared_norm_by_lanes(x.data(), D));
+  for (size_t k = 0; k + 1 < offsets.size(); ++k)
+    EXPECT_EQ(parts[k], squared_norm_by_lanes(x.data() + offsets[k], offsets[k + 1] - offsets[k])) << "part " << k;
+  EXPECT_EQ(parts[2], 0.0);  // an empty part
+}
+
+// The lanes filled run by run at their offsets (the clip after SAM's ascent, summed as the direction is
+// written) are the one-pass norm of the whole vector.
+TEST(VectorOps, SquaredNormLanesInRunsAreTheWholePass) {
+  Generator gen(12);
+  const std::vector<float> x = randn(7777, gen);
+  double lanes[kNormLanes] = {};
+  for (int64_t begin = 0, n = 1; begin < 7777; begin += n, n = n * 3 + 1)
+    vector_squared_norm_lanes_cpu(lanes, nullptr, x.data() + begin, std::min<int64_t>(n, 7777 - begin), begin);
+  EXPECT_EQ(vector_reduce_norm_lanes(lanes), squared_norm_by_lanes(x.data(), 7777));
+}
+
 TEST(VectorOps, CosineKnownAnswersAndZeroVectors) {
   const std::vector<float> e1 = {1, 0}, e2 = {0, 1}, diag = {1, 1}, zero = {0, 0};
   const std::vector<float> a = {1, 2}, twice_a = {2, 4}, minus_a = {-1, -2};

@@ -4,6 +4,9 @@
 // weights and the direction's scaling were about 15 % of a FedFSA round (perf, issue 38).
 //   sam_perturb_cpu:    e = scale * d;  saved = w;  w = w + e                      ASSIGNS e, saved, w
 //   sam_direction_cpu:  g = alpha * g + linear   (linear null: g = alpha * g)      ASSIGNS g
+//   sam_direction_norm_cpu: the same, and adds the squares of the new g to the norm lanes (vector.h's
+//   vector_squared_norm_lanes_cpu at `first`), chunk by chunk while each chunk is in L1: the clip after
+//   the ascent measures g without a pass of its own.
 // d and e may be the same array (FedSMOO's direction is computed into e's buffer); the others are
 // distinct. e may be null: e is then not stored (Sam keeps it only when asked or for FedSMOO's dual). Each product is rounded before it is added, exactly as the unfused passes did (a scaling
 // pass, then an adding pass): sam.cpp is compiled with -ffp-contract=off, so the compiler cannot merge a
@@ -19,5 +22,7 @@ namespace bastion {
 
 void sam_perturb_cpu(float* w, float* saved, float* e, const float* d, float scale, int64_t D);
 void sam_direction_cpu(float* g, const float* linear, float alpha, int64_t D);
+void sam_direction_norm_cpu(float* g, const float* linear, float alpha, int64_t D, double* lanes, int64_t first);
+inline constexpr int64_t kSamChunk = 4096;  // 16 KiB of g: a third of the smallest L1 the project runs on
 
 }  // namespace bastion

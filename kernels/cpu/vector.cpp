@@ -42,15 +42,62 @@ double vector_dot_cpu(const float* a, const float* b, int64_t D) {
   return total;
 }
 
-double vector_squared_norm_cpu(const float* x, int64_t D) {
-  double lanes[kNormLanes] = {};
+namespace {
+// The lanes of one run of squares, rotated so that element i of x meets lane i mod kNormLanes of `lanes`
+// (lanes[(first + i) mod kNormLanes] of the caller's) and, with kPart, part[i mod kNormLanes] too.
+template <bool kPart>
+void add_squares(double* lanes, double* part, const float* x, int64_t D) {
+  double mine[kNormLanes], own[kNormLanes] = {};  // copies the compiler can keep in registers
+  std::copy_n(lanes, kNormLanes, mine);
   int64_t d = 0;
   for (; d + kNormLanes <= D; d += kNormLanes)
-    for (int64_t j = 0; j < kNormLanes; ++j) lanes[j] += static_cast<double>(x[d + j]) * x[d + j];
-  for (int64_t j = 0; d + j < D; ++j) lanes[j] += static_cast<double>(x[d + j]) * x[d + j];
+    for (int64_t j = 0; j < kNormLanes; ++j) {
+      const double square = static_cast<double>(x[d + j]) * x[d + j];  // exact: 48 bits of product
+      mine[j] += square;
+      if (kPart) own[j] += square;
+    }
+  for (int64_t j = 0; d + j < D; ++j) {
+    const double square = static_cast<double>(x[d + j]) * x[d + j];
+    mine[j] += square;
+    if (kPart) own[j] += square;
+  }
+  std::copy_n(mine, kNormLanes, lanes);
+  if (kPart) std::copy_n(own, kNormLanes, part);
+}
+}  // namespace
+
+void vector_squared_norm_lanes_cpu(double* lanes, double* part, const float* x, int64_t D, int64_t first) {
+  const int64_t shift = first % kNormLanes;
+  double rotated[kNormLanes];
+  for (int64_t j = 0; j < kNormLanes; ++j) rotated[j] = lanes[(shift + j) % kNormLanes];
+  if (part) {
+    add_squares<true>(rotated, part, x, D);
+  } else {
+    add_squares<false>(rotated, nullptr, x, D);
+  }
+  for (int64_t j = 0; j < kNormLanes; ++j) lanes[(shift + j) % kNormLanes] = rotated[j];
+}
+
+double vector_reduce_norm_lanes(double* lanes) {
   for (int64_t width = kNormLanes / 2; width > 0; width /= 2)  // pairwise: lane j += lane j + width
     for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
   return lanes[0];
+}
+
+double vector_squared_norm_cpu(const float* x, int64_t D) {
+  double lanes[kNormLanes] = {};
+  vector_squared_norm_lanes_cpu(lanes, nullptr, x, D, 0);
+  return vector_reduce_norm_lanes(lanes);
+}
+
+double vector_squared_norm_parts_cpu(double* parts, const float* x, const int64_t* offsets, int64_t n_parts) {
+  double lanes[kNormLanes] = {};
+  for (int64_t k = 0; k < n_parts; ++k) {
+    double part[kNormLanes];
+    vector_squared_norm_lanes_cpu(lanes, part, x + offsets[k], offsets[k + 1] - offsets[k], offsets[k]);
+    parts[k] = vector_reduce_norm_lanes(part);
+  }
+  return vector_reduce_norm_lanes(lanes);
 }
 
 double vector_norm_cpu(const float* x, int64_t D) { return std::sqrt(vector_squared_norm_cpu(x, D)); }

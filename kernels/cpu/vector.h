@@ -13,6 +13,17 @@
 //   goes to lane d mod kNormLanes) added in a fixed tree: the same number for the same input on every
 //   run, and about 16x the speed of one serial double sum, which waits on each addition's latency (the
 //   three norms of a SAM step were 15 % of a FedFSA round, issue 38).
+//   _lanes / reduce_norm_lanes: the same sum built in pieces, so that a pass that writes a vector can also
+//   measure it (nn/optim.cpp's SAM step): vector_squared_norm_lanes_cpu adds x[i]^2 to
+//   lanes[(first + i) mod kNormLanes] for i = 0..D-1 in order (and, when part is not null, ASSIGNS part[]
+//   the lanes of x alone, element i in part[i mod kNormLanes]); vector_reduce_norm_lanes adds the lanes in
+//   the fixed tree (destroying them) and returns the sum. Runs x_0, x_1, ... at first = 0, |x_0|, ... give
+//   bit for bit vector_squared_norm_cpu of their concatenation: every lane receives the same squares in
+//   the same order (each square is exact in double, so no contraction into a fused multiply-add changes it).
+//   _parts: returns vector_squared_norm_cpu(x, offsets[n_parts]) and ASSIGNS parts[k] =
+//   vector_squared_norm_cpu(x + offsets[k], offsets[k + 1] - offsets[k]), bit for bit both, in one pass
+//   (offsets[0] = 0, nondecreasing). The global norm a gradient clip needs and the per-tensor norms of a
+//   SAM perturbation, from one read of the gradient.
 // vector_cosine_cpu: returns a.b / (|a| |b|), clamped to [-1, 1] (rounding can overshoot by an ulp);
 //   returns 0 when |a| = 0 or |b| = 0: a zero update (a client that did not train) is "unrelated" to
 //   everything rather than NaN, which would poison every sort and softmax downstream.
@@ -55,6 +66,9 @@ double vector_dot_cpu(const float* a, const float* b, int64_t D);
 double vector_norm_cpu(const float* x, int64_t D);
 inline constexpr int64_t kNormLanes = 32;
 double vector_squared_norm_cpu(const float* x, int64_t D);
+void vector_squared_norm_lanes_cpu(double* lanes, double* part, const float* x, int64_t D, int64_t first);
+double vector_reduce_norm_lanes(double* lanes);
+double vector_squared_norm_parts_cpu(double* parts, const float* x, const int64_t* offsets, int64_t n_parts);
 double vector_cosine_cpu(const float* a, const float* b, int64_t D);
 double vector_squared_distance_cpu(const float* a, const float* b, int64_t D);
 
