@@ -93,11 +93,14 @@ void Model::load_state_values(std::span<const float> values) {
   }
 }
 
+namespace {
+// Rebinding a view's impl (not its handle) moves every Module member that holds it.
+void rebind(const Tensor& view, const Tensor& buffer) { view.impl_ptr()->storage = buffer.storage(); }
+}  // namespace
+
 void Model::to(Device device) {
   if (device == state_.device()) return;
   const Tensor state = state_.to(device), grads = grads_.to(device);
-  // Rebinding each view's impl (not its handle) moves every Module member that holds it.
-  auto rebind = [](const Tensor& view, const Tensor& buffer) { view.impl_ptr()->storage = buffer.storage(); };
   for (ParameterView& p : parameters_) {
     rebind(p.value, state);
     rebind(p.grad, grads);
@@ -105,6 +108,16 @@ void Model::to(Device device) {
   for (ParameterView& b : buffers_) rebind(b.value, state);
   state_ = state;
   grads_ = grads;
+}
+
+void Model::swap_state(Tensor& other) {
+  BASTION_CHECK(other.numel() == state_.numel() && other.storage_offset() == 0 && other.storage() &&
+                    other.storage()->numel == state_.numel() && other.device() == state_.device(),
+                "model ", name_, ": swap_state needs a buffer of its own of ", state_.numel(), " values on ",
+                device_name(state_.device()), ", got ", other.numel(), " on ", device_name(other.device()));
+  std::swap(state_, other);
+  for (ParameterView& p : parameters_) rebind(p.value, state_);
+  for (ParameterView& b : buffers_) rebind(b.value, state_);
 }
 
 void Model::set_trainable(bool head, bool trainable) {

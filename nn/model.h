@@ -66,6 +66,10 @@ class Model {
   // keep their identity: modules, optimizers and ParameterViews need no update.
   void to(Device device);
   Device device() const { return state_.device(); }
+  // Swaps the state buffer with `other` (a buffer of its own, the state's numel, on the model's device) and
+  // rebinds every parameter and buffer view to it: the model then computes with other's values and `other`
+  // holds the old state. No value moves. SAM's ascent pass (nn/optim.cpp) runs at w + e this way.
+  void swap_state(Tensor& other);
 
   void zero_grad() const;
   void reseed_dropout(uint64_t seed) { root_->reseed_dropout(seed); }

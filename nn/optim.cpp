@@ -1,5 +1,6 @@
 #include "nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/ops.h"
@@ -193,7 +194,7 @@ const std::vector<double>& Sam::scales_from_squared_norms() {
   return scales;
 }
 
-void Sam::perturb(float* w, const float* grad) {
+void Sam::perturb(float* w, float* out, const float* grad) {
   const float* mu = options_.dual.empty() ? nullptr : options_.dual.data();
   const float* s = options_.dual_correction.empty() ? nullptr : options_.dual_correction.data();
   // The direction d = g - mu - s on the trainable tensors, 0 on the frozen ones. Without FedSMOO's mu and
@@ -214,13 +215,14 @@ void Sam::perturb(float* w, const float* grad) {
     direction = perturbation_.data();
   }
   const std::vector<double>& scales = perturbation_scales(w, direction);
-  // Restore w from a copy rather than subtracting e: (w + e) - e is not w in float arithmetic. Frozen
-  // tensors are neither perturbed nor saved (e = 0 there), so Sam::step restores the trainable ones only.
+  // w + e goes into `out` when given (w untouched), else w is saved and perturbed in place: Sam::step then
+  // restores it from the copy rather than subtracting e, as (w + e) - e is not w in float arithmetic.
+  // Frozen tensors are neither perturbed nor saved (e = 0 there; `out` is only given when none is frozen).
   // e itself is stored only where something reads it: FedSMOO's dual update below, the adaptive
   // perturbation (computed there first) and last_perturbation().
   const bool adaptive = options_.perturbation == SamOptions::Perturbation::Adaptive;
   const bool keep_e = mu || adaptive || options_.record_perturbation;
-  saved_weights_.resize(perturbation_.size());
+  if (!out) saved_weights_.resize(perturbation_.size());
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
     float* e = keep_e ? perturbation_.data() + p.begin : nullptr;
@@ -229,16 +231,17 @@ void Sam::perturb(float* w, const float* grad) {
       if (e) std::fill_n(e, n, 0.0f);
       continue;
     }
-    const float scale = static_cast<float>(scales[k]);
+    float scale = static_cast<float>(scales[k]);
     const float* d = direction + p.begin;
     float* wk = w + p.begin;
-    float* saved = saved_weights_.data() + p.begin;
     if (adaptive) {
       for (int64_t i = 0; i < n; ++i) e[i] = scale * (wk[i] * wk[i] * d[i]);
-      sam_perturb_cpu(wk, saved, e, e, 1.0f, n);  // 1 * e is e exactly: saved = w, w = w + e
-    } else {
-      sam_perturb_cpu(wk, saved, e, d, scale, n);
+      d = e, scale = 1.0f;  // 1 * e is e exactly
     }
+    if (out)
+      sam_perturb_into_cpu(out + p.begin, wk, e, d, scale, n);
+    else
+      sam_perturb_cpu(wk, saved_weights_.data() + p.begin, e, d, scale, n);
   }
   const int64_t P = static_cast<int64_t>(perturbation_.size());
   if (mu)
@@ -303,15 +306,58 @@ void Sam::finish_direction(float* grad) const {
   if (norm > max_norm) vector_scale_cpu(grad, static_cast<float>(max_norm / norm), model_.num_parameters());
 }
 
+namespace {
+// Swaps the model onto `spare` for its lifetime, and back also when the ascent pass throws.
+class SwappedState {
+ public:
+  SwappedState(Model& model, Tensor& spare) : model_(model), spare_(spare) { model_.swap_state(spare_); }
+  ~SwappedState() { model_.swap_state(spare_); }
+  SwappedState(const SwappedState&) = delete;
+  SwappedState& operator=(const SwappedState&) = delete;
+
+ private:
+  Model& model_;
+  Tensor& spare_;
+};
+
+bool every_tensor_trainable(const Model& model) {
+  for (const ParameterView& p : model.parameters())
+    if (!p.value.requires_grad()) return false;
+  return true;
+}
+}  // namespace
+
+// The ascent pass. With every tensor trainable, w + e is written into a spare state buffer and the model
+// computes there (Model::swap_state), so the weights need no copy and the SGD step runs in place: the save
+// was a memcpy of 4 % of a FedFSA round (perf, issue 38). The buffers (BatchNorm's running statistics) go
+// to the spare before the pass and come back after it, as the pass updates them. With a frozen tensor,
+// whose values the spare would have to copy at every step, w is saved and perturbed in place instead, and
+// the SGD step restores it from the copy. Both give the same weights bit for bit.
 float Sam::step(const std::function<float()>& loss_and_backward) {
   if (model_.device() == Device::CUDA) return step_on_device(loss_and_backward);
   const float loss = loss_and_backward();
-  clip_before_measuring(model_.flat_gradients().data());
+  float* grad = model_.flat_gradients().data();
+  clip_before_measuring(grad);
   float* w = model_.flat_parameters().data();
-  perturb(w, model_.flat_gradients().data());
-  loss_and_backward();
-  finish_direction(model_.flat_gradients().data());
-  base_.step_from(saved_weights_);  // w restored bit for bit and stepped in one pass
+  if (!every_tensor_trainable(model_)) {
+    perturb(w, nullptr, grad);
+    loss_and_backward();
+    finish_direction(grad);
+    base_.step_from(saved_weights_);  // w restored bit for bit and stepped in one pass
+    return loss;
+  }
+  const Tensor& state = model_.state_tensor();
+  if (!spare_state_.defined() || spare_state_.numel() != state.numel()) spare_state_ = Tensor::empty({state.numel()});
+  const int64_t P = model_.num_parameters(), S = state.numel();
+  perturb(w, spare_state_.data(), grad);
+  std::copy(state.data() + P, state.data() + S, spare_state_.data() + P);
+  {
+    const SwappedState at_w_plus_e(model_, spare_state_);
+    loss_and_backward();
+  }
+  std::copy(spare_state_.data() + P, spare_state_.data() + S, model_.state_tensor().data() + P);
+  finish_direction(grad);
+  base_.step();
   return loss;
 }
 

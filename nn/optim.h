@@ -94,7 +94,10 @@ class Sam {
   Sam(Model& model, Sgd& base, SamOptions options);
   // `loss_and_backward` must zero the gradients, run forward + backward and return the loss (it may add
   // terms to the gradient, such as Ditto's proximal gradient; it must not clip). Returns the loss at the
-  // unperturbed weights.
+  // unperturbed weights. It must read the weights through the model when it runs (flat_parameters(), the
+  // parameter views), not through a span taken before the step: on a CPU model with every tensor
+  // trainable the ascent pass runs on a spare state buffer (Model::swap_state), and such a span still
+  // shows w there.
   float step(const std::function<float()>& loss_and_backward);
   // After the pass: on a CUDA model, FedSMOO's dual (updated on the device by every step) is copied back
   // into SamOptions::dual; nothing to do otherwise. One copy a pass instead of a copy and a wait a step.
@@ -108,6 +111,7 @@ class Sam {
   Sgd& base_;
   SamOptions options_;
   std::vector<float> perturbation_, saved_weights_;
+  Tensor spare_state_;  // CPU models with every tensor trainable: the state at w + e (Sam::step)
   // Buffers kept across steps, so a step allocates nothing: |w| d (Adaptive), per-tensor squared norms
   // and scales.
   std::vector<float> scaled_direction_;
@@ -123,7 +127,7 @@ class Sam {
   void squared_norms_on_device(const float* grad);
   void perturb_with_dual_on_device(float* w, const float* grad);
   void clip_before_measuring(float* grad);
-  void perturb(float* w, const float* grad);
+  void perturb(float* w, float* out, const float* grad);
   void finish_direction(float* grad) const;
 };
 

@@ -143,6 +143,42 @@ TEST(SamStep, RestoreInsideTheSgdStepIsBitForBitTheSgdStepFromTheSavedWeights) {
   EXPECT_THROW(sam.last_perturbation(), Error);  // e was not kept (no record_perturbation, no dual)
 }
 
+// With every tensor trainable the ascent pass runs on a spare state buffer (Model::swap_state): in that
+// pass flat_parameters() and every parameter view must read w + e, and what the pass writes into the
+// buffers (BatchNorm's running statistics) must stay in the model after the step, as when w was perturbed
+// in place.
+TEST(SamStep, TheAscentPassSeesWPlusEThroughEveryViewAndKeepsItsBufferUpdates) {
+  auto model = make_model("resnet10", {3, 8, 8}, 10, 5);
+  ASSERT_FALSE(model->buffers().empty());
+  const std::vector<float> g = random_values(model->num_parameters(), 6);
+  const std::vector<float> w(model->flat_parameters().begin(), model->flat_parameters().end());
+  Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});  // lr 0: the step leaves w as it was
+  SamOptions options;
+  options.rho = 0.1f;
+  options.record_perturbation = true;
+  Sam sam(*model, sgd, options);
+  int calls = 0;
+  std::vector<float> seen_flat, seen_views;
+  sam.step([&] {
+    constant_gradient(*model, g)();
+    if (++calls < 2) return 0.0f;
+    seen_flat.assign(model->flat_parameters().begin(), model->flat_parameters().end());
+    for (const ParameterView& p : model->parameters())
+      seen_views.insert(seen_views.end(), p.value.data(), p.value.data() + p.value.numel());
+    for (const ParameterView& b : model->buffers()) std::fill_n(b.value.data(), b.value.numel(), 7.0f);
+    return 0.0f;
+  });
+  const std::span<const float> e = sam.last_perturbation();
+  std::vector<float> want(w.size());
+  for (size_t i = 0; i < w.size(); ++i) want[i] = w[i] + e[i];
+  EXPECT_TRUE(seen_flat == want);
+  EXPECT_TRUE(seen_views == want);
+  EXPECT_TRUE(std::equal(w.begin(), w.end(), model->flat_parameters().begin()));
+  for (const ParameterView& b : model->buffers())
+    EXPECT_TRUE(std::all_of(b.value.data(), b.value.data() + b.value.numel(), [](float v) { return v == 7.0f; }))
+        << b.name;
+}
+
 TEST(SamStep, AscentScaleAndLinearTermFormTheDirectionWhichIsClippedAfter) {
   auto model = small_model();
   const std::vector<float> g = random_values(model->num_parameters(), 3), linear = random_values(g.size(), 4);

@@ -51,6 +51,21 @@ TEST(SamKernels, PerturbRoundsTheStepBeforeAddingItAsTwoPassesDo) {
   EXPECT_TRUE(bitwise_equal(saved_no_e, w0));
 }
 
+// Writing w + e elsewhere gives the very values of perturbing in place, and leaves w alone.
+TEST(SamKernels, PerturbIntoAnotherBufferIsThePerturbationInPlace) {
+  Generator gen(9);
+  const std::vector<float> w0 = randn(kLength, gen), d = randn(kLength, gen, 1e-3);
+  std::vector<float> in_place = w0, saved(kLength), e_in_place(kLength);
+  sam_perturb_cpu(in_place.data(), saved.data(), e_in_place.data(), d.data(), 0.37f, kLength);
+  for (const bool keep_e : {true, false}) {
+    std::vector<float> w = w0, out(kLength, testing::kNaN), e(kLength, testing::kNaN);
+    sam_perturb_into_cpu(out.data(), w.data(), keep_e ? e.data() : nullptr, d.data(), 0.37f, kLength);
+    EXPECT_TRUE(bitwise_equal(out, in_place));
+    EXPECT_TRUE(bitwise_equal(w, w0));
+    if (keep_e) EXPECT_TRUE(bitwise_equal(e, e_in_place));
+  }
+}
+
 TEST(SamKernels, DirectionScalesThenAddsTheLinearTerm) {
   Generator gen(11);
   const std::vector<float> g0 = randn(kLength, gen), linear = randn(kLength, gen, 0.1);

@@ -210,10 +210,11 @@ TEST(Optim, SamUsesTheGradientAtThePerturbedPoint) {
   for (float& v : w) v = 0.0f;
   w[0] = 1.0f;
   w[1] = 2.0f;
-  auto cube_loss = [&]() {
+  auto cube_loss = [&]() {  // reads w through the model: the ascent pass runs on another buffer (nn/optim.h)
     model->zero_grad();
     auto g = model->flat_gradients();
-    for (size_t i = 0; i < w.size(); ++i) g[i] = w[i] * w[i];
+    const auto at = model->flat_parameters();
+    for (size_t i = 0; i < at.size(); ++i) g[i] = at[i] * at[i];
     return 0.0f;
   };
   sam.step(cube_loss);

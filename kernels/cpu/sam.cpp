@@ -29,6 +29,20 @@ void sam_perturb_cpu(float* __restrict w, float* __restrict saved, float* e, con
   }
 }
 
+void sam_perturb_into_cpu(float* __restrict out, const float* __restrict w, float* e, const float* d, float scale,
+                          int64_t D) {
+  if (e == nullptr) {
+    const float* __restrict direction = d;
+    for (int64_t i = 0; i < D; ++i) out[i] = w[i] + scale * direction[i];
+    return;
+  }
+  for (int64_t i = 0; i < D; ++i) {
+    const float step = scale * d[i];  // d may alias e: read before the store
+    e[i] = step;
+    out[i] = w[i] + step;
+  }
+}
+
 void sam_direction_cpu(float* __restrict g, const float* __restrict linear, float alpha, int64_t D) {
   if (linear == nullptr) {
     for (int64_t i = 0; i < D; ++i) g[i] = alpha * g[i];

@@ -3,6 +3,7 @@
 // than a core's L2) is memory-bound outside its GEMMs: the perturbation, the save and the restore of the
 // weights and the direction's scaling were about 15 % of a FedFSA round (perf, issue 38).
 //   sam_perturb_cpu:    e = scale * d;  saved = w;  w = w + e                      ASSIGNS e, saved, w
+//   sam_perturb_into_cpu: e = scale * d;  out = w + e   (w unchanged)            ASSIGNS e, out
 //   sam_direction_cpu:  g = alpha * g + linear   (linear null: g = alpha * g)      ASSIGNS g
 //   sam_direction_norm_cpu: the same, and adds the squares of the new g to the norm lanes (vector.h's
 //   vector_squared_norm_lanes_cpu at `first`), chunk by chunk while each chunk is in L1: the clip after
@@ -21,6 +22,7 @@
 namespace bastion {
 
 void sam_perturb_cpu(float* w, float* saved, float* e, const float* d, float scale, int64_t D);
+void sam_perturb_into_cpu(float* out, const float* w, float* e, const float* d, float scale, int64_t D);
 void sam_direction_cpu(float* g, const float* linear, float alpha, int64_t D);
 void sam_direction_norm_cpu(float* g, const float* linear, float alpha, int64_t D, double* lanes, int64_t first);
 inline constexpr int64_t kSamChunk = 4096;  // 16 KiB of g: a third of the smallest L1 the project runs on
