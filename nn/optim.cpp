@@ -142,6 +142,16 @@ Sam::Sam(Model& model, Sgd& base, SamOptions options)
   BASTION_CHECK(options_.dual_correction.empty() || !options_.dual.empty(), "sam: a dual correction needs a dual");
 }
 
+namespace {
+// The clip's rule, wherever the norm came from: g *= max_norm / norm when norm > max_norm > 0. Returns
+// whether it rescaled.
+bool scale_to_max_norm(float* grad, int64_t D, double norm, double max_norm) {
+  if (max_norm <= 0.0 || !(norm > max_norm)) return false;  // a NaN norm leaves g as it is, as before
+  vector_scale_cpu(grad, static_cast<float>(max_norm / norm), D);
+  return true;
+}
+}  // namespace
+
 // Step 2: e from d = g - dual - correction over the trainable tensors (SamOptions::Perturbation); w += e.
 // rho_k / (the norm the perturbation divides by) per tensor (SamOptions::Perturbation); 0 for frozen ones.
 // The 1e-12 keeps a zero gradient from dividing by zero (no perturbation then); the FL codes use 1e-7,
@@ -273,10 +283,7 @@ void Sam::clip_before_measuring(float* grad) {
   const int64_t parts = static_cast<int64_t>(parameters.size());
   const double norm =
       std::sqrt(vector_squared_norm_parts_cpu(tensor_squared_.data(), grad, tensor_offsets_.data(), parts));
-  if (options_.clip_before > 0.0 && norm > options_.clip_before) {  // as clip_gradient_norm does
-    vector_scale_cpu(grad, static_cast<float>(options_.clip_before / norm), tensor_offsets_.back());
-    return;
-  }
+  if (scale_to_max_norm(grad, tensor_offsets_.back(), norm, options_.clip_before)) return;
   for (size_t k = 0; k < parameters.size(); ++k)
     if (!parameters[k].value.requires_grad()) tensor_squared_[k] = 0.0;
   norms_measured_ = true;
@@ -302,8 +309,7 @@ void Sam::finish_direction(float* grad) const {
     }
   }
   if (max_norm <= 0.0) return;
-  const double norm = std::sqrt(vector_reduce_norm_lanes(lanes));
-  if (norm > max_norm) vector_scale_cpu(grad, static_cast<float>(max_norm / norm), model_.num_parameters());
+  scale_to_max_norm(grad, model_.num_parameters(), std::sqrt(vector_reduce_norm_lanes(lanes)), max_norm);
 }
 
 namespace {
@@ -473,11 +479,9 @@ void clip_gradient_norm(Model& model, double max_norm) {
   const Tensor& grad = model.gradient_tensor();
   const int64_t D = grad.numel();
   switch (model.device()) {
-    case Device::CPU: {
-      const double norm = vector_norm_cpu(grad.data(), D);
-      if (norm > max_norm) vector_scale_cpu(grad.data(), static_cast<float>(max_norm / norm), D);
+    case Device::CPU:
+      scale_to_max_norm(grad.data(), D, vector_norm_cpu(grad.data(), D), max_norm);
       break;
-    }
     case Device::CUDA: {
       DeviceDoubles norm(1);
       vector_norm_cuda(norm.data(), grad.data(), D, cuda_stream());

@@ -43,12 +43,13 @@ double vector_dot_cpu(const float* a, const float* b, int64_t D) {
 }
 
 namespace {
-// The lanes of one run of squares, rotated so that element i of x meets lane i mod kNormLanes of `lanes`
-// (lanes[(first + i) mod kNormLanes] of the caller's) and, with kPart, part[i mod kNormLanes] too.
+// Element i of x goes to lanes[(shift + i) mod kNormLanes] and, with kPart, to part[i mod kNormLanes]. The
+// lanes are held rotated in a local array (element i meets its index i mod kNormLanes), which the compiler
+// can keep in registers.
 template <bool kPart>
-void add_squares(double* lanes, double* part, const float* x, int64_t D) {
-  double mine[kNormLanes], own[kNormLanes] = {};  // copies the compiler can keep in registers
-  std::copy_n(lanes, kNormLanes, mine);
+void add_squares(double* lanes, double* part, const float* x, int64_t D, int64_t shift) {
+  double mine[kNormLanes], own[kNormLanes] = {};
+  for (int64_t j = 0; j < kNormLanes; ++j) mine[j] = lanes[(shift + j) % kNormLanes];
   int64_t d = 0;
   for (; d + kNormLanes <= D; d += kNormLanes)
     for (int64_t j = 0; j < kNormLanes; ++j) {
@@ -61,21 +62,16 @@ void add_squares(double* lanes, double* part, const float* x, int64_t D) {
     mine[j] += square;
     if (kPart) own[j] += square;
   }
-  std::copy_n(mine, kNormLanes, lanes);
+  for (int64_t j = 0; j < kNormLanes; ++j) lanes[(shift + j) % kNormLanes] = mine[j];
   if (kPart) std::copy_n(own, kNormLanes, part);
 }
 }  // namespace
 
 void vector_squared_norm_lanes_cpu(double* lanes, double* part, const float* x, int64_t D, int64_t first) {
-  const int64_t shift = first % kNormLanes;
-  double rotated[kNormLanes];
-  for (int64_t j = 0; j < kNormLanes; ++j) rotated[j] = lanes[(shift + j) % kNormLanes];
-  if (part) {
-    add_squares<true>(rotated, part, x, D);
-  } else {
-    add_squares<false>(rotated, nullptr, x, D);
-  }
-  for (int64_t j = 0; j < kNormLanes; ++j) lanes[(shift + j) % kNormLanes] = rotated[j];
+  if (part)
+    add_squares<true>(lanes, part, x, D, first % kNormLanes);
+  else
+    add_squares<false>(lanes, nullptr, x, D, first % kNormLanes);
 }
 
 double vector_reduce_norm_lanes(double* lanes) {
