@@ -11,8 +11,8 @@
 //   dbeta_c = sum dy;  dgamma_c = sum dy * xhat
 //   training: dx = gamma*invstd/M * (M*dy - dbeta - xhat*dgamma)   (the batch statistics depend on x)
 //   eval:     dx = gamma*invstd*dy
-// Channels are processed in parallel; each channel's sums run sequentially in double, so results do
-// not depend on the thread count.
+// Channels are processed in parallel; each channel's sums run in 32 interleaved double lanes in an order
+// fixed by the geometry (batchnorm.cpp says why), so results do not depend on the thread count.
 #pragma once
 
 #include <cstdint>
