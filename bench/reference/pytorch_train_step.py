@@ -6,6 +6,7 @@ Bastion's in bench/RESULTS.md. Run it with Debian's interpreter, which has pytho
 
     /usr/bin/python3 bench/reference/pytorch_train_step.py [--passes 5] [--steps 200] [--pass-seconds 1]
                                                            [--threads 1 2] [--models M ...] [--eval] [--json]
+                                                           [--cpu-time]
 
 Models, identical in shapes to Bastion's zoo (nn/models.cpp), at batch 64 (cnn-fedfsa: 48):
   mlp         flatten, fc1 784->200, ReLU, fc2 200->200, ReLU, fc3 200->10
@@ -22,6 +23,9 @@ passes of `steps` steps each -- fewer when the warm-up shows a pass would take l
 --pass-seconds (at least 5 steps), so slow cases (2 threads on a loaded machine) do not take minutes,
 like Google Benchmark's --benchmark_min_time on the C++ side. Prints samples/s per pass and the median
 (one line per case, or one JSON object with --json, which bench/summarize.py reads).
+--cpu-time divides by the process's CPU seconds (time.process_time) instead of wall seconds: on a machine
+whose cores other work shares, that leaves out the time the step waits for a core; set it beside
+bench_train's CPU column (Google Benchmark's CPU time per iteration).
 --eval times evaluation instead, as bench_train's evaluate/* does it: model.eval(), torch.no_grad(),
 forward passes of EVAL_BATCH (128) images and the argmax; one "step" is one such pass.
 """
@@ -33,6 +37,8 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+clock = time.perf_counter  # --cpu-time: time.process_time
 
 BATCH = 64
 CLASSES = 10
@@ -185,22 +191,22 @@ def time_case(build, shape, batch, threads, passes, max_steps, pass_seconds, eva
         opt.step()
         return loss
 
-    t0 = time.perf_counter()
+    t0 = clock()
     step()
-    first = time.perf_counter() - t0
+    first = clock() - t0
     warmup = WARMUP_STEPS if first < 0.2 else 2  # ResNet18 takes seconds per step: warm up briefly
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(warmup):
         step()
-    seconds_per_step = (time.perf_counter() - t0) / warmup
+    seconds_per_step = (clock() - t0) / warmup
     steps = max(1 if seconds_per_step > 1.0 else 5, min(max_steps, int(pass_seconds / seconds_per_step)))
     rates = []
     for _ in range(passes):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(steps):
             loss = step()
         loss.item()  # eager CPU execution: already done, but keep the read inside the timed pass
-        rates.append(batch * steps / (time.perf_counter() - t0))
+        rates.append(batch * steps / (clock() - t0))
     return rates, steps
 
 
@@ -213,7 +219,11 @@ def main():
     parser.add_argument("--models", nargs="*", help="only these models (default: all)")
     parser.add_argument("--eval", action="store_true", help="time evaluation (no_grad forward at batch 128)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true", help="samples per CPU second of the process")
     args = parser.parse_args()
+    global clock
+    if args.cpu_time:
+        clock = time.process_time
 
     results = []
     for name, shape, build, batch in CASES:
