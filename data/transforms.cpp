@@ -42,9 +42,13 @@ LinearTap linear_tap(int64_t dst, int64_t in_size, int64_t out_size) {
   return {i0, i0 < in_size - 1 ? i0 + 1 : i0, 1.0f - w1, w1};
 }
 
-// Step 3: (C, H, W) → (C, OH, OW), bilinear with half-pixel centres (align_corners=False).
+// Step 3: (C, H, W) → (C, OH, OW), bilinear with half-pixel centres (align_corners=False). The column taps
+// are the same for every row and channel, so they are computed once (they were once per pixel: the resize
+// was most of SPMC's augmentation, itself 11 % of a FedAvg-type round of SPMC Table 2; bench/RESULTS.md).
 void resize_bilinear(float* dst, const float* src, int64_t channels, int64_t height, int64_t width, int64_t out_height,
                      int64_t out_width) {
+  std::vector<LinearTap> columns(static_cast<size_t>(out_width));
+  for (int64_t col = 0; col < out_width; ++col) columns[col] = linear_tap(col, width, out_width);
   for (int64_t c = 0; c < channels; ++c) {
     const float* plane = src + c * height * width;
     float* out = dst + c * out_height * out_width;
@@ -53,7 +57,7 @@ void resize_bilinear(float* dst, const float* src, int64_t channels, int64_t hei
       const float* row0 = plane + y.i0 * width;
       const float* row1 = plane + y.i1 * width;
       for (int64_t col = 0; col < out_width; ++col) {
-        const LinearTap x = linear_tap(col, width, out_width);
+        const LinearTap& x = columns[col];
         out[r * out_width + col] =
             y.w0 * (x.w0 * row0[x.i0] + x.w1 * row0[x.i1]) + y.w1 * (x.w0 * row1[x.i0] + x.w1 * row1[x.i1]);
       }
@@ -77,16 +81,23 @@ void crop_padded(float* dst, const float* src, int64_t channels, int64_t height,
     float* out = dst + c * height * width;
     for (int64_t r = 0; r < height; ++r) {
       int64_t sr = r + top - pad;
-      const bool row_inside = 0 <= sr && sr < height;
-      if (mode == PadMode::kReflect) sr = reflect_index(sr, height);
-      for (int64_t col = 0; col < width; ++col) {
-        int64_t sc = col + left - pad;
-        if (mode == PadMode::kZero) {
-          out[r * width + col] = row_inside && 0 <= sc && sc < width ? plane[sr * width + sc] : 0.0f;
-        } else {
-          out[r * width + col] = plane[sr * width + reflect_index(sc, width)];
+      float* out_row = out + r * width;
+      if (mode == PadMode::kZero) {  // zeros, the row's inside part copied, zeros
+        const int64_t shift = left - pad;
+        const int64_t first = std::clamp<int64_t>(-shift, 0, width),
+                      end = std::clamp<int64_t>(width - shift, first, width);
+        if (sr < 0 || sr >= height) {
+          std::fill(out_row, out_row + width, 0.0f);
+          continue;
         }
+        std::fill(out_row, out_row + first, 0.0f);
+        std::copy(plane + sr * width + first + shift, plane + sr * width + end + shift, out_row + first);
+        std::fill(out_row + end, out_row + width, 0.0f);
+        continue;
       }
+      sr = reflect_index(sr, height);
+      for (int64_t col = 0; col < width; ++col)
+        out_row[col] = plane[sr * width + reflect_index(col + left - pad, width)];
     }
   }
 }
