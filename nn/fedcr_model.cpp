@@ -62,11 +62,21 @@ Tensor FedcrCnn::forward(const Tensor& x) {
   encoding_ = fc3->forward(h);
   const bool training = is_training();
   const int64_t S = training ? bottleneck_.train_samples : bottleneck_.test_samples, N = x.size(0);
-  Generator eval_noise(kEvalNoiseSeed);
   // Drawn on the host and uploaded: a model on the device sees the same noise as on the CPU.
-  const Tensor eps = standard_normal({S, N, bottleneck_.latent}, training ? noise_ : eval_noise).to(encoding_.device());
+  const Tensor eps =
+      (training ? standard_normal({S, N, bottleneck_.latent}, noise_) : eval_noise(N)).to(encoding_.device());
   const Tensor logits = fc4->forward(gaussian_sample(encoding_, eps, bottleneck_.alpha));
   return training ? logits : sample_mean(logits, S);
+}
+
+const Tensor& FedcrCnn::eval_noise(int64_t N) {
+  constexpr size_t kKeptBatchSizes = 8;  // the evaluation batch and its tails: a few sizes per run
+  auto it = eval_noise_by_batch_.find(N);
+  if (it != eval_noise_by_batch_.end()) return it->second;
+  if (eval_noise_by_batch_.size() >= kKeptBatchSizes) eval_noise_by_batch_.clear();
+  Generator gen(kEvalNoiseSeed);
+  return eval_noise_by_batch_.emplace(N, standard_normal({bottleneck_.test_samples, N, bottleneck_.latent}, gen))
+      .first->second;
 }
 
 void FedcrCnn::reseed_dropout(uint64_t seed) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,9 +53,14 @@ class FedcrCnn : public Module {
   std::shared_ptr<Linear> fc1, fc2, fc3, fc4;
 
  private:
+  // Eval mode's noise for a batch of N, the same draws at every call (a fresh Generator(kEvalNoiseSeed)):
+  // kept per N instead of drawn again, which was most of a cnn-fedcr evaluation (bench/RESULTS.md).
+  const Tensor& eval_noise(int64_t N);
+
   FedcrBottleneck bottleneck_;
   Generator noise_;
   Tensor encoding_;
+  std::map<int64_t, Tensor> eval_noise_by_batch_;  // host tensors (S_test, N, d_Z)
 };
 
 // The FedcrCnn of a model built as cnn-fedcr, or nullptr.

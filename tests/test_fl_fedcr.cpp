@@ -178,6 +178,23 @@ TEST(FedcrModel, TrainingStacksTheSamplesAndEvalAveragesThemDeterministically) {
   EXPECT_EQ(other->forward(x).to_vector(), eval.to_vector());
 }
 
+TEST(FedcrModel, EvalNoiseIsTheSameForEveryCallOfABatchSizeWhateverRanBetween) {
+  // The model keeps eval noise per batch size (FedcrCnn::eval_noise); what it returns must be what a fresh
+  // Generator(kEvalNoiseSeed) draws for that size, whichever sizes were evaluated before.
+  auto model = tiny_fedcr(12);
+  auto fresh = tiny_fedcr(12);
+  Generator gen(13);
+  const Tensor x5 = Tensor::randn({5, 1, 16, 16}, gen);
+  const Tensor x2 = Tensor::from_vector({2, 1, 16, 16}, std::vector<float>(x5.data(), x5.data() + 2 * 16 * 16));
+  model->train(false);
+  fresh->train(false);
+  const std::vector<float> five = model->forward(x5).to_vector();
+  const std::vector<float> two = model->forward(x2).to_vector();
+  EXPECT_EQ(model->forward(x5).to_vector(), five);
+  EXPECT_EQ(fresh->forward(x2).to_vector(), two);  // its first evaluation: nothing kept yet
+  EXPECT_EQ(fresh->forward(x5).to_vector(), five);
+}
+
 TEST(FedcrModel, EvalIsTheMeanOfFc4OverTheNoisyCodes) {
   // With sigma driven to ~0 (fc3's sigma half biased to -40: softplus = 4e-18) every sample is mu, so the
   // averaged eval logits equal fc4(mu) exactly as a single deterministic pass would give.
