@@ -7,6 +7,7 @@ interleaved). Run it with Debian's interpreter, which has python3-torch 1.13:
 
     /usr/bin/python3 bench/reference/pytorch_fedfsa_round.py [--rounds 3] [--warmup 1] [--threads 1]
                                                              [--data fmnist|random] [--data-dir DIR] [--json]
+                                                             [--cpu-time]
 
 The work of a round, as fl/clients/sam_family.cpp (variant fedfsa) and nn/optim.cpp (Sam::step) do it
 with the preset's settings (fedfsa-fmnist-base.toml + the FedFSA row: lr 0.1, no SGD momentum, no weight
@@ -34,6 +35,8 @@ PyTorch's own ways where they differ from Bastion's: clip_grad_norm_ (1.13) mult
 min(1, 10 / ||g||) on every call, where Bastion scales only when ||g|| > 10; the sensitivity is computed in
 float (Bastion: double); PyTorch's default initialisation. The first is one more pass over the
 gradients when ||g|| <= 10; the others change no pass.
+--cpu-time times each round in the process's CPU seconds (time.process_time) instead of wall seconds, beside
+scripts/cpu_preset_round.sh's figure for Bastion, where other work shares the cores.
 Prints the parameter count (asserted equal to cnn-fedfsa's in Bastion: 1,258,798) and the steps per
 round, then the median of the timed rounds' wall time in pytorch_fl_round.py's format.
 """
@@ -202,6 +205,7 @@ def main():
     parser.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--seed", type=int, default=23)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true", help="CPU seconds of the process instead of wall seconds")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
@@ -216,11 +220,12 @@ def main():
         print("torch %s, %d thread(s), data %s; model cnn-fedfsa: %d parameters (%s)" % (
             torch.__version__, args.threads, args.data, parameters,
             " ".join("%s %s" % (n, "x".join(map(str, p.shape))) for n, p in zip(twin.names, twin.params))), flush=True)
+    clock = time.process_time if args.cpu_time else time.perf_counter
     times, steps = [], []
     for r in range(args.warmup + args.rounds):
-        t0 = time.perf_counter()
+        t0 = clock()
         twin.round()
-        seconds = time.perf_counter() - t0
+        seconds = clock() - t0
         steps.append(twin.steps_last_round)
         if r >= args.warmup:
             times.append(seconds)
