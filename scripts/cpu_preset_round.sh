@@ -5,8 +5,8 @@
 # rounds=1 and with rounds=N (default 3) and prints, per repeat, (CPU of the N-round run - CPU of the 1-round
 # run) / (N - 1): loading, set-up, the final evaluation and a preset's final tuning step are in both runs and
 # cancel, and no other round evaluates, so the figure is training and aggregation, as bench_preset_round.sh's
-# train_s + aggregate_s. A preset with several columns runs one cell per column; the figure is their sum. Repeats run interleaved with any other
-# BASTION_BIN given in BASTION_BIN_B, so an A/B sees the same load.
+# train_s + aggregate_s. A preset with several columns runs one cell per column; the figure is their sum.
+# Repeats run interleaved with a second binary given in BASTION_BIN_B, so an A/B sees the same load.
 #   scripts/cpu_preset_round.sh fedfsa-table1 FedFSA 3 2
 # Usage: scripts/cpu_preset_round.sh PRESET ROW [ROUNDS] [REPEATS]   (needs build/bastion; BASTION_BIN overrides)
 set -euo pipefail

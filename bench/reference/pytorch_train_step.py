@@ -38,8 +38,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-clock = time.perf_counter  # --cpu-time: time.process_time
-
 BATCH = 64
 CLASSES = 10
 WARMUP_STEPS = 20
@@ -171,7 +169,7 @@ CASES = [
 ]
 
 
-def time_case(build, shape, batch, threads, passes, max_steps, pass_seconds, evaluate=False):
+def time_case(build, shape, batch, threads, passes, max_steps, pass_seconds, evaluate=False, clock=time.perf_counter):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     channels, size, _ = shape
@@ -221,9 +219,7 @@ def main():
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--cpu-time", action="store_true", help="samples per CPU second of the process")
     args = parser.parse_args()
-    global clock
-    if args.cpu_time:
-        clock = time.process_time
+    clock = time.process_time if args.cpu_time else time.perf_counter
 
     results = []
     for name, shape, build, batch in CASES:
@@ -233,7 +229,7 @@ def main():
             if args.eval:
                 batch = EVAL_BATCH
             rates, steps = time_case(build, shape, batch, threads, args.passes, args.steps, args.pass_seconds,
-                                     args.eval)
+                                     args.eval, clock)
             case = "%s%s/%dx%dx%d/threads:%d" % ("evaluate/" if args.eval else "", name, *shape, threads)
             results.append({"case": case, "steps_per_pass": steps, "samples_per_s": rates,
                             "median": statistics.median(rates)})

@@ -4,66 +4,48 @@
 #include <cmath>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vector.h"
 
 namespace bastion {
 
 namespace {
-// The channel sums run in kLanes interleaved double partial sums (element i of a run in lane i mod kLanes),
-// added pairwise at the end. Why: one serial double sum waits for each addition (4 cycles), which made batch
-// norm 11 % of ResNet18's training step (perf, bench/RESULTS.md "batch norm"); lanes let the compiler keep
-// 4 vectors of doubles in flight. The order is fixed by the geometry alone, so results still do not depend
-// on the thread count; each term is computed as before, only the order of the additions changed.
-constexpr int64_t kLanes = 32;
+// The channel sums run in kNormLanes interleaved double partial sums (element i of a run in lane
+// i mod kNormLanes), added pairwise at the end by vector_reduce_norm_lanes. Why: one serial double sum waits
+// for each addition (4 cycles), which made batch norm 11 % of ResNet18's training step (perf,
+// bench/RESULTS.md "batch norm"); lanes let the compiler keep 4 vectors of doubles in flight. The order is
+// fixed by the geometry alone, so results still do not depend on the thread count; each term is computed as
+// before, only the order of the additions changed.
 
-double reduce_lanes(double* lanes) {
-  for (int64_t width = kLanes / 2; width > 0; width /= 2)
-    for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-  return lanes[0];
-}
-
-// lanes[i mod kLanes] += term(i) for i in [0, L) and, when given, more[i mod kLanes] += more_term(i), in
-// local copies of the lanes the compiler keeps in registers (measured: 1.2 % of the ResNet18 step in the
-// forward's sums this way, 2.3 % with the lanes held across the runs of a channel).
-template <typename Term, typename MoreTerm>
-void add_run(double* lanes, double* more, int64_t L, Term term, MoreTerm more_term) {
-  double mine[kLanes], mine_more[kLanes] = {};
-  std::copy_n(lanes, kLanes, mine);
-  if (more) std::copy_n(more, kLanes, mine_more);
-  int64_t i = 0;
-  for (; i + kLanes <= L; i += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) {
-      mine[j] += term(i + j);
-      if (more) mine_more[j] += more_term(i + j);
-    }
-  for (int64_t j = 0; i + j < L; ++j) {
-    mine[j] += term(i + j);
-    if (more) mine_more[j] += more_term(i + j);
-  }
-  std::copy_n(mine, kLanes, lanes);
-  if (more) std::copy_n(mine_more, kLanes, more);
-}
-
+// lanes[i mod kNormLanes] += term(i) for i in [0, L), in a local copy of the lanes the compiler keeps in
+// registers (measured: 1.2 % of the ResNet18 step in the forward's sums this way, 2.3 % with the lanes held
+// across the runs of a channel).
 template <typename Term>
 void add_run(double* lanes, int64_t L, Term term) {
-  add_run(lanes, nullptr, L, term, [](int64_t) { return 0.0; });
+  double mine[kNormLanes];
+  std::copy_n(lanes, kNormLanes, mine);
+  int64_t i = 0;
+  for (; i + kNormLanes <= L; i += kNormLanes)
+    for (int64_t j = 0; j < kNormLanes; ++j) mine[j] += term(i + j);
+  for (int64_t j = 0; i + j < L; ++j) mine[j] += term(i + j);
+  std::copy_n(mine, kNormLanes, lanes);
 }
 
 // mean and biased variance of channel c (the variance summed around the mean, in a second pass).
 void channel_moments(double& mean, double& var, const float* x, const BatchNormGeometry& g, int64_t c) {
   const double M = static_cast<double>(g.N * g.L);
-  double lanes[kLanes] = {};
+  double lanes[kNormLanes] = {};
   for (int64_t n = 0; n < g.N; ++n) {
     const float* run = x + (n * g.C + c) * g.L;
     add_run(lanes, g.L, [run](int64_t i) { return static_cast<double>(run[i]); });
   }
-  mean = reduce_lanes(lanes) / M;
-  std::fill_n(lanes, kLanes, 0.0);
+  mean = vector_reduce_norm_lanes(lanes) / M;
+  std::fill_n(lanes, kNormLanes, 0.0);
   const double m = mean;
   for (int64_t n = 0; n < g.N; ++n) {
     const float* run = x + (n * g.C + c) * g.L;
     add_run(lanes, g.L, [run, m](int64_t i) { return (run[i] - m) * (run[i] - m); });
   }
-  var = reduce_lanes(lanes) / M;
+  var = vector_reduce_norm_lanes(lanes) / M;
 }
 }  // namespace
 
@@ -102,15 +84,14 @@ void batch_norm_backward_cpu(float* dx, float* dgamma, float* dbeta, const float
 #pragma omp parallel for schedule(static) if (g.N * g.C * g.L >= kParallelMinWork)
   for (int64_t c = 0; c < g.C; ++c) {
     const float mean = save_mean[c], invstd = save_invstd[c];
-    double dy_lanes[kLanes] = {}, dy_xhat_lanes[kLanes] = {};
+    double dy_lanes[kNormLanes] = {}, dy_xhat_lanes[kNormLanes] = {};
     for (int64_t n = 0; n < g.N; ++n) {
       const float* d = dy + (n * g.C + c) * g.L;
       const float* v = x + (n * g.C + c) * g.L;
-      add_run(
-          dy_lanes, dy_xhat_lanes, g.L, [d](int64_t i) { return static_cast<double>(d[i]); },
-          [d, v, mean, invstd](int64_t i) { return d[i] * (v[i] - mean) * invstd; });
+      add_run(dy_lanes, g.L, [d](int64_t i) { return static_cast<double>(d[i]); });
+      add_run(dy_xhat_lanes, g.L, [d, v, mean, invstd](int64_t i) { return d[i] * (v[i] - mean) * invstd; });
     }
-    const double sum_dy = reduce_lanes(dy_lanes), sum_dy_xhat = reduce_lanes(dy_xhat_lanes);
+    const double sum_dy = vector_reduce_norm_lanes(dy_lanes), sum_dy_xhat = vector_reduce_norm_lanes(dy_xhat_lanes);
     if (dbeta) dbeta[c] = static_cast<float>(sum_dy);
     if (dgamma) dgamma[c] = static_cast<float>(sum_dy_xhat);
     if (!dx) continue;
