@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CPU seconds per FL round of one row of a paper preset, for machines where other work shares the cores:
 # wall time then counts the time the run waits for a core, CPU time (user + system of the process) does
-# not. Runs `bastion reproduce PRESET --row ROW --seeds 1 --threads 1 --set eval.every=1000000` with
-# rounds=1 and with rounds=N (default 3) and prints, per repeat, (CPU of the N-round run - CPU of the 1-round
-# run) / (N - 1): loading, set-up, the final evaluation and a preset's final tuning step are in both runs and
+# not. Runs `bastion reproduce PRESET --row ROW --seeds 1 --threads 1 --set eval.every=1000000` (and
+# eval.report=last, which a preset that reports the mean of its last K rounds needs then) with rounds=1
+# and with rounds=N (default 3) and prints, per repeat, (CPU of the N-round run - CPU of the 1-round run)
+# / (N - 1): loading, set-up, the final evaluation and a preset's final tuning step are in both runs and
 # cancel, and no other round evaluates, so the figure is training and aggregation, as bench_preset_round.sh's
 # train_s + aggregate_s. A preset with several columns runs one cell per column; the figure is their sum.
 # Repeats run interleaved with a second binary given in BASTION_BIN_B, so an A/B sees the same load.
@@ -20,7 +21,8 @@ trap 'rm -rf "$out"' EXIT
 cpu_seconds() {  # BIN N: user + system seconds of one run of N rounds
   rm -rf "$out/run"
   /usr/bin/time -f "%U %S" -o "$out/time" "$1" reproduce "$preset" --row "$row" --seeds 1 --set "rounds=$2" \
-    --set eval.every=1000000 --threads 1 --out "$out/run" > "$out/log" 2>&1 || { cat "$out/log" >&2; exit 1; }
+    --set eval.every=1000000 --set eval.report=last --threads 1 --out "$out/run" > "$out/log" 2>&1 ||
+    { cat "$out/log" >&2; exit 1; }
   awk '{ printf "%.3f", $1 + $2 }' "$out/time"
 }
 
