@@ -119,30 +119,34 @@ TEST(KernelsCpuConvDirect, BackwardMatchesReference) {
   }
 }
 
-// The thread count changes who computes an output, never how: 1, 2 and 3 threads agree bitwise.
+// The thread count changes who computes an output, never how: 1, 2 and 3 threads agree bitwise. The
+// second case is LeNet-32 conv1 with N = 6: its weight gradient sweeps one sample at a time (a chunk's rows
+// exceed L1), keeping partial sums across a chunk boundary and ending inside a chunk.
 TEST(KernelsCpuConvDirect, ResultsDoNotDependOnTheThreadCount) {
-  const ConvCase c{8, 16, 12, 12, 32, 5, 5, 1, 1};
-  const ConvData d = make_conv(c, 123);
-  const Conv2dGeometry& g = d.g;
-  if (!conv2d_direct_supported(g)) GTEST_SKIP() << "built without AVX-512";
-  Generator gen(124);
-  const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
-  for (const ConvDirectVariant variant : kDirectVariants) {
-    auto run = [&](int threads) {
-      std::vector<float> workspace(conv2d_direct_workspace_floats(g, threads), kNaN);
-      std::vector<float> out(g.N * g.K * g.out_plane()), gi(d.in.size()), gw(d.weight.size()), gb(g.K);
-      conv2d_direct_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(), threads,
-                                variant);
-      conv2d_direct_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
-                                 workspace.data(), threads, variant);
-      return std::vector<std::vector<float>>{out, gi, gw, gb};
-    };
-    const auto one = run(1);
-    for (const int threads : {2, 3}) {
-      const auto many = run(threads);
-      for (size_t i = 0; i < one.size(); ++i)
-        EXPECT_TRUE(bitwise_equal(one[i], many[i]))
-            << i << ", " << threads << " threads, variant " << static_cast<int>(variant);
+  for (const ConvCase& c : {ConvCase{8, 16, 12, 12, 32, 5, 5, 1, 1}, ConvCase{6, 3, 32, 32, 6, 5, 5, 1, 0}}) {
+    SCOPED_TRACE(::testing::Message() << c);
+    const ConvData d = make_conv(c, 123);
+    const Conv2dGeometry& g = d.g;
+    if (!conv2d_direct_supported(g)) GTEST_SKIP() << "built without AVX-512";
+    Generator gen(124);
+    const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
+    for (const ConvDirectVariant variant : kDirectVariants) {
+      auto run = [&](int threads) {
+        std::vector<float> workspace(conv2d_direct_workspace_floats(g, threads), kNaN);
+        std::vector<float> out(g.N * g.K * g.out_plane()), gi(d.in.size()), gw(d.weight.size()), gb(g.K);
+        conv2d_direct_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(), threads,
+                                  variant);
+        conv2d_direct_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
+                                   workspace.data(), threads, variant);
+        return std::vector<std::vector<float>>{out, gi, gw, gb};
+      };
+      const auto one = run(1);
+      for (const int threads : {2, 3}) {
+        const auto many = run(threads);
+        for (size_t i = 0; i < one.size(); ++i)
+          EXPECT_TRUE(bitwise_equal(one[i], many[i]))
+              << i << ", " << threads << " threads, variant " << static_cast<int>(variant);
+      }
     }
   }
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 #include "kernels/cpu/conv_direct_internal.h"
@@ -20,13 +19,28 @@ namespace bastion {
 
 #if defined(__AVX512F__)
 
+namespace {
+
+// Copies n floats by 16-float vectors and a masked tail. The rows this file copies are short (LeNet: 10
+// to 28 floats, tens of thousands per training step), and a memcpy call per row cost more than its copy:
+// memmove was 5.4 % of a cnn-spmc step (perf, 2026-11-29).
+void copy_row(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+  if (i < n) {
+    const auto tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(dst + i, tail, _mm512_maskz_loadu_ps(tail, src + i));
+  }
+}
+
+}  // namespace
+
 void conv_direct_detail::pad_planes(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t ph,
                                     int64_t pw) {
   const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
   std::fill_n(dst, C * Hp * Wp, 0.0f);
   for (int64_t c = 0; c < C; ++c)
-    for (int64_t h = 0; h < H; ++h)
-      std::memcpy(dst + (c * Hp + h + ph) * Wp + pw, src + (c * H + h) * W, W * sizeof(float));
+    for (int64_t h = 0; h < H; ++h) copy_row(dst + (c * Hp + h + ph) * Wp + pw, src + (c * H + h) * W, W);
 }
 
 namespace {
@@ -165,7 +179,7 @@ void valid_conv_sample(float* out, const float* in, const float* packed, const f
 void copy_out_rows(float* dst, const float* buffer, const ValidConv& v, int64_t channels) {
   for (int64_t k = 0; k < channels; ++k)
     for (int64_t oh = 0; oh < v.OH; ++oh)
-      std::memcpy(dst + (k * v.OH + oh) * v.OW, buffer + k * v.out_stride() + oh * v.Wp, v.OW * sizeof(float));
+      copy_row(dst + (k * v.OH + oh) * v.OW, buffer + k * v.out_stride() + oh * v.Wp, v.OW);
 }
 
 // ---- the three passes' plans: geometry of each valid convolution and the workspace layout --------------
@@ -214,27 +228,47 @@ float lane_sum(__m512 x) {
   return total;
 }
 
-// Samples per weight-gradient chunk: a chunk's output gradients and inputs stay in L2 while every
-// (channel block, input channel, tap block) item passes over them; the register sums of a chunk are
-// added to the item's vector totals in memory. Fixed, so the summation order depends on nothing but N.
+// Samples per weight-gradient chunk: the register sums of an item start from zero at a chunk's first
+// sample and are added to the item's vector totals after its last. Fixed, so the summation order depends
+// on nothing but N.
 constexpr int64_t kWeightGradChunk = 4;
+
+// A chunk's output-gradient rows of one channel block above this size are swept one sample at a time
+// (every item of a sample, then the next sample), so that they come from L1 rather than L2: 32 KiB is
+// Zen 4's L1d. bench_kernels' conv_direct_rows_backward, Intel Xeon, 1 thread, CPU time, medians of 4
+// interleaved pairs (bench/RESULTS.md, 2026-11-29): LeNet-32 conv1 (86 KiB a chunk) x1.25, LeNet-28
+// conv1 (64 KiB) x1.24, cnn-fedcap conv1 (115 KiB) x1.17. Where a chunk fits (cnn-fedcap conv2, 18 KiB)
+// a sweep per sample was slower (x0.74 in two pairs): the partial sums' loads and stores then cost more
+// than the L2 reads they save.
+constexpr int64_t kChunkRowsInL1Bytes = 32 * 1024;
+
+bool sweep_per_sample(const ValidConv& v) {
+  return kWeightGradChunk * v.KB * v.out_stride() * static_cast<int64_t>(sizeof(float)) > kChunkRowsInL1Bytes;
+}
+
+// Where a block's samples fall in their chunk: it starts its sums from zero (first) or from the item's
+// partial sums in memory, and ends by adding them to the totals (last) or storing them back. A whole
+// chunk in one call is {true, true}; a sweep per sample keeps the sums in `partial` between samples.
+struct ChunkPlace {
+  bool first, last;
+};
 
 // dw block: KB output channels x TB filter taps of input channel c over samples [n0, n1). grads: the
 // row-strided grad_out of this block's first channel, (N, K_padded, stride); inputs: (N, C, Hp, Wp),
-// already padded. totals (KB * TB vectors) accumulates the lane-wise sums.
+// already padded. partial and totals: KB * TB vectors each. Each sum meets its terms in (n, q) order
+// whichever way the chunk is split into calls.
 template <int KB, int TB>
-void weight_grad_block(__m512* totals, const float* grads, const float* inputs, const ValidConv& v, int64_t n0,
-                       int64_t n1, int64_t c, const int64_t* tap_offsets) {
+void weight_grad_block(__m512* totals, __m512* partial, const float* grads, const float* inputs, const ValidConv& v,
+                       int64_t n0, int64_t n1, int64_t c, const int64_t* tap_offsets, ChunkPlace place) {
   __m512 acc[KB][TB];
   BASTION_UNROLL(24)
   for (int kk = 0; kk < KB; ++kk) {
     BASTION_UNROLL(24)
-    for (int t = 0; t < TB; ++t) acc[kk][t] = _mm512_setzero_ps();
+    for (int t = 0; t < TB; ++t) acc[kk][t] = place.first ? _mm512_setzero_ps() : partial[kk * TB + t];
   }
-  const int64_t grad_sample = v.K_padded * v.out_stride(), in_sample = v.C * v.plane();
   for (int64_t n = n0; n < n1; ++n) {
-    const float* dy = grads + n * grad_sample;
-    const float* x = inputs + n * in_sample + c * v.plane();
+    const float* dy = grads + n * v.K_padded * v.out_stride();
+    const float* x = inputs + n * v.C * v.plane() + c * v.plane();
     for (int64_t q = 0; q < v.vectors; ++q) {
       const __mmask16 mask = q + 1 == v.vectors ? v.last_mask() : static_cast<__mmask16>(0xFFFF);
       __m512 g[KB];
@@ -251,12 +285,15 @@ void weight_grad_block(__m512* totals, const float* grads, const float* inputs, 
   BASTION_UNROLL(24)
   for (int kk = 0; kk < KB; ++kk) {
     BASTION_UNROLL(24)
-    for (int t = 0; t < TB; ++t) totals[kk * TB + t] = _mm512_add_ps(totals[kk * TB + t], acc[kk][t]);
+    for (int t = 0; t < TB; ++t) {
+      __m512& out = place.last ? totals[kk * TB + t] : partial[kk * TB + t];
+      out = place.last ? _mm512_add_ps(out, acc[kk][t]) : acc[kk][t];
+    }
   }
 }
 
-using WeightGradFn = void (*)(__m512*, const float*, const float*, const ValidConv&, int64_t, int64_t, int64_t,
-                              const int64_t*);
+using WeightGradFn = void (*)(__m512*, __m512*, const float*, const float*, const ValidConv&, int64_t, int64_t, int64_t,
+                              const int64_t*, ChunkPlace);
 
 template <int KB, int... TB>
 WeightGradFn weight_grad_for(int tb, std::integer_sequence<int, TB...>) {
@@ -276,7 +313,7 @@ WeightGradFn weight_grad_fn(int KB, int tb) {
 }
 
 // Items: (channel block, input channel, tap block), kb-major so consecutive items reuse the same
-// output-gradient rows. totals: kAccumulators vectors per item.
+// output-gradient rows. totals and partial: kAccumulators vectors per item each.
 struct WeightGradItems {
   int64_t tap_blocks, count, max_tb;
 };
@@ -290,18 +327,24 @@ void weight_grad(float* grad_weight, __m512* totals, const float* grad_rows, con
                  int64_t N, int threads) {
   const int64_t RS = v.R * v.S;
   const WeightGradItems items = weight_grad_items(v);
+  __m512* partial = totals + items.count * kAccumulators;
   for (int64_t i = 0; i < items.count * kAccumulators; ++i) totals[i] = _mm512_setzero_ps();
-  for (int64_t n0 = 0; n0 < N; n0 += kWeightGradChunk) {
-    const int64_t n1 = std::min(N, n0 + kWeightGradChunk);
-#pragma omp parallel for schedule(static) num_threads(threads) if ((n1 - n0) * v.K * v.C * RS * v.Q >= kParallelMinWork)
+  const int64_t step = sweep_per_sample(v) ? 1 : kWeightGradChunk;
+  // Every step's loop hands out the items the same way (static schedule, same count), so each item's
+  // sums stay with one thread and the loops need no barrier between steps.
+#pragma omp parallel num_threads(threads) if (N * v.K * v.C * RS * v.Q >= kParallelMinWork)
+  for (int64_t n0 = 0; n0 < N; n0 += step) {
+    const int64_t n1 = std::min(N, n0 + step);
+    const ChunkPlace place{n0 % kWeightGradChunk == 0, n1 % kWeightGradChunk == 0 || n1 == N};
+#pragma omp for schedule(static) nowait
     for (int64_t item = 0; item < items.count; ++item) {
       const int64_t kb = item / (v.C * items.tap_blocks), c = (item / items.tap_blocks) % v.C;
       const int64_t t0 = (item % items.tap_blocks) * items.max_tb;
       const int tb = static_cast<int>(std::min(items.max_tb, RS - t0));
       int64_t offsets[kAccumulators];
       for (int t = 0; t < tb; ++t) offsets[t] = ((t0 + t) / v.S) * v.Wp + (t0 + t) % v.S;
-      weight_grad_fn(v.KB, tb)(totals + item * kAccumulators, grad_rows + kb * v.KB * v.out_stride(), inputs, v, n0, n1,
-                               c, offsets);
+      weight_grad_fn(v.KB, tb)(totals + item * kAccumulators, partial + item * kAccumulators,
+                               grad_rows + kb * v.KB * v.out_stride(), inputs, v, n0, n1, c, offsets, place);
     }
   }
   for (int64_t item = 0; item < items.count; ++item) {
@@ -314,9 +357,9 @@ void weight_grad(float* grad_weight, __m512* totals, const float* grad_rows, con
   }
 }
 
-// The vector totals, plus one vector of slack to align them to 64 bytes inside the workspace.
+// The vector totals and partial sums, plus one vector of slack to align them to 64 bytes inside the workspace.
 int64_t weight_grad_totals_floats(const ValidConv& v) {
-  return (weight_grad_items(v).count * kAccumulators + 1) * kLanes;
+  return (2 * weight_grad_items(v).count * kAccumulators + 1) * kLanes;
 }
 
 __m512* aligned_totals(float* at) {
@@ -334,8 +377,7 @@ void grad_out_rows(float* rows, const float* grad_out, const Conv2dGeometry& g, 
     std::fill_n(dst, v.K_padded * v.out_stride(), 0.0f);
     for (int64_t k = 0; k < g.K; ++k)
       for (int64_t oh = 0; oh < g.OH; ++oh)
-        std::memcpy(dst + k * v.out_stride() + oh * v.Wp, grad_out + ((n * g.K + k) * g.OH + oh) * g.OW,
-                    g.OW * sizeof(float));
+        copy_row(dst + k * v.out_stride() + oh * v.Wp, grad_out + ((n * g.K + k) * g.OH + oh) * g.OW, g.OW);
   }
 }
 
