@@ -1,8 +1,10 @@
 #include "nn/fedcr_model.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
+#include "kernels/cpu/normal.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -16,16 +18,23 @@ int64_t conv5_pool2(int64_t size) { return (size - 4) / 2; }
 
 // Standard normals by Box-Muller pairs (the cosine and the sine of one draw): half the uniforms and logs of
 // Tensor::randn, whose one-value-per-call draws took half of a cnn-fedcr training round (perf, S = 18).
+// The uniforms are drawn here in the generator's order (u1 redrawn while 0, then u2, pair by pair) and
+// the vector kernel turns them into the floats the scalar formula gives (kernels/cpu/normal.h): its
+// log and sincos had become half of a FedCR round again.
 Tensor standard_normal(const Shape& shape, Generator& gen) {
+  constexpr int64_t kChunkPairs = 512;  // 8 KiB of uniforms on the stack
   Tensor t = Tensor::empty(shape);
   float* p = t.data();
   const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; i += 2) {
-    double u1 = gen.uniform();
-    while (u1 <= 0.0) u1 = gen.uniform();
-    const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * gen.uniform();
-    p[i] = static_cast<float>(radius * std::cos(angle));
-    if (i + 1 < n) p[i + 1] = static_cast<float>(radius * std::sin(angle));
+  double u1[kChunkPairs], u2[kChunkPairs];
+  for (int64_t i0 = 0; i0 < n; i0 += 2 * kChunkPairs) {
+    const int64_t count = std::min(2 * kChunkPairs, n - i0), pairs = (count + 1) / 2;
+    for (int64_t j = 0; j < pairs; ++j) {
+      u1[j] = gen.uniform();
+      while (u1[j] <= 0.0) u1[j] = gen.uniform();
+      u2[j] = gen.uniform();
+    }
+    box_muller_cpu(p + i0, u1, u2, count);
   }
   return t;
 }
