@@ -70,11 +70,11 @@ TEST(KernelsCpuNormal, EveryFloatIsTheScalarFormulasOnAGeneratorsUniforms) {
 TEST(KernelsCpuNormal, EveryFloatIsTheScalarFormulasOnTheEdgesOfTheDomain) {
   Uniforms u;
   const double ulp = 0x1p-53;
-  const double u1s[] = {ulp, 2 * ulp, 1e-300, 0.25, 0.5, M_SQRT1_2, M_SQRT1_2 + ulp,
+  const double u1s[] = {ulp,       2 * ulp, 1e-300,      0.25,        0.5,  M_SQRT1_2, M_SQRT1_2 + ulp,
                         0.5 + ulp, 1 - ulp, 1 - 2 * ulp, 1 - 0x1p-20, 0.999};
   // Angles at and next to the quadrant boundaries and the ends of [0, 1).
-  const double u2s[] = {0.0, ulp, 0.125, 0.25 - ulp, 0.25, 0.25 + ulp, 0.5 - ulp, 0.5, 0.5 + ulp,
-                        0.75 - ulp, 0.75, 0.75 + ulp, 0.875, 1 - ulp};
+  const double u2s[] = {0.0, ulp,       0.125,      0.25 - ulp, 0.25,       0.25 + ulp, 0.5 - ulp,
+                        0.5, 0.5 + ulp, 0.75 - ulp, 0.75,       0.75 + ulp, 0.875,      1 - ulp};
   for (double a : u1s)
     for (double b : u2s) {
       u.u1.push_back(a);
@@ -117,8 +117,10 @@ TEST(KernelsCpuNormal, TheVectorDoublesAreWithinAFewUlpsOfTheFormulas) {
     const double c = std::cos(angle), s = std::sin(angle);
     if (std::fabs(c) < 0x1p-10 || std::fabs(s) < 0x1p-10) continue;
     const double want_x = radius * c, want_y = radius * s;
-    worst_x = std::max(worst_x, std::fabs(x[i] - want_x) / (std::nextafter(std::fabs(want_x), 1e300) - std::fabs(want_x)));
-    worst_y = std::max(worst_y, std::fabs(y[i] - want_y) / (std::nextafter(std::fabs(want_y), 1e300) - std::fabs(want_y)));
+    worst_x =
+        std::max(worst_x, std::fabs(x[i] - want_x) / (std::nextafter(std::fabs(want_x), 1e300) - std::fabs(want_x)));
+    worst_y =
+        std::max(worst_y, std::fabs(y[i] - want_y) / (std::nextafter(std::fabs(want_y), 1e300) - std::fabs(want_y)));
   }
   EXPECT_LE(worst_x, kMaxUlps);
   EXPECT_LE(worst_y, kMaxUlps);

@@ -64,17 +64,17 @@ __m512d log_unit(__m512d u) {
 // cos(a) and sin(a) for a in [0, 2 pi): r = a - k pi / 2 with |r| <= pi / 4, then the Taylor series of
 // sin r through r^17 and of cos r through r^16 (the first terms left out are below 2^-55 of the value).
 void sincos_turn(__m512d a, __m512d* cosine, __m512d* sine) {
-  const __m512d k = _mm512_maskz_roundscale_pd(kAll, _mm512_mul_pd(a, _mm512_set1_pd(M_2_PI)), _MM_FROUND_TO_NEAREST_INT);
+  const __m512d k =
+      _mm512_maskz_roundscale_pd(kAll, _mm512_mul_pd(a, _mm512_set1_pd(M_2_PI)), _MM_FROUND_TO_NEAREST_INT);
   __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(kPio2_1), a);
   r = _mm512_fnmadd_pd(k, _mm512_set1_pd(kPio2_2), r);
   r = _mm512_fnmadd_pd(k, _mm512_set1_pd(kPio2_3), r);
   const __m512d z = _mm512_mul_pd(r, r);
-  static constexpr double kSin[] = {1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0,
-                                    -1.0 / 39916800.0,       1.0 / 362880.0,          -1.0 / 5040.0,
-                                    1.0 / 120.0,             -1.0 / 6.0};
-  static constexpr double kCos[] = {1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0,
-                                    -1.0 / 3628800.0,       1.0 / 40320.0,        -1.0 / 720.0,
-                                    1.0 / 24.0,             -0.5};
+  static constexpr double kSin[] = {
+      1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,
+      1.0 / 362880.0,          -1.0 / 5040.0,          1.0 / 120.0,        -1.0 / 6.0};
+  static constexpr double kCos[] = {1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0, -1.0 / 3628800.0,
+                                    1.0 / 40320.0,          -1.0 / 720.0,         1.0 / 24.0,        -0.5};
   const __m512d sin_r = _mm512_fmadd_pd(_mm512_mul_pd(r, z), horner(z, kSin), r);
   const __m512d cos_r = _mm512_fmadd_pd(z, horner(z, kCos), _mm512_set1_pd(1.0));
   // Quadrant k (0..4; 4 is 0): cos a = C, -S, -C, S and sin a = S, C, -S, -C for k = 0, 1, 2, 3.
@@ -141,12 +141,12 @@ void box_muller_cpu(float* out, const double* u1, const double* u2, int64_t coun
     const Pairs p = box_muller_vector(lane_mask, u1 + i0, u2 + i0);
     const __m256d x_floats = _mm256_castps_pd(_mm512_maskz_cvtpd_ps(kAll, p.x)),
                   y_floats = _mm256_castps_pd(_mm512_maskz_cvtpd_ps(kAll, p.y));
-    const __m512 both = _mm512_castpd_ps(_mm512_maskz_insertf64x4(kAll, _mm512_maskz_insertf64x4(kAll, _mm512_setzero_pd(), x_floats, 0), y_floats, 1));
+    const __m512 both = _mm512_castpd_ps(
+        _mm512_maskz_insertf64x4(kAll, _mm512_maskz_insertf64x4(kAll, _mm512_setzero_pd(), x_floats, 0), y_floats, 1));
     const int64_t floats = std::min<int64_t>(2 * kPairs, count - 2 * i0);
     const auto store_mask = static_cast<__mmask16>((1u << floats) - 1u);
     _mm512_mask_storeu_ps(out + 2 * i0, store_mask, _mm512_maskz_permutexvar_ps(0xFFFF, interleave, both));
-    unsigned redo =
-        lane_mask & (near_float_midpoint(p.x) | near_float_midpoint(p.y) | small(p.cosine) | small(p.sine));
+    unsigned redo = lane_mask & (near_float_midpoint(p.x) | near_float_midpoint(p.y) | small(p.cosine) | small(p.sine));
     while (redo != 0) {
       const int lane = __builtin_ctz(redo);
       redo &= redo - 1;
