@@ -9,10 +9,27 @@
 
 namespace bastion {
 
-void box_muller_pair_scalar(float* cosine, float* sine, double u1, double u2) {
+namespace {
+
+// The formula in double: x = r cos a, y = r sin a.
+void formula_doubles(double* x, double* y, double u1, double u2) {
   const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * u2;
-  *cosine = static_cast<float>(radius * std::cos(angle));
-  if (sine) *sine = static_cast<float>(radius * std::sin(angle));
+  *x = radius * std::cos(angle);
+  *y = radius * std::sin(angle);
+}
+
+// Pair i of box_muller_cpu's output by the formula (its sine dropped past count).
+void formula_pair_into(float* out, int64_t count, const double* u1, const double* u2, int64_t i) {
+  box_muller_pair_scalar(out + 2 * i, 2 * i + 1 < count ? out + 2 * i + 1 : nullptr, u1[i], u2[i]);
+}
+
+}  // namespace
+
+void box_muller_pair_scalar(float* cosine, float* sine, double u1, double u2) {
+  double x, y;
+  formula_doubles(&x, &y, u1, u2);
+  *cosine = static_cast<float>(x);
+  if (sine) *sine = static_cast<float>(y);
 }
 
 #if defined(__AVX512F__)
@@ -150,8 +167,7 @@ void box_muller_cpu(float* out, const double* u1, const double* u2, int64_t coun
     while (redo != 0) {
       const int lane = __builtin_ctz(redo);
       redo &= redo - 1;
-      const int64_t i = i0 + lane;
-      box_muller_pair_scalar(out + 2 * i, 2 * i + 1 < count ? out + 2 * i + 1 : nullptr, u1[i], u2[i]);
+      formula_pair_into(out, count, u1, u2, i0 + lane);
     }
   }
 }
@@ -159,16 +175,11 @@ void box_muller_cpu(float* out, const double* u1, const double* u2, int64_t coun
 #else  // no AVX-512: the scalar formula
 
 void box_muller_doubles_cpu(double* x, double* y, const double* u1, const double* u2, int64_t pairs) {
-  for (int64_t i = 0; i < pairs; ++i) {
-    const double radius = std::sqrt(-2.0 * std::log(u1[i])), angle = 2.0 * M_PI * u2[i];
-    x[i] = radius * std::cos(angle);
-    y[i] = radius * std::sin(angle);
-  }
+  for (int64_t i = 0; i < pairs; ++i) formula_doubles(x + i, y + i, u1[i], u2[i]);
 }
 
 void box_muller_cpu(float* out, const double* u1, const double* u2, int64_t count) {
-  for (int64_t i = 0; 2 * i < count; ++i)
-    box_muller_pair_scalar(out + 2 * i, 2 * i + 1 < count ? out + 2 * i + 1 : nullptr, u1[i], u2[i]);
+  for (int64_t i = 0; 2 * i < count; ++i) formula_pair_into(out, count, u1, u2, i);
 }
 
 #endif
