@@ -11,6 +11,7 @@
 # build/bastion.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/run_record_lib.sh
 [ $# -ge 3 ] || { echo "usage: scripts/assemble_finished.sh PRESET OUT SOURCE... [-- REPRODUCE_OPTIONS...]" >&2; exit 2; }
 preset="$1" out="$2"
 shift 2
@@ -28,21 +29,11 @@ for source in "${sources[@]}"; do
     columns["${name#*--}"]=1
     [ -f "$cell/summary.json" ] || continue
     rm -rf "$out/runs/$name"
-    mkdir -p "$out/runs/$name"
-    for f in config.toml summary.json provenance.tsv rounds.csv timing.csv clients.csv client_notes.csv partition.csv; do
-      [ -f "$cell/$f" ] && cp "$cell/$f" "$out/runs/$name/"
-    done
-    for seed in "$cell"seed-*/; do  # a multi-seed run's per-seed files, not its checkpoints
-      [ -d "$seed" ] || continue
-      mkdir -p "$out/runs/$name/$(basename "$seed")"
-      for f in rounds.csv timing.csv clients.csv client_notes.csv partition.csv; do
-        [ -f "$seed/$f" ] && cp "$seed/$f" "$out/runs/$name/$(basename "$seed")/"
-      done
-    done
+    copy_run_record "$cell" "$out/runs/$name"
   done
 done
 row_args=()
-for row in "${!rows[@]}"; do
+for row in $(printf '%s\n' "${!rows[@]}" | sort); do  # a fixed order for the printed command
   complete=1
   for column in "${!columns[@]}"; do
     [ -f "$out/runs/$row--$column/summary.json" ] || complete=0

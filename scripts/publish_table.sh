@@ -10,6 +10,7 @@
 # Usage: scripts/publish_table.sh OUT_DIR NAME    e.g. scripts/publish_table.sh results/pfedsam-table1 pfedsam-table1
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/run_record_lib.sh
 [ $# -eq 2 ] || { echo "usage: scripts/publish_table.sh OUT_DIR NAME" >&2; exit 2; }
 out="$1" name="$2" dest="docs/reproduction"
 [ -f "$out/table.md" ] || { echo "publish_table: no table.md in $out (run bastion reproduce first)" >&2; exit 1; }
@@ -21,17 +22,6 @@ fi
 runs="$dest/$name-runs"
 rm -rf "$runs"
 for cell in "$out"/runs/*/; do
-  cell_name="$(basename "$cell")"
-  mkdir -p "$runs/$cell_name"
-  for f in config.toml summary.json provenance.tsv rounds.csv timing.csv client_notes.csv; do
-    [ -f "$cell/$f" ] && cp "$cell/$f" "$runs/$cell_name/"
-  done
-  for seed in "$cell"seed-*/; do
-    [ -d "$seed" ] || continue
-    mkdir -p "$runs/$cell_name/$(basename "$seed")"
-    for f in rounds.csv timing.csv client_notes.csv; do
-      [ -f "$seed/$f" ] && cp "$seed/$f" "$runs/$cell_name/$(basename "$seed")/"
-    done
-  done
+  copy_run_record "$cell" "$runs/$(basename "$cell")"
 done
 echo "published $dest/$name.{md,csv,svg} and $runs ($(du -sh "$runs" | cut -f1))"
