@@ -1,5 +1,5 @@
 // `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--row NAME ...] [--out DIR] [--resume]
-// [--overwrite] [--threads N] [--data-dir DIR]`:
+// [--overwrite] [--merge-from DIR ...] [--threads N] [--data-dir DIR]`:
 // runs a paper table's grid (fl/reproduce/preset.h, fl/reproduce/reproduce.h) and writes table.md, table.csv and
 // table.svg. PRESET is a file, or a name looked up as <presets_folder()>/<name>.toml (configs/papers). With `--grid KEY=V1,V2`
 // (repeatable) and `--metric NAME` (repeatable, default acc), PRESET is an experiment config instead and
@@ -26,7 +26,7 @@ namespace {
 
 struct ReproduceArgs {
   std::string preset, out_dir, data_dir, tensorboard_dir;
-  std::vector<std::string> overrides, rows, grid, metrics;
+  std::vector<std::string> overrides, rows, grid, metrics, merge_from;
   int64_t seeds = 0;
   int threads = 0;
   std::string device;
@@ -86,6 +86,7 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   options.resume = args.resume;
   options.overwrite = args.overwrite;
   options.tensorboard_dir = args.tensorboard_dir;
+  options.merge_from = args.merge_from;
   options.threads = args.threads;
   options.device = args.device;
   options.command = command_line;
@@ -152,6 +153,10 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
   sub->add_option("--tensorboard", args->tensorboard_dir,
                   "Also write each run's rounds.csv columns as TensorBoard scalars to DIR/<run folder>: tensorboard "
                   "--logdir DIR");
+  sub->add_option("--merge-from", args->merge_from,
+                  "Assemble each run from the seeds that earlier invocations of this preset ran into DIR (repeatable; "
+                  "e.g. seed 1 in one folder, --set seed=2 --seeds 2 in another); trains nothing (docs/presets.md)")
+      ->allow_extra_args(false);
   add_data_dir_option(sub, args->data_dir);
   std::string command_line = "bastion";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];

@@ -100,9 +100,7 @@ std::string resumable_part(const std::string& toml) { return config_lines_withou
 
 std::string computed_part(const std::string& toml) { return config_lines_without(canonical_config_toml(toml), false); }
 
-namespace {
-// The first line where two configs differ, as "[table] 'a' there, 'b' here", for the resume error.
-std::string first_difference(const std::string& there, const std::string& here) {
+std::string first_config_difference(const std::string& there, const std::string& here) {
   std::istringstream a(there), b(here);
   std::string line_a, line_b, table;
   while (true) {
@@ -117,19 +115,19 @@ std::string first_difference(const std::string& there, const std::string& here) 
     return text.str();
   }
 }
-}  // namespace
 
 void check_resumable(const std::string& what, const std::string& recorded_toml, const std::string& config_toml) {
   const std::string there = resumable_part(recorded_toml), here = resumable_part(config_toml);
   if (there == here) return;
-  const std::string difference = first_difference(there, here);
+  const std::string difference = first_config_difference(there, here);
   // More seeds (reproduce --seeds, `repeat`) change where each seed's files go and what summary.json
   // averages, so they are refused like any other change; the way to add seeds is a folder of their own.
   const bool seeds = difference.rfind("'repeat = ", 0) == 0;
   BASTION_FAIL("cannot resume from ", what, ": it was written by a different configuration (only ",
                "`rounds` and the [run] table may change; first difference: ", difference, ")",
                seeds ? "; to add seeds, run only the new ones into another folder: --set seed=<first new seed> with "
-                       "--set repeat=<how many> (reproduce: --seeds <how many>)"
+                       "--set repeat=<how many> (reproduce: --seeds <how many>; then --merge-from assembles the table "
+                       "of all seeds)"
                      : "");
 }
 

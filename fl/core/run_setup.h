@@ -44,6 +44,8 @@ std::string resumable_part(const std::string& toml);
 // The resolved config without the [run] table: two configs with the same computed part give the same
 // results (a finished run made with other threads or checkpoint frequency needs no rerun).
 std::string computed_part(const std::string& toml);
+// The first line where two configs' texts differ, as "[table] 'a' there, 'b' here" ("none" when equal).
+std::string first_config_difference(const std::string& there, const std::string& here);
 // Throws, naming `what` and the first differing line, unless the two configs' resumable parts agree.
 void check_resumable(const std::string& what, const std::string& recorded_toml, const std::string& config_toml);
 // --resume: checks the config against the folder's config.toml (when there is one) before anything in

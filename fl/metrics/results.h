@@ -111,6 +111,9 @@ std::string partition_csv(const std::vector<std::vector<int64_t>>& class_counts,
 // asr, bfr, v, local_acc, final_acc, best_acc, seconds_per_round, client_dacc, client_fpr, client_fnr
 // (NaNs skipped; null when none).
 std::string summary_json(const std::string& name, const std::string& report, const std::vector<RunSummary>& runs);
+// Its "runs" entries back (fl/metrics/summary_parse.cpp), so that seeds run by separate invocations can be
+// summarised together; throws naming `path` when the text is not such a file.
+std::vector<RunSummary> parse_summary_runs(const std::string& text, const std::string& path);
 
 // Text for SVG or HTML: & < > " ' as entities (the plots' titles and labels, bastion report's cells).
 std::string xml_escape(const std::string& text);

@@ -18,6 +18,7 @@
 #include "fl/core/config.h"
 #include "fl/core/experiment.h"
 #include "fl/core/mpi_grid.h"
+#include "fl/reproduce/merge_seeds.h"
 #include "fl/reproduce/reproduce_text.h"
 #include "fl/core/run_setup.h"
 #include "fl/metrics/results.h"
@@ -260,8 +261,38 @@ void check_datasets_installed(const Preset& preset, const PresetGrid& grid, cons
   }
 }
 
-ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options) {
-  BASTION_CHECK(!options.out_dir.empty(), "reproduce: no output folder given");
+// --merge-from: each run of the grid not yet finished in the output folder is assembled from the sources'
+// runs of the same folder name. All or nothing: every plan is made before anything is written.
+void merge_grid_from_sources(const Preset& preset, const PresetGrid& grid, const ReproduceOptions& options) {
+  BASTION_CHECK(grid_world().size == 1, "reproduce --merge-from trains nothing: run it without mpirun");
+  std::vector<std::pair<size_t, SeedMergePlan>> plans;
+  std::string missing;
+  for (size_t i = 0; i < grid.runs.size(); ++i) {
+    const ExperimentConfig config = load_config(preset.base, grid.runs[i].overrides);
+    if (finished_with(options.out_dir + "/runs/" + grid.runs[i].folder, config_to_toml(config))) continue;
+    std::vector<std::string> sources;
+    for (const std::string& source : options.merge_from) sources.push_back(source + "/runs/" + grid.runs[i].folder);
+    SeedMergePlan plan = plan_seed_merge(config, sources);
+    if (plan.missing.empty())
+      plans.emplace_back(i, std::move(plan));
+    else
+      missing += "\n  " + grid.runs[i].folder + ": " + plan.missing;
+  }
+  BASTION_CHECK(missing.empty(), "reproduce --merge-from: these runs cannot be assembled from the sources (nothing ",
+                "was written; --row keeps the rows that they complete):", missing);
+  for (const auto& [i, plan] : plans) {
+    write_seed_merge(load_config(preset.base, grid.runs[i].overrides), plan,
+                     options.out_dir + "/runs/" + grid.runs[i].folder);
+    if (options.log)
+      options.log(grid.runs[i].folder + ": seeds " + std::to_string(plan.seeds.front().seed) + ".." +
+                  std::to_string(plan.seeds.back().seed) + " assembled from the sources");
+  }
+}
+
+ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& given) {
+  BASTION_CHECK(!given.out_dir.empty(), "reproduce: no output folder given");
+  ReproduceOptions options = given;
+  options.resume = options.resume || !options.merge_from.empty();  // the assembled runs are finished
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> extra;
   if (options.quick) extra = preset.quick;
@@ -271,6 +302,7 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options)
   const PresetGrid grid = preset_grid(preset, extra);
   // A bad --set key would fail every run one by one; say it once, before anything runs.
   if (!options.overrides.empty() && !grid.runs.empty()) load_config(preset.base, grid.runs.front().overrides);
+  if (!options.merge_from.empty()) merge_grid_from_sources(preset, grid, options);
   check_datasets_installed(preset, grid, options);
   std::filesystem::create_directories(options.out_dir + "/runs");
   ReproduceReport report;

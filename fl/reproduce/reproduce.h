@@ -9,7 +9,7 @@
 //   table.csv       row,column,metric,mean,std,seeds,paper,diff (numbers as shown in table.md)
 //   table.svg       ours (with ± std) beside the paper's number, one panel per column
 // --resume skips runs whose summary.json exists and whose config.toml matches, and continues the others
-// from their checkpoints. A run that fails is reported with its error; the other runs still complete, its
+// from their checkpoints. --merge-from assembles each run from the seeds earlier invocations ran. A run that fails is reported with its error; the other runs still complete, its
 // cells show "error", and reproduce() reports the failure count.
 // Under `mpirun -np K` (an MPI build, fl/core/mpi_grid.h) the runs are handed to idle ranks one at a time;
 // every rank calls reproduce(), rank 0 logs each run as it finishes and writes the tables, the others
@@ -38,6 +38,10 @@ struct ReproduceOptions {
   std::string commit, machine;                  // for table.md ("unknown" when empty)
   std::function<void(const std::string&)> log;  // progress lines; null = silent
   std::string tensorboard_dir;                  // each run's event files in DIR/<run folder>; empty = none
+  // Folders of earlier `reproduce` invocations of this preset: each run not yet finished in out_dir is
+  // assembled from their runs' seeds (fl/reproduce/merge_seeds.h) before the grid, which then trains
+  // nothing; every run must be complete, or nothing is written.
+  std::vector<std::string> merge_from;
 };
 
 struct CellResult {

@@ -1,0 +1,144 @@
+// bastion reproduce --merge-from: a table's seeds run by separate invocations, assembled into the folder
+// one invocation of all the seeds would have written (fl/reproduce/merge_seeds.h); and summary.json read
+// back (parse_summary_runs), which the assembly's summary is written from.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "data/idx.h"
+#include "fl/metrics/results.h"
+#include "fl/reproduce/preset.h"
+#include "fl/reproduce/reproduce.h"
+#include "reproduce_test_support.h"
+#include "test_support.h"
+
+namespace bastion {
+namespace {
+
+using testing::expect_error;
+
+TEST(SummaryParse, ReadsBackEveryFieldSoTheFileIsWrittenAgainTheSame) {
+  RunSummary first;
+  first.seed = 7;
+  first.rounds = 20;
+  first.acc = 0.8125;
+  first.asr = 0.1;
+  first.bfr = 1.0 / 3.0;  // no short decimal: the reals must round-trip exactly
+  first.best_acc = 0.83;
+  first.round_to_target = 12;
+  first.detection = {0.9, 0.05, kNoValue};
+  first.client_detection = {kNoValue, 0.0, 1.0};
+  first.rejected = 3;
+  first.bytes_up = 123456789012;
+  first.bytes_down = 42;
+  first.seconds_per_round = 1.25;
+  first.malicious_clients = {2, 5};
+  first.resolved = {{"server.krum.f", 2.0}};
+  first.personal = {{"p_acc", 0.7}, {"p_acc_w", kNoValue}, {"p_tacc", 0.71}};
+  RunSummary second = first;
+  second.seed = 8;
+  second.acc = 0.79;
+  second.personal[1].second = 0.69;
+  const std::string text = summary_json("grid", "last:5", {first, second});
+  const std::vector<RunSummary> runs = parse_summary_runs(text, "summary.json");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[1].seed, 8u);
+  EXPECT_EQ(runs[0].malicious_clients, first.malicious_clients);
+  EXPECT_EQ(summary_json("grid", "last:5", runs), text);
+}
+
+TEST(SummaryParse, ADamagedFileIsNamed) {
+  const std::string text = summary_json("grid", "last", {RunSummary{}});
+  expect_error([&] { parse_summary_runs(text.substr(0, text.size() / 2), "x/summary.json"); },
+               {"x/summary.json", "not a summary.json"});
+  expect_error([&] { parse_summary_runs(R"({"runs": [{"seed": 1}]})", "y/summary.json"); }, {"y/summary.json"});
+}
+
+class MergeSeeds : public testing::TempDirTest {
+ protected:
+  Preset preset() {
+    testing::write_text(dir_ / "base.toml", testing::kReproduceBase);
+    testing::write_text(dir_ / "table.toml", testing::preset_text(testing::kTwoRows));
+    return load_preset((dir_ / "table.toml").string());
+  }
+  // `seeds` seeds from the base's seed 3 + `skip` into dir_/out.
+  ReproduceReport run(const std::string& out, int64_t seeds, int64_t skip = 0, std::vector<std::string> merge = {},
+                      std::vector<std::string> more = {}) {
+    ReproduceOptions options;
+    options.out_dir = path(out);
+    options.seeds = seeds;
+    if (skip > 0) options.overrides.push_back("seed=" + std::to_string(3 + skip));
+    options.overrides.insert(options.overrides.end(), more.begin(), more.end());
+    for (const std::string& source : merge) options.merge_from.push_back(path(source));
+    return reproduce(preset(), options);
+  }
+  std::string text(const std::string& file) { return read_text_file(path(file)); }
+};
+
+// Seed 3 in one folder, seeds 4 and 5 in another: the assembly is the folder of seeds 3..5 run at once,
+// file for file (timing aside: wall times are not deterministic).
+TEST_F(MergeSeeds, AssembledSeedsAreTheRunOfAllTheSeedsAtOnce) {
+  ASSERT_EQ(run("whole", 3).failed, 0);
+  ASSERT_EQ(run("first", 1).failed, 0);
+  ASSERT_EQ(run("next", 2, 1).failed, 0);
+  const ReproduceReport merged = run("merged", 3, 0, {"first", "next"});
+  EXPECT_EQ(merged.runs, 0);  // nothing trained
+  EXPECT_EQ(merged.skipped, 2);
+  EXPECT_EQ(merged.failed, 0);
+  for (const std::string cell : {"fedavg", "fedrep"}) {
+    const std::string whole = "whole/runs/" + cell, ours = "merged/runs/" + cell;
+    EXPECT_EQ(text(ours + "/config.toml"), text(whole + "/config.toml"));
+    EXPECT_EQ(text(ours + "/curves.svg"), text(whole + "/curves.svg"));
+    for (const std::string seed : {"/seed-3", "/seed-4", "/seed-5"})
+      for (const std::string file : {"/rounds.csv", "/clients.csv", "/partition.csv"})
+        EXPECT_EQ(text(ours + seed + file), text(whole + seed + file)) << cell << seed << file;
+    EXPECT_FALSE(std::filesystem::exists(path(ours + "/seed-3/checkpoint.safetensors")));
+    const std::vector<RunSummary> a = parse_summary_runs(text(ours + "/summary.json"), "merged");
+    const std::vector<RunSummary> b = parse_summary_runs(text(whole + "/summary.json"), "whole");
+    ASSERT_EQ(a.size(), 3u);
+    for (size_t s = 0; s < 3; ++s) {
+      EXPECT_EQ(a[s].seed, b[s].seed);
+      EXPECT_EQ(a[s].acc, b[s].acc);
+      EXPECT_EQ(a[s].personal_value("p_acc"), b[s].personal_value("p_acc"));
+    }
+  }
+  EXPECT_EQ(text("merged/table.csv"), text("whole/table.csv"));  // means, stds and seed counts
+  // provenance.tsv: the invocation that ran seed 3, then the one that ran seeds 4 and 5.
+  EXPECT_EQ(text("merged/runs/fedavg/provenance.tsv"),
+            text("first/runs/fedavg/provenance.tsv") + text("next/runs/fedavg/provenance.tsv"));
+  EXPECT_EQ(run("merged", 3, 0, {"first", "next"}).skipped, 2);  // again: already assembled
+}
+
+TEST_F(MergeSeeds, AMissingSeedWritesNothingAndNamesTheRunAndTheSeed) {
+  ASSERT_EQ(run("first", 1).failed, 0);
+  expect_error([&] { run("merged", 3, 0, {"first"}); },
+               {"cannot be assembled", "fedavg: seed 4 is in none of the sources", "fedrep: seed 4", "nothing"});
+  EXPECT_FALSE(std::filesystem::exists(path("merged/runs/fedavg")));
+}
+
+TEST_F(MergeSeeds, ASourceOfAnotherExperimentIsRefusedNamingTheDifference) {
+  ASSERT_EQ(run("first", 1, 0, {}, {"rounds=1"}).failed, 0);
+  ASSERT_EQ(run("next", 2, 1).failed, 0);
+  expect_error(
+      [&] {
+        run("merged", 3, 0, {"first", "next"});
+      },
+      {"first/runs/fedavg/config.toml", "another experiment", "rounds = 1"});
+}
+
+// A seed that two sources hold is taken from the first given; an unfinished source (no summary.json) is
+// named when a seed is missing.
+TEST_F(MergeSeeds, TheFirstSourceWinsAndAnUnfinishedOneIsNamed) {
+  ASSERT_EQ(run("one", 1).failed, 0);
+  ASSERT_EQ(run("two", 2).failed, 0);  // seeds 3 and 4
+  ASSERT_EQ(run("merged", 2, 0, {"one", "two"}).failed, 0);
+  EXPECT_EQ(text("merged/runs/fedavg/provenance.tsv"),
+            text("one/runs/fedavg/provenance.tsv") + text("two/runs/fedavg/provenance.tsv"));
+  std::filesystem::remove(path("two/runs/fedrep/summary.json"));
+  expect_error([&] { run("again", 2, 0, {"one", "two"}); }, {"fedrep: seed 4", "not finished: ", "two/runs/fedrep"});
+}
+
+}  // namespace
+}  // namespace bastion
