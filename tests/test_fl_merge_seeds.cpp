@@ -3,6 +3,7 @@
 // back (parse_summary_runs), which the assembly's summary is written from.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -49,11 +50,31 @@ TEST(SummaryParse, ReadsBackEveryFieldSoTheFileIsWrittenAgainTheSame) {
   EXPECT_EQ(summary_json("grid", "last:5", runs), text);
 }
 
+// A summary.json from before a field existed (here malicious_clients and client_detection): the entry reads
+// with defaults, and a summary written over such entries keeps each as it was, with no invented field.
+TEST(SummaryParse, AnOlderEntryReadsWithDefaultsAndIsKeptAsWritten) {
+  const std::string older = R"({"name": "n", "report": "best", "runs": [{"seed": 23, "rounds": 250, "acc": 0.9,)"
+                            R"( "personalized": {"p_acc": 0.93}}]})";
+  const std::vector<SummaryEntry> entries = parse_summary_entries(older, "old/summary.json");
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(entries[0].run.malicious_clients.empty());
+  EXPECT_TRUE(std::isnan(entries[0].run.client_detection.dacc));
+  EXPECT_EQ(entries[0].run.personal_value("p_acc"), 0.93);
+  const std::string merged = summary_json("n", "best", entries);
+  EXPECT_EQ(merged.find("malicious_clients"), std::string::npos) << merged;
+  EXPECT_NE(merged.find("\"mean\": {\n    \"acc\": 0.9,"), std::string::npos) << merged;
+  RunSummary current;  // today's entries are written the same either way
+  current.seed = 3;
+  current.acc = 0.5;
+  const std::string today = summary_json("n", "last", {current});
+  EXPECT_EQ(summary_json("n", "last", parse_summary_entries(today, "s")), today);
+}
+
 TEST(SummaryParse, ADamagedFileIsNamed) {
   const std::string text = summary_json("grid", "last", {RunSummary{}});
   expect_error([&] { parse_summary_runs(text.substr(0, text.size() / 2), "x/summary.json"); },
                {"x/summary.json", "not a summary.json"});
-  expect_error([&] { parse_summary_runs(R"({"runs": [{"seed": 1}]})", "y/summary.json"); }, {"y/summary.json"});
+  expect_error([&] { parse_summary_runs(R"({"runs": [{"rounds": 1}]})", "y/summary.json"); }, {"y/summary.json"});
 }
 
 class MergeSeeds : public testing::TempDirTest {

@@ -112,8 +112,17 @@ std::string partition_csv(const std::vector<std::vector<int64_t>>& class_counts,
 // (NaNs skipped; null when none).
 std::string summary_json(const std::string& name, const std::string& report, const std::vector<RunSummary>& runs);
 // Its "runs" entries back (fl/metrics/summary_parse.cpp), so that seeds run by separate invocations can be
-// summarised together; throws naming `path` when the text is not such a file.
+// summarised together; throws naming `path` when the text is not such a file. A field written by later
+// versions only reads as its default. SummaryEntry keeps the entry's own JSON text beside it.
 std::vector<RunSummary> parse_summary_runs(const std::string& text, const std::string& path);
+struct SummaryEntry {
+  RunSummary run;
+  std::string json;  // the entry as its file wrote it
+};
+std::vector<SummaryEntry> parse_summary_entries(const std::string& text, const std::string& path);
+// summary.json over entries read from other files: mean and std from their runs, each entry as written
+// (a field its version did not write stays absent, rather than read as a default and written as a fact).
+std::string summary_json(const std::string& name, const std::string& report, const std::vector<SummaryEntry>& entries);
 
 // Text for SVG or HTML: & < > " ' as entities (the plots' titles and labels, bastion report's cells).
 std::string xml_escape(const std::string& text);

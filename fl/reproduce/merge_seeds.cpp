@@ -28,7 +28,7 @@ const std::set<std::string> kRunLevelFiles = {"config.toml",    "summary.json", 
 struct SourceRun {
   std::string dir;
   int64_t repeat = 1;
-  std::vector<RunSummary> runs;  // summary.json's entries, one per seed
+  std::vector<SummaryEntry> runs;  // summary.json's entries, one per seed
 };
 
 // The source's run when it is finished with the target's experiment; nullopt when it is absent or not
@@ -44,7 +44,7 @@ std::optional<SourceRun> read_source(const ExperimentConfig& target, const std::
   BASTION_CHECK(there == here, "--merge-from: ", path, " is another experiment than this cell's (beyond seed and ",
                 "repeat; first difference: ", first_config_difference(there, here), ")");
   return SourceRun{dir, own.experiment.integer("repeat"),
-                   parse_summary_runs(read_text_file(dir + "/summary.json"), dir + "/summary.json")};
+                   parse_summary_entries(read_text_file(dir + "/summary.json"), dir + "/summary.json")};
 }
 
 std::string seed_folder(const std::string& run_dir, int64_t repeat, uint64_t seed) {
@@ -80,8 +80,8 @@ SeedMergePlan plan_seed_merge(const ExperimentConfig& target, const std::vector<
   for (uint64_t seed = first; seed < first + static_cast<uint64_t>(target.experiment.integer("repeat")); ++seed) {
     bool found = false;
     for (const SourceRun& source : sources) {
-      const auto run =
-          std::find_if(source.runs.begin(), source.runs.end(), [seed](const RunSummary& r) { return r.seed == seed; });
+      const auto run = std::find_if(source.runs.begin(), source.runs.end(),
+                                    [seed](const SummaryEntry& e) { return e.run.seed == seed; });
       if (run == source.runs.end()) continue;
       plan.seeds.push_back({seed, source.dir, seed_folder(source.dir, source.repeat, seed), *run});
       found = true;
@@ -101,14 +101,14 @@ void write_seed_merge(const ExperimentConfig& target, const SeedMergePlan& plan,
   fs::remove_all(staging);
   fs::create_directories(staging);
   const int64_t repeat = target.experiment.integer("repeat");
-  std::vector<RunSummary> runs;
+  std::vector<SummaryEntry> runs;
   std::vector<std::vector<RoundRecord>> curves;
   std::string provenance;
   std::set<std::string> provenance_read;
   for (const SeedMergePlan::Seed& seed : plan.seeds) {
     const std::string to = seed_folder(staging, repeat, seed.seed);
     copy_seed_files(seed.files, to);
-    runs.push_back(seed.summary);
+    runs.push_back(seed.entry);
     curves.push_back(parse_rounds_csv(read_text_file(to + "/rounds.csv")));
     const std::string lines = seed.source_run + "/provenance.tsv";
     if (provenance_read.insert(seed.source_run).second && fs::exists(lines)) provenance += read_text_file(lines);

@@ -28,7 +28,7 @@ struct SeedMergePlan {
     uint64_t seed = 0;
     std::string source_run;  // the source's run folder
     std::string files;       // the folder holding this seed's files: source_run, or source_run/seed-<s>
-    RunSummary summary;      // its entry in the source's summary.json
+    SummaryEntry entry;      // its entry in the source's summary.json
   };
   std::vector<Seed> seeds;  // ascending
   std::string missing;
