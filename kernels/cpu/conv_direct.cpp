@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kernels/cpu/conv_direct_internal.h"
+#include "kernels/cpu/conv_direct_rows.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
 #include "kernels/cpu/unroll.h"
@@ -19,21 +20,7 @@ namespace bastion {
 
 #if defined(__AVX512F__)
 
-namespace {
-
-// Copies n floats by 16-float vectors and a masked tail. The rows this file copies are short (LeNet: 10
-// to 28 floats, tens of thousands per training step), and a memcpy call per row cost more than its copy:
-// memmove was 5.4 % of a cnn-spmc step (perf, 2026-11-29).
-void copy_row(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
-  if (i < n) {
-    const auto tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(dst + i, tail, _mm512_maskz_loadu_ps(tail, src + i));
-  }
-}
-
-}  // namespace
+using conv_direct_rows::copy_row;
 
 void conv_direct_detail::pad_planes(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t ph,
                                     int64_t pw) {
@@ -46,42 +33,7 @@ void conv_direct_detail::pad_planes(float* dst, const float* src, int64_t C, int
 namespace {
 
 using conv_direct_detail::pad_planes;
-
-constexpr int64_t kLanes = 16;
-// Register budget of a block: 24 accumulators, leaving 8 of the 32 zmm registers for the loaded
-// vectors (forward: NV input vectors; weight gradient: KB output-gradient vectors + 1 input vector).
-constexpr int kAccumulators = 24;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Output channels per register block: a divisor of K when one of 8 or 6 is, else 4 with K rounded up
-// (the padded channels have zero weights and are never copied out).
-int block_channels(int64_t K) { return K % 8 == 0 ? 8 : K % 6 == 0 ? 6 : 4; }
-
-// A valid stride-1 correlation of C planes (Hp, Wp) with (K, C, R, S) filters, row-strided output.
-struct ValidConv {
-  int64_t C, Hp, Wp, K, R, S;
-  int64_t pad_rows;  // zero rows above (and below) the data rows of every plane
-  int KB;            // output channels per register block
-  int64_t K_padded;  // K rounded up to KB
-  int64_t OH, OW;    // valid output size
-  int64_t Q;         // outputs in row-strided numbering: (OH - 1) * Wp + OW
-  int64_t vectors;   // ceil(Q / 16): the last one is masked
-  int64_t plane() const { return Hp * Wp; }
-  int64_t out_stride() const { return vectors * kLanes; }  // floats per output channel of the buffer
-  __mmask16 last_mask() const {
-    const int64_t rest = Q - (vectors - 1) * kLanes;
-    return static_cast<__mmask16>((1u << rest) - 1u);
-  }
-};
-
-ValidConv valid_conv(int64_t C, int64_t Hp, int64_t Wp, int64_t K, int64_t R, int64_t S, int64_t pad_rows) {
-  ValidConv v{C, Hp, Wp, K, R, S, pad_rows, block_channels(K), 0, Hp - R + 1, Wp - S + 1, 0, 0};
-  v.K_padded = ceil_div(K, v.KB) * v.KB;
-  v.Q = (v.OH - 1) * Wp + v.OW;
-  v.vectors = ceil_div(v.Q, kLanes);
-  return v;
-}
+using namespace conv_direct_rows;
 
 int64_t packed_filter_floats(const ValidConv& v) { return v.K_padded * v.C * v.R * v.S; }
 
@@ -209,176 +161,10 @@ int64_t forward_shared_floats(const Conv2dGeometry& g) {
   return packed_filter_floats(v) + v.K_padded;
 }
 
-int64_t weight_grad_totals_floats(const ValidConv& v);
-
 int64_t backward_shared_floats(const Conv2dGeometry& g) {
   const ValidConv f = forward_conv(g), b = grad_in_conv(g);
   return packed_filter_floats(b) + (g.padding > 0 ? g.N * f.C * f.plane() : 0) + g.N * f.K_padded * f.out_stride() +
          weight_grad_totals_floats(f);
-}
-
-// ---- weight gradient ------------------------------------------------------------------------------------
-
-// Sum of the 16 lanes in a fixed order (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized).
-float lane_sum(__m512 x) {
-  alignas(64) float lanes[kLanes];
-  _mm512_store_ps(lanes, x);
-  float total = 0.0f;
-  for (float lane : lanes) total += lane;
-  return total;
-}
-
-// Samples per weight-gradient chunk: the register sums of an item start from zero at a chunk's first
-// sample and are added to the item's vector totals after its last. Fixed, so the summation order depends
-// on nothing but N.
-constexpr int64_t kWeightGradChunk = 4;
-
-// A chunk's output-gradient rows of one channel block above this size are swept one sample at a time
-// (every item of a sample, then the next sample), so that they come from L1 rather than L2: 32 KiB is
-// Zen 4's L1d. bench_kernels' conv_direct_rows_backward, Intel Xeon, 1 thread, CPU time, medians of 4
-// interleaved pairs (bench/RESULTS.md, 2026-11-29): LeNet-32 conv1 (86 KiB a chunk) x1.25, LeNet-28
-// conv1 (64 KiB) x1.24, cnn-fedcap conv1 (115 KiB) x1.17. Where a chunk fits (cnn-fedcap conv2, 18 KiB)
-// a sweep per sample was slower (x0.74 in two pairs): the partial sums' loads and stores then cost more
-// than the L2 reads they save.
-constexpr int64_t kChunkRowsInL1Bytes = 32 * 1024;
-
-bool sweep_per_sample(const ValidConv& v) {
-  return kWeightGradChunk * v.KB * v.out_stride() * static_cast<int64_t>(sizeof(float)) > kChunkRowsInL1Bytes;
-}
-
-// Where a block's samples fall in their chunk: it starts its sums from zero (first) or from the item's
-// partial sums in memory, and ends by adding them to the totals (last) or storing them back. A whole
-// chunk in one call is {true, true}; a sweep per sample keeps the sums in `partial` between samples.
-struct ChunkPlace {
-  bool first, last;
-};
-
-// dw block: KB output channels x TB filter taps of input channel c over samples [n0, n1). grads: the
-// row-strided grad_out of this block's first channel, (N, K_padded, stride); inputs: (N, C, Hp, Wp),
-// already padded. partial and totals: KB * TB vectors each. Each sum meets its terms in (n, q) order
-// whichever way the chunk is split into calls.
-template <int KB, int TB>
-void weight_grad_block(__m512* totals, __m512* partial, const float* grads, const float* inputs, const ValidConv& v,
-                       int64_t n0, int64_t n1, int64_t c, const int64_t* tap_offsets, ChunkPlace place) {
-  __m512 acc[KB][TB];
-  BASTION_UNROLL(24)
-  for (int kk = 0; kk < KB; ++kk) {
-    BASTION_UNROLL(24)
-    for (int t = 0; t < TB; ++t) acc[kk][t] = place.first ? _mm512_setzero_ps() : partial[kk * TB + t];
-  }
-  for (int64_t n = n0; n < n1; ++n) {
-    const float* dy = grads + n * v.K_padded * v.out_stride();
-    const float* x = inputs + n * v.C * v.plane() + c * v.plane();
-    for (int64_t q = 0; q < v.vectors; ++q) {
-      const __mmask16 mask = q + 1 == v.vectors ? v.last_mask() : static_cast<__mmask16>(0xFFFF);
-      __m512 g[KB];
-      BASTION_UNROLL(24)
-      for (int kk = 0; kk < KB; ++kk) g[kk] = _mm512_loadu_ps(dy + kk * v.out_stride() + q * kLanes);
-      BASTION_UNROLL(24)
-      for (int t = 0; t < TB; ++t) {
-        const __m512 xt = _mm512_maskz_loadu_ps(mask, x + q * kLanes + tap_offsets[t]);
-        BASTION_UNROLL(24)
-        for (int kk = 0; kk < KB; ++kk) acc[kk][t] = _mm512_fmadd_ps(g[kk], xt, acc[kk][t]);
-      }
-    }
-  }
-  BASTION_UNROLL(24)
-  for (int kk = 0; kk < KB; ++kk) {
-    BASTION_UNROLL(24)
-    for (int t = 0; t < TB; ++t) {
-      __m512& out = place.last ? totals[kk * TB + t] : partial[kk * TB + t];
-      out = place.last ? _mm512_add_ps(out, acc[kk][t]) : acc[kk][t];
-    }
-  }
-}
-
-using WeightGradFn = void (*)(__m512*, __m512*, const float*, const float*, const ValidConv&, int64_t, int64_t, int64_t,
-                              const int64_t*, ChunkPlace);
-
-template <int KB, int... TB>
-WeightGradFn weight_grad_for(int tb, std::integer_sequence<int, TB...>) {
-  WeightGradFn table[] = {nullptr, weight_grad_block<KB, TB + 1>...};
-  return table[tb];
-}
-
-WeightGradFn weight_grad_fn(int KB, int tb) {
-  switch (KB) {
-    case 8:
-      return weight_grad_for<8>(tb, std::make_integer_sequence<int, kAccumulators / 8>{});
-    case 6:
-      return weight_grad_for<6>(tb, std::make_integer_sequence<int, kAccumulators / 6>{});
-    default:
-      return weight_grad_for<4>(tb, std::make_integer_sequence<int, kAccumulators / 4>{});
-  }
-}
-
-// Items: (channel block, input channel, tap block), kb-major so consecutive items reuse the same
-// output-gradient rows. totals and partial: kAccumulators vectors per item each.
-struct WeightGradItems {
-  int64_t tap_blocks, count, max_tb;
-};
-
-WeightGradItems weight_grad_items(const ValidConv& v) {
-  const int64_t max_tb = kAccumulators / v.KB, tap_blocks = ceil_div(v.R * v.S, max_tb);
-  return {tap_blocks, (v.K_padded / v.KB) * v.C * tap_blocks, max_tb};
-}
-
-void weight_grad(float* grad_weight, __m512* totals, const float* grad_rows, const float* inputs, const ValidConv& v,
-                 int64_t N, int threads) {
-  const int64_t RS = v.R * v.S;
-  const WeightGradItems items = weight_grad_items(v);
-  __m512* partial = totals + items.count * kAccumulators;
-  for (int64_t i = 0; i < items.count * kAccumulators; ++i) totals[i] = _mm512_setzero_ps();
-  const int64_t step = sweep_per_sample(v) ? 1 : kWeightGradChunk;
-  // Every step's loop hands out the items the same way (static schedule, same count), so each item's
-  // sums stay with one thread and the loops need no barrier between steps.
-#pragma omp parallel num_threads(threads) if (N * v.K * v.C * RS * v.Q >= kParallelMinWork)
-  for (int64_t n0 = 0; n0 < N; n0 += step) {
-    const int64_t n1 = std::min(N, n0 + step);
-    const ChunkPlace place{n0 % kWeightGradChunk == 0, n1 % kWeightGradChunk == 0 || n1 == N};
-#pragma omp for schedule(static) nowait
-    for (int64_t item = 0; item < items.count; ++item) {
-      const int64_t kb = item / (v.C * items.tap_blocks), c = (item / items.tap_blocks) % v.C;
-      const int64_t t0 = (item % items.tap_blocks) * items.max_tb;
-      const int tb = static_cast<int>(std::min(items.max_tb, RS - t0));
-      int64_t offsets[kAccumulators];
-      for (int t = 0; t < tb; ++t) offsets[t] = ((t0 + t) / v.S) * v.Wp + (t0 + t) % v.S;
-      weight_grad_fn(v.KB, tb)(totals + item * kAccumulators, partial + item * kAccumulators,
-                               grad_rows + kb * v.KB * v.out_stride(), inputs, v, n0, n1, c, offsets, place);
-    }
-  }
-  for (int64_t item = 0; item < items.count; ++item) {
-    const int64_t kb = item / (v.C * items.tap_blocks), c = (item / items.tap_blocks) % v.C;
-    const int64_t t0 = (item % items.tap_blocks) * items.max_tb;
-    const int64_t tb = std::min(items.max_tb, RS - t0);
-    for (int64_t kk = 0; kk < v.KB && kb * v.KB + kk < v.K; ++kk)
-      for (int64_t t = 0; t < tb; ++t)
-        grad_weight[((kb * v.KB + kk) * v.C + c) * RS + t0 + t] = lane_sum(totals[item * kAccumulators + kk * tb + t]);
-  }
-}
-
-// The vector totals and partial sums, plus one vector of slack to align them to 64 bytes inside the workspace.
-int64_t weight_grad_totals_floats(const ValidConv& v) {
-  return (2 * weight_grad_items(v).count * kAccumulators + 1) * kLanes;
-}
-
-__m512* aligned_totals(float* at) {
-  const auto address = reinterpret_cast<uintptr_t>(at);
-  return reinterpret_cast<__m512*>((address + 63) & ~uintptr_t{63});
-}
-
-// grad_out (N, K, OH, OW) -> row-strided rows of width Wp with zeros in the dropped columns, the tail
-// and the padded channels.
-void grad_out_rows(float* rows, const float* grad_out, const Conv2dGeometry& g, const ValidConv& v, int threads) {
-#pragma omp parallel for schedule(static) \
-    num_threads(threads) if (g.N * v.K_padded * v.out_stride() >= kParallelMinWork)
-  for (int64_t n = 0; n < g.N; ++n) {
-    float* dst = rows + n * v.K_padded * v.out_stride();
-    std::fill_n(dst, v.K_padded * v.out_stride(), 0.0f);
-    for (int64_t k = 0; k < g.K; ++k)
-      for (int64_t oh = 0; oh < g.OH; ++oh)
-        copy_row(dst + k * v.out_stride() + oh * v.Wp, grad_out + ((n * g.K + k) * g.OH + oh) * g.OW, g.OW);
-  }
 }
 
 }  // namespace
