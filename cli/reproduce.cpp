@@ -1,5 +1,5 @@
 // `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--row NAME ...] [--out DIR] [--resume]
-// [--overwrite] [--merge-from DIR ...] [--threads N] [--data-dir DIR]`:
+// [--overwrite] [--merge-from DIR ...] [--status] [--threads N] [--data-dir DIR]`:
 // runs a paper table's grid (fl/reproduce/preset.h, fl/reproduce/reproduce.h) and writes table.md, table.csv and
 // table.svg. PRESET is a file, or a name looked up as <presets_folder()>/<name>.toml (configs/papers). With `--grid KEY=V1,V2`
 // (repeatable) and `--metric NAME` (repeatable, default acc), PRESET is an experiment config instead and
@@ -18,6 +18,7 @@
 #include "fl/reproduce/preset.h"
 #include "fl/reproduce/preset_sweep.h"
 #include "fl/reproduce/reproduce.h"
+#include "fl/reproduce/reproduce_status.h"
 #include "tensor/error.h"
 
 namespace bastion::cli {
@@ -30,7 +31,7 @@ struct ReproduceArgs {
   int64_t seeds = 0;
   int threads = 0;
   std::string device;
-  bool quick = false, resume = false, overwrite = false;
+  bool quick = false, resume = false, overwrite = false, status = false;
 };
 
 std::string resolve_preset(const std::string& name) {
@@ -97,6 +98,10 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   };
+  if (args.status) {  // reads the folders only
+    std::printf("%s", reproduce_status(preset, options).c_str());
+    return 0;
+  }
   // Under mpirun every rank runs this; rank 0 prints and writes the table (fl/core/mpi_grid.h).
   const GridWorld world = grid_world();
   const PresetGrid grid = preset_grid(preset);
@@ -157,6 +162,10 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
                   "Assemble each run from the seeds that earlier invocations of this preset ran into DIR (repeatable; "
                   "e.g. seed 1 in one folder, --set seed=2 --seeds 2 in another); trains nothing (docs/presets.md)")
       ->allow_extra_args(false);
+  sub->add_flag(
+      "--status", args->status,
+      "Print where each run stands in --out and the --merge-from folders (finished, rounds run, not started), "
+      "the core-hours spent and an estimate of those left; trains and writes nothing");
   add_data_dir_option(sub, args->data_dir);
   std::string command_line = "bastion";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];

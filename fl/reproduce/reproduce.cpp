@@ -20,6 +20,7 @@
 #include "fl/core/mpi_grid.h"
 #include "fl/reproduce/merge_seeds.h"
 #include "fl/reproduce/reproduce_text.h"
+#include "fl/reproduce/run_record.h"
 #include "fl/core/run_setup.h"
 #include "fl/metrics/results.h"
 #include "tensor/error.h"
@@ -64,12 +65,6 @@ void mark_failed(const Preset& preset, const PresetGrid& grid, size_t run, Repro
   for (size_t r = 0; r < preset.rows.size(); ++r)
     for (size_t c = 0; c < preset.columns.size(); ++c)
       if (grid.cell_run[r][c] == run) report.cells[r][c].failed = true;
-}
-
-// Finished with the same experiment: the [run] table (threads, checkpoint frequency) may differ.
-bool finished_with(const std::string& dir, const std::string& resolved_config) {
-  return std::filesystem::exists(dir + "/summary.json") && std::filesystem::exists(dir + "/config.toml") &&
-         computed_part(read_text_file(dir + "/config.toml")) == computed_part(resolved_config);
 }
 
 // runs/<cell>/provenance.tsv: one line per invocation that ran rounds of the run (a resumed run has
@@ -118,35 +113,6 @@ std::string run_commits(const std::string& dir) {
   std::string joined = "`" + commits[0] + "`";
   for (size_t i = 1; i < commits.size(); ++i) joined.append(" then `").append(commits[i]).append("`");
   return joined;
-}
-
-// What a finished run cost: its rounds' wall time (timing.csv's round_s, every seed) times its threads,
-// the largest count its provenance records (a run resumed with other counts is charged the largest).
-struct RunCost {
-  double core_seconds = 0.0;
-  bool threads_recorded = false;  // false: provenance without thread counts, charged as 1 thread
-};
-
-// Round seconds of one timing.csv (fl/metrics/results.h's reader, which names a damaged file); 0 if absent.
-double timing_seconds(const std::string& path) {
-  if (!std::filesystem::exists(path)) return 0.0;
-  double total = 0.0;
-  for (const RoundTiming& t : parse_timing_csv(read_text_file(path))) total += t.round_seconds;
-  return total;
-}
-
-RunCost run_cost(const std::string& dir) {
-  double seconds = timing_seconds(dir + "/timing.csv");
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.is_directory() && entry.path().filename().string().rfind("seed-", 0) == 0)
-      seconds += timing_seconds(entry.path().string() + "/timing.csv");
-  int64_t threads = 0;  // the fourth field of each provenance line (date, commit, machine, threads)
-  if (std::filesystem::exists(dir + kProvenanceFile))
-    for (const std::string& line : split_fields(read_text_file(dir + kProvenanceFile), '\n')) {
-      const std::vector<std::string> fields = split_fields(line, '\t');
-      if (fields.size() >= 4) threads = std::max<int64_t>(threads, std::atoll(fields[3].c_str()));
-    }
-  return {seconds * static_cast<double>(std::max<int64_t>(threads, 1)), threads > 0};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -289,17 +255,21 @@ void merge_grid_from_sources(const Preset& preset, const PresetGrid& grid, const
   }
 }
 
+PresetGrid reproduce_grid(const Preset& preset, const ReproduceOptions& options) {
+  std::vector<std::string> extra;
+  if (options.quick) extra = preset.quick;
+  extra.insert(extra.end(), options.overrides.begin(), options.overrides.end());
+  extra.push_back("repeat=" + std::to_string(options.seeds > 0 ? options.seeds : preset.seeds));
+  return preset_grid(preset, extra);
+}
+
 ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& given) {
   BASTION_CHECK(!given.out_dir.empty(), "reproduce: no output folder given");
   ReproduceOptions options = given;
   options.resume = options.resume || !options.merge_from.empty();  // the assembled runs are finished
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> extra;
-  if (options.quick) extra = preset.quick;
-  extra.insert(extra.end(), options.overrides.begin(), options.overrides.end());
   const int64_t seeds = options.seeds > 0 ? options.seeds : preset.seeds;
-  extra.push_back("repeat=" + std::to_string(seeds));
-  const PresetGrid grid = preset_grid(preset, extra);
+  const PresetGrid grid = reproduce_grid(preset, options);
   // A bad --set key would fail every run one by one; say it once, before anything runs.
   if (!options.overrides.empty() && !grid.runs.empty()) load_config(preset.base, grid.runs.front().overrides);
   if (!options.merge_from.empty()) merge_grid_from_sources(preset, grid, options);

@@ -65,6 +65,8 @@ struct ReproduceReport {
 };
 
 ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& options);
+// The runs reproduce() makes: the preset's grid with --quick's, --set's and --seeds' overrides.
+PresetGrid reproduce_grid(const Preset& preset, const ReproduceOptions& options);
 
 // The writers, separate for tests.
 std::string table_markdown(const Preset& preset, const ReproduceReport& report, const ReproduceOptions& options);

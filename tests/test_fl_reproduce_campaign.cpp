@@ -1,10 +1,12 @@
 // bastion reproduce --merge-from: a table's seeds run by separate invocations, assembled into the folder
-// one invocation of all the seeds would have written (fl/reproduce/merge_seeds.h); and summary.json read
-// back (parse_summary_runs), which the assembly's summary is written from.
+// one invocation of all the seeds would have written (fl/reproduce/merge_seeds.h); summary.json read
+// back (parse_summary_runs), which the assembly's summary is written from; and --status, which reads a
+// campaign spread over such folders (fl/reproduce/reproduce_status.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "fl/metrics/results.h"
 #include "fl/reproduce/preset.h"
 #include "fl/reproduce/reproduce.h"
+#include "fl/reproduce/reproduce_status.h"
+#include "fl/reproduce/run_record.h"
 #include "reproduce_test_support.h"
 #include "test_support.h"
 
@@ -159,6 +163,54 @@ TEST_F(MergeSeeds, TheFirstSourceWinsAndAnUnfinishedOneIsNamed) {
             text("one/runs/fedavg/provenance.tsv") + text("two/runs/fedavg/provenance.tsv"));
   std::filesystem::remove(path("two/runs/fedrep/summary.json"));
   expect_error([&] { run("again", 2, 0, {"one", "two"}); }, {"fedrep: seed 4", "not finished: ", "two/runs/fedrep"});
+}
+
+// A timing.csv of `rounds` rounds of `seconds` each: costs large enough to show in --status's 2 decimals.
+void write_timing(const std::filesystem::path& file, int64_t rounds, double seconds) {
+  std::ostringstream text;  // not string + string: GCC 12's -Wrestrict false positive
+  text << "round,train_s,aggregate_s,eval_s,round_s\n";
+  for (int64_t r = 1; r <= rounds; ++r) text << r << "," << seconds << ",0,0," << seconds << "\n";
+  testing::write_text(file, text.str());
+}
+
+// --status: each run's state and rounds, found in --out or a --merge-from folder, and the core-hours left
+// at the cost per round of the rounds run so far (the row's own, else the mean of all runs).
+TEST_F(MergeSeeds, StatusSaysWhereEachRunIsAndWhatIsLeft) {
+  const Preset whole = preset();
+  ReproduceOptions options;
+  options.seeds = 2;
+  options.out_dir = path("elsewhere");
+  const std::string before = reproduce_status(whole, options);
+  EXPECT_NE(before.find("finished 0 of 2 runs, 0 in progress, 2 not started"), std::string::npos) << before;
+  EXPECT_NE(before.find("left unknown"), std::string::npos) << before;
+
+  ASSERT_EQ(reproduce(select_rows(whole, {"fedavg"}), options).failed, 0);
+  options.out_dir = path("out");
+  options.merge_from = {path("elsewhere")};
+  for (const char* seed : {"seed-3", "seed-4"})
+    write_timing(dir_ / "elsewhere/runs/fedavg" / seed / "timing.csv", 2, 3600);
+  const double fedavg_hours = run_cost(path("elsewhere/runs/fedavg")).core_seconds / 3600.0;
+  ASSERT_GE(fedavg_hours, 4.0);
+  const std::string one = reproduce_status(whole, options);
+  EXPECT_NE(one.find("fedavg  finished     4/4"), std::string::npos) << one;
+  EXPECT_NE(one.find(path("elsewhere/runs/fedavg")), std::string::npos) << one;
+  EXPECT_NE(one.find("fedrep  not started  0/4"), std::string::npos) << one;
+  EXPECT_NE(one.find("finished 1 of 2 runs, 0 in progress, 1 not started"), std::string::npos) << one;
+  EXPECT_NE(one.find("about " + fixed_text(fedavg_hours, 2) + " left"), std::string::npos) << one;  // 4 x mean
+
+  // FedRep stopped after 3 of its 4 rounds (2 seeds x 2 rounds): its own rate, times the 1 round left.
+  options.merge_from.clear();
+  ASSERT_EQ(reproduce(select_rows(whole, {"fedrep"}), options).failed, 0);
+  options.merge_from = {path("elsewhere")};
+  std::filesystem::remove(path("out/runs/fedrep/summary.json"));
+  write_timing(dir_ / "out/runs/fedrep/seed-3/timing.csv", 2, 7200);
+  write_timing(dir_ / "out/runs/fedrep/seed-4/timing.csv", 1, 7200);
+  const RunCost fedrep = run_cost(path("out/runs/fedrep"));
+  ASSERT_EQ(fedrep.rounds, 3);
+  const std::string two = reproduce_status(whole, options);
+  EXPECT_NE(two.find("fedrep  in progress  3/4"), std::string::npos) << two;
+  EXPECT_NE(two.find("finished 1 of 2 runs, 1 in progress, 0 not started"), std::string::npos) << two;
+  EXPECT_NE(two.find("about " + fixed_text(fedrep.core_seconds / 3 / 3600.0, 2) + " left"), std::string::npos) << two;
 }
 
 }  // namespace

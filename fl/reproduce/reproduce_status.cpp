@@ -1,0 +1,136 @@
+#include "fl/reproduce/reproduce_status.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "data/idx.h"
+#include "fl/core/config.h"
+#include "fl/core/run_setup.h"
+#include "fl/reproduce/reproduce_text.h"
+#include "fl/reproduce/run_record.h"
+
+namespace bastion {
+
+namespace {
+
+using namespace reproduce_text;
+
+enum class RunState { finished, in_progress, not_started };
+
+struct RunStatus {
+  RunState state = RunState::not_started;
+  std::string folder;  // where it is; empty when not started
+  int64_t rounds = 0, total_rounds = 0;
+  double core_seconds = 0.0;
+};
+
+// The run in its candidate folders: the first that finished it; else the one with the most rounds of the
+// same experiment (rounds may differ: a run can be continued to more).
+RunStatus find_run(const ExperimentConfig& config, const std::vector<std::string>& candidates) {
+  const std::string toml = config_to_toml(config);
+  RunStatus status;
+  status.total_rounds = config.experiment.integer("rounds") * config.experiment.integer("repeat");
+  for (const std::string& dir : candidates) {
+    if (finished_with(dir, toml)) {
+      const RunCost cost = run_cost(dir);
+      return {RunState::finished, dir, status.total_rounds, status.total_rounds, cost.core_seconds};
+    }
+    const std::string recorded = dir + "/config.toml";
+    if (!std::filesystem::exists(recorded) || resumable_part(read_text_file(recorded)) != resumable_part(toml))
+      continue;
+    const RunCost cost = run_cost(dir);
+    if (status.state == RunState::not_started || cost.rounds > status.rounds)
+      status = {RunState::in_progress, dir, std::min(cost.rounds, status.total_rounds), status.total_rounds,
+                cost.core_seconds};
+  }
+  return status;
+}
+
+const char* state_text(RunState state) {
+  return state == RunState::finished ? "finished" : state == RunState::in_progress ? "in progress" : "not started";
+}
+
+// Core-seconds per round of the runs that have rounds, over the rows' runs: [row] -> rate (0: none).
+std::vector<double> row_rates(const Preset& preset, const PresetGrid& grid, const std::vector<RunStatus>& runs) {
+  std::vector<double> rates(preset.rows.size(), 0.0);
+  for (size_t r = 0; r < preset.rows.size(); ++r) {
+    std::vector<size_t> members(grid.cell_run[r].begin(), grid.cell_run[r].end());
+    std::sort(members.begin(), members.end());
+    members.erase(std::unique(members.begin(), members.end()), members.end());
+    double seconds = 0.0;
+    int64_t rounds = 0;
+    for (size_t i : members) {
+      seconds += runs[i].core_seconds;
+      rounds += runs[i].rounds;
+    }
+    rates[r] = rounds > 0 ? seconds / static_cast<double>(rounds) : 0.0;
+  }
+  return rates;
+}
+
+// Core-hours left: each unfinished run's rounds left at its (first) row's rate, else the mean of all runs.
+// Negative when some unfinished run has no rate at all (no run has any rounds yet).
+double hours_left(const Preset& preset, const PresetGrid& grid, const std::vector<RunStatus>& runs) {
+  const std::vector<double> rates = row_rates(preset, grid, runs);
+  double seconds = 0.0, all_seconds = 0.0;
+  int64_t all_rounds = 0;
+  for (const RunStatus& run : runs) {
+    all_seconds += run.core_seconds;
+    all_rounds += run.rounds;
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].state == RunState::finished) continue;
+    double rate = 0.0;
+    for (size_t r = 0; r < preset.rows.size() && rate == 0.0; ++r)
+      if (std::find(grid.cell_run[r].begin(), grid.cell_run[r].end(), i) != grid.cell_run[r].end()) rate = rates[r];
+    if (rate == 0.0 && all_rounds > 0) rate = all_seconds / static_cast<double>(all_rounds);
+    if (rate == 0.0) return -1.0;
+    seconds += rate * static_cast<double>(runs[i].total_rounds - runs[i].rounds);
+  }
+  return seconds / 3600.0;
+}
+
+std::string padded(const std::string& text, size_t width) {
+  return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
+}
+
+}  // namespace
+
+std::string reproduce_status(const Preset& preset, const ReproduceOptions& options) {
+  const PresetGrid grid = reproduce_grid(preset, options);
+  std::vector<RunStatus> runs;
+  size_t name_width = 3;
+  for (const PresetRun& run : grid.runs) {
+    std::vector<std::string> candidates = {options.out_dir + "/runs/" + run.folder};
+    for (const std::string& source : options.merge_from) candidates.push_back(source + "/runs/" + run.folder);
+    runs.push_back(find_run(load_config(preset.base, run.overrides), candidates));
+    name_width = std::max(name_width, run.folder.size());
+  }
+  std::string text = "reproduce " + preset.name + " status: " + std::to_string(grid.runs.size()) + " runs\n";
+  text += padded("run", name_width) + "  " + padded("state", 11) + "  " + padded("rounds", 11) + "  " +
+          padded("core-h", 7) + "  folder\n";
+  int64_t counts[3] = {0, 0, 0};
+  double spent = 0.0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunStatus& run = runs[i];
+    ++counts[static_cast<int>(run.state)];
+    spent += run.core_seconds / 3600.0;
+    const std::string rounds = std::to_string(run.rounds) + "/" + std::to_string(run.total_rounds);
+    const std::string hours = run.state == RunState::not_started ? "-" : fixed(run.core_seconds / 3600.0, 2);
+    text += padded(grid.runs[i].folder, name_width) + "  " + padded(state_text(run.state), 11) + "  " +
+            padded(rounds, 11) + "  " + padded(hours, 7) + "  " + (run.folder.empty() ? "-" : run.folder) + "\n";
+  }
+  text += "finished " + std::to_string(counts[0]) + " of " + std::to_string(runs.size()) + " runs, " +
+          std::to_string(counts[1]) + " in progress, " + std::to_string(counts[2]) + " not started\n";
+  const double left = hours_left(preset, grid, runs);
+  text += "core-hours: " + fixed(spent, 2) + " spent (round times x threads); " +
+          (left < 0 ? std::string("left unknown (no run has rounds yet)")
+                    : "about " + fixed(left, 2) +
+                          " left (each unfinished run's rounds left x its row's core-seconds per round so far, "
+                          "else the mean of all runs)") +
+          "\n";
+  return text;
+}
+
+}  // namespace bastion

@@ -1,0 +1,25 @@
+// What a `bastion reproduce` run folder (runs/<cell>/) records about itself, read back: whether it finished
+// with a given experiment, and what its rounds cost. Shared by the grid runner (reproduce.cpp) and the
+// campaign status (reproduce_status.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace bastion {
+
+// Finished with the same experiment: summary.json exists and config.toml computes the same (the [run]
+// table, threads and checkpoint frequency, may differ).
+bool finished_with(const std::string& dir, const std::string& resolved_config);
+
+// What a run's rounds cost so far: their wall time (timing.csv's round_s, every seed-<s>/ too) times its
+// threads, the largest count its provenance.tsv records (a run resumed with other counts is charged the
+// largest). A folder without timing.csv costs 0.
+struct RunCost {
+  double core_seconds = 0.0;
+  int64_t rounds = 0;             // timing.csv rows, summed over the seeds: the rounds run so far
+  bool threads_recorded = false;  // false: provenance without thread counts, charged as 1 thread
+};
+RunCost run_cost(const std::string& dir);
+
+}  // namespace bastion
