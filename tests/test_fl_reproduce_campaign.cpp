@@ -211,6 +211,13 @@ TEST_F(MergeSeeds, StatusSaysWhereEachRunIsAndWhatIsLeft) {
   EXPECT_NE(two.find("fedrep  in progress  3/4"), std::string::npos) << two;
   EXPECT_NE(two.find("finished 1 of 2 runs, 1 in progress, 0 not started"), std::string::npos) << two;
   EXPECT_NE(two.find("about " + fixed_text(fedrep.core_seconds / 3 / 3600.0, 2) + " left"), std::string::npos) << two;
+
+  // A damaged file of one run is named with that run; the others are still reported.
+  testing::write_text(dir_ / "out/runs/fedrep/seed-3/timing.csv", "not a timing file\n");
+  const std::string three = reproduce_status(whole, options);
+  EXPECT_NE(three.find("fedrep  unreadable"), std::string::npos) << three;
+  EXPECT_NE(three.find("0 not started, 1 unreadable:\n  fedrep: timing.csv"), std::string::npos) << three;
+  EXPECT_NE(three.find("fedavg  finished"), std::string::npos) << three;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "fl/core/run_setup.h"
 #include "fl/reproduce/reproduce_text.h"
 #include "fl/reproduce/run_record.h"
+#include "tensor/error.h"
 
 namespace bastion {
 
@@ -16,13 +17,14 @@ namespace {
 
 using namespace reproduce_text;
 
-enum class RunState { finished, in_progress, not_started };
+enum class RunState { finished, in_progress, not_started, unreadable };
 
 struct RunStatus {
   RunState state = RunState::not_started;
   std::string folder;  // where it is; empty when not started
   int64_t rounds = 0, total_rounds = 0;
   double core_seconds = 0.0;
+  std::string problem;  // unreadable: the error reading its files
 };
 
 // The run in its candidate folders: the first that finished it; else the one with the most rounds of the
@@ -34,7 +36,7 @@ RunStatus find_run(const ExperimentConfig& config, const std::vector<std::string
   for (const std::string& dir : candidates) {
     if (finished_with(dir, toml)) {
       const RunCost cost = run_cost(dir);
-      return {RunState::finished, dir, status.total_rounds, status.total_rounds, cost.core_seconds};
+      return {RunState::finished, dir, status.total_rounds, status.total_rounds, cost.core_seconds, ""};
     }
     const std::string recorded = dir + "/config.toml";
     if (!std::filesystem::exists(recorded) || resumable_part(read_text_file(recorded)) != resumable_part(toml))
@@ -42,13 +44,23 @@ RunStatus find_run(const ExperimentConfig& config, const std::vector<std::string
     const RunCost cost = run_cost(dir);
     if (status.state == RunState::not_started || cost.rounds > status.rounds)
       status = {RunState::in_progress, dir, std::min(cost.rounds, status.total_rounds), status.total_rounds,
-                cost.core_seconds};
+                cost.core_seconds,     ""};
   }
   return status;
 }
 
 const char* state_text(RunState state) {
-  return state == RunState::finished ? "finished" : state == RunState::in_progress ? "in progress" : "not started";
+  switch (state) {
+    case RunState::finished:
+      return "finished";
+    case RunState::in_progress:
+      return "in progress";
+    case RunState::not_started:
+      return "not started";
+    case RunState::unreadable:
+      break;
+  }
+  return "unreadable";
 }
 
 // Core-seconds per round of the runs that have rounds, over the rows' runs: [row] -> rate (0: none).
@@ -104,25 +116,38 @@ std::string reproduce_status(const Preset& preset, const ReproduceOptions& optio
   for (const PresetRun& run : grid.runs) {
     std::vector<std::string> candidates = {options.out_dir + "/runs/" + run.folder};
     for (const std::string& source : options.merge_from) candidates.push_back(source + "/runs/" + run.folder);
-    runs.push_back(find_run(load_config(preset.base, run.overrides), candidates));
+    const ExperimentConfig config = load_config(preset.base, run.overrides);
+    try {
+      runs.push_back(find_run(config, candidates));
+    } catch (const Error& e) {  // a damaged file of one run: say so there, and go on with the others
+      RunStatus unreadable;
+      unreadable.state = RunState::unreadable;
+      unreadable.total_rounds = config.experiment.integer("rounds") * config.experiment.integer("repeat");
+      unreadable.problem = without_source_locations(e.what());
+      runs.push_back(unreadable);
+    }
     name_width = std::max(name_width, run.folder.size());
   }
   std::string text = "reproduce " + preset.name + " status: " + std::to_string(grid.runs.size()) + " runs\n";
   text += padded("run", name_width) + "  " + padded("state", 11) + "  " + padded("rounds", 11) + "  " +
           padded("core-h", 7) + "  folder\n";
-  int64_t counts[3] = {0, 0, 0};
+  int64_t counts[4] = {0, 0, 0, 0};
+  std::string problems;
   double spent = 0.0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunStatus& run = runs[i];
     ++counts[static_cast<int>(run.state)];
     spent += run.core_seconds / 3600.0;
     const std::string rounds = std::to_string(run.rounds) + "/" + std::to_string(run.total_rounds);
-    const std::string hours = run.state == RunState::not_started ? "-" : fixed(run.core_seconds / 3600.0, 2);
+    const bool costed = run.state == RunState::finished || run.state == RunState::in_progress;
+    const std::string hours = costed ? fixed(run.core_seconds / 3600.0, 2) : "-";
+    if (!run.problem.empty()) problems += "  " + grid.runs[i].folder + ": " + run.problem + "\n";
     text += padded(grid.runs[i].folder, name_width) + "  " + padded(state_text(run.state), 11) + "  " +
             padded(rounds, 11) + "  " + padded(hours, 7) + "  " + (run.folder.empty() ? "-" : run.folder) + "\n";
   }
   text += "finished " + std::to_string(counts[0]) + " of " + std::to_string(runs.size()) + " runs, " +
-          std::to_string(counts[1]) + " in progress, " + std::to_string(counts[2]) + " not started\n";
+          std::to_string(counts[1]) + " in progress, " + std::to_string(counts[2]) + " not started" +
+          (counts[3] > 0 ? ", " + std::to_string(counts[3]) + " unreadable:\n" + problems : "\n");
   const double left = hours_left(preset, grid, runs);
   text += "core-hours: " + fixed(spent, 2) + " spent (round times x threads); " +
           (left < 0 ? std::string("left unknown (no run has rounds yet)")
