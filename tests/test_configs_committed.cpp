@@ -73,11 +73,20 @@ TEST(CommittedConfigs, PaperPresetsUseTheirCodesForms) {
     for (const ExperimentConfig& c : preset_cells(table)) EXPECT_FALSE(c.client_rule.boolean("shuffle")) << table;
   // SPMC's code trains its attackers on one frozen crop per image (docs/decisions.md, "SPMC attackers'
   // augmentation"): every cell of its tables, baselines included, has BadNets with augment_once.
-  for (const char* table : {"spmc-table1", "spmc-table2", "spmc-table5"})
+  for (const char* table : {"spmc-table1", "spmc-table2", "spmc-table5", "spmc-table1-cifar10", "spmc-table2-cifar10"})
     for (const ExperimentConfig& c : preset_cells(table)) {
       ASSERT_EQ(c.attacks.size(), 1u) << table;
       EXPECT_EQ(c.attacks[0].first, "badnets") << table;
       EXPECT_TRUE(c.attacks[0].second.boolean("augment_once")) << table;
+    }
+  // SPMC's CIFAR-10 column: the code's model and CIFAR-10 pipeline (docs/decisions.md "SPMC CIFAR-10 model").
+  for (const char* table : {"spmc-table1-cifar10", "spmc-table2-cifar10"})
+    for (const ExperimentConfig& c : preset_cells(table)) {
+      EXPECT_EQ(c.data.text("dataset"), "cifar10") << table;
+      EXPECT_EQ(c.model.text("name"), "resnet10") << table;
+      EXPECT_EQ(c.data.text("normalization"), "dataset") << table;
+      EXPECT_EQ(c.data.text("augment"), "default") << table;
+      EXPECT_EQ(c.experiment.integer("rounds"), 50) << table;
     }
 }
 
