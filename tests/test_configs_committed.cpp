@@ -52,7 +52,8 @@ std::vector<ExperimentConfig> preset_cells(const std::string& name) {
 }
 
 TEST(CommittedConfigs, PaperPresetsUseTheirCodesForms) {
-  for (const char* table : {"pfedsam-table1", "pfedsam-table2", "pfedsam-table3", "pfedsam-rho-ablation"})
+  for (const char* table : {"pfedsam-table1", "pfedsam-table2", "pfedsam-table3", "pfedsam-rho-ablation",
+                            "pfedsam-table1-cifar10", "pfedsam-table2-cifar10", "pfedsam-table3-cifar10"})
     for (const ExperimentConfig& c : preset_cells(table)) {
       const std::string rule = c.server.text("rule");
       if (rule == "fedavg" || rule == "norm-clip" || rule == "add-noise" || rule == "multi-krum")
@@ -78,6 +79,16 @@ TEST(CommittedConfigs, PaperPresetsUseTheirCodesForms) {
       ASSERT_EQ(c.attacks.size(), 1u) << table;
       EXPECT_EQ(c.attacks[0].first, "badnets") << table;
       EXPECT_TRUE(c.attacks[0].second.boolean("augment_once")) << table;
+    }
+  // pFedSAM's CIFAR-10 column: FedRep's CNNCifar and CIFAR-10 pipeline (docs/decisions.md "pFedSAM tables:
+  // CIFAR-10"), 300 rounds, the last round reported.
+  for (const char* table : {"pfedsam-table1-cifar10", "pfedsam-table2-cifar10", "pfedsam-table3-cifar10"})
+    for (const ExperimentConfig& c : preset_cells(table)) {
+      EXPECT_EQ(c.data.text("dataset"), "cifar10") << table;
+      EXPECT_EQ(c.model.text("name"), "cnn-fedrep") << table;
+      EXPECT_EQ(c.data.text("normalization"), "imagenet") << table;
+      EXPECT_EQ(c.experiment.integer("rounds"), 300) << table;
+      EXPECT_EQ(c.experiment.integer("rounds") % c.eval.integer("every"), 0) << table;
     }
   // SPMC's CIFAR-10 column: the code's model and CIFAR-10 pipeline (docs/decisions.md "SPMC CIFAR-10 model").
   for (const char* table : {"spmc-table1-cifar10", "spmc-table2-cifar10"})
