@@ -220,5 +220,26 @@ TEST_F(MergeSeeds, StatusSaysWhereEachRunIsAndWhatIsLeft) {
   EXPECT_NE(three.find("fedavg  finished"), std::string::npos) << three;
 }
 
+// --status over seeds run by separate invocations (seed 3 in one folder, 4 and 5 in another): each run's seeds
+// are counted where they are, and the run is finished when --merge-from could assemble it.
+TEST_F(MergeSeeds, StatusCountsSeedsThatOtherSeedRangesHold) {
+  ASSERT_EQ(run("first", 1).failed, 0);
+  ReproduceOptions options;
+  options.out_dir = path("merged");
+  options.seeds = 3;
+  options.merge_from = {path("first")};
+  const std::string part = reproduce_status(preset(), options);
+  EXPECT_NE(part.find("fedavg  in progress  2/6"), std::string::npos) << part;  // seed 3's 2 rounds of 3 x 2
+  EXPECT_NE(part.find("0 of 2 runs, 2 in progress"), std::string::npos) << part;
+
+  ASSERT_EQ(run("next", 2, 1).failed, 0);
+  options.merge_from = {path("first"), path("next")};
+  const std::string whole = reproduce_status(preset(), options);
+  EXPECT_NE(whole.find("fedavg  finished     6/6"), std::string::npos) << whole;
+  EXPECT_NE(whole.find(path("first/runs/fedavg") + " + " + path("next/runs/fedavg")), std::string::npos) << whole;
+  EXPECT_NE(whole.find("finished 2 of 2 runs"), std::string::npos) << whole;
+  EXPECT_EQ(run("merged", 3, 0, {"first", "next"}).failed, 0);  // which --merge-from then assembles
+}
+
 }  // namespace
 }  // namespace bastion

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <vector>
 
 #include "data/idx.h"
@@ -46,6 +47,58 @@ RunStatus find_run(const ExperimentConfig& config, const std::vector<std::string
       status = {RunState::in_progress, dir, std::min(cost.rounds, status.total_rounds), status.total_rounds,
                 cost.core_seconds,     ""};
   }
+  return status;
+}
+
+// The same experiment as `target` but for the seed range (`seed`, `repeat`) and `rounds`: what --merge-from
+// assembles seeds from (a config that no longer parses is another experiment).
+bool same_but_seeds(const std::string& path, const ExperimentConfig& target) {
+  try {
+    const std::vector<std::string> as_target = {"seed=" + std::to_string(target.experiment.integer("seed")),
+                                                "repeat=" + std::to_string(target.experiment.integer("repeat"))};
+    const ExperimentConfig own = parse_config(read_text_file(path), path, as_target);
+    return resumable_part(config_to_toml(own)) == resumable_part(config_to_toml(target));
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// No folder holds the run with the target's seed range: the target's seeds that runs of the same experiment
+// with other seed ranges hold (a campaign adding seeds 2 and 3 beside a finished seed 1), each seed counted
+// from the first candidate that has rounds of it. Finished when every seed's run is (--merge-from can then
+// assemble the run); the folder column lists the candidates used.
+RunStatus find_seed_parts(const ExperimentConfig& target, const std::vector<std::string>& candidates) {
+  const uint64_t first = static_cast<uint64_t>(target.experiment.integer("seed"));
+  const uint64_t end = first + static_cast<uint64_t>(target.experiment.integer("repeat"));
+  const int64_t rounds = target.experiment.integer("rounds");
+  RunStatus status;
+  status.total_rounds = rounds * target.experiment.integer("repeat");
+  std::set<uint64_t> counted;
+  bool every_run_finished = true;
+  for (const std::string& dir : candidates) {
+    if (!std::filesystem::exists(dir + "/config.toml") || !same_but_seeds(dir + "/config.toml", target)) continue;
+    const ExperimentConfig own = parse_config(read_text_file(dir + "/config.toml"), dir + "/config.toml");
+    const int64_t repeat = own.experiment.integer("repeat");
+    const double threads = static_cast<double>(std::max<int64_t>(recorded_threads(dir), 1));
+    bool used = false;
+    for (int64_t r = 0; r < repeat; ++r) {
+      const uint64_t seed = static_cast<uint64_t>(own.experiment.integer("seed") + r);
+      const std::string folder = repeat == 1 ? dir : dir + "/seed-" + std::to_string(seed);
+      const TimingTotals timing = timing_totals(folder + "/timing.csv");
+      if (seed < first || seed >= end || counted.count(seed) > 0 || timing.rounds == 0) continue;
+      counted.insert(seed);
+      status.rounds += std::min(timing.rounds, rounds);
+      status.core_seconds += timing.seconds * threads;
+      used = true;
+    }
+    if (!used) continue;
+    every_run_finished = every_run_finished && std::filesystem::exists(dir + "/summary.json") &&
+                         own.experiment.integer("rounds") == rounds;
+    status.folder += (status.folder.empty() ? "" : " + ") + dir;
+  }
+  if (counted.empty()) return status;
+  const bool complete = counted.size() == end - first && every_run_finished;
+  status.state = complete ? RunState::finished : RunState::in_progress;
   return status;
 }
 
@@ -118,7 +171,9 @@ std::string reproduce_status(const Preset& preset, const ReproduceOptions& optio
     for (const std::string& source : options.merge_from) candidates.push_back(source + "/runs/" + run.folder);
     const ExperimentConfig config = load_config(preset.base, run.overrides);
     try {
-      runs.push_back(find_run(config, candidates));
+      RunStatus status = find_run(config, candidates);
+      if (status.state == RunState::not_started) status = find_seed_parts(config, candidates);
+      runs.push_back(status);
     } catch (const Error& e) {  // a damaged file of one run: say so there, and go on with the others
       RunStatus unreadable;
       unreadable.state = RunState::unreadable;

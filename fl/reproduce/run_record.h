@@ -22,4 +22,13 @@ struct RunCost {
 };
 RunCost run_cost(const std::string& dir);
 
+// The parts run_cost adds up: one timing.csv's rounds and round seconds (none when the file is absent), and
+// the largest thread count a run folder's provenance.tsv records (0 when none does).
+struct TimingTotals {
+  int64_t rounds = 0;
+  double seconds = 0.0;
+};
+TimingTotals timing_totals(const std::string& path);
+int64_t recorded_threads(const std::string& dir);
+
 }  // namespace bastion
