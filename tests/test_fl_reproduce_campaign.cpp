@@ -141,6 +141,17 @@ TEST_F(MergeSeeds, AMissingSeedWritesNothingAndNamesTheRunAndTheSeed) {
   expect_error([&] { run("merged", 3, 0, {"first"}); },
                {"cannot be assembled", "fedavg: seed 4 is in none of the sources", "fedrep: seed 4", "nothing"});
   EXPECT_FALSE(std::filesystem::exists(path("merged/runs/fedavg")));
+  // A run the output folder already holds unfinished is never merged over, and stops every other run's merge.
+  ASSERT_EQ(run("next", 2, 1).failed, 0);
+  std::filesystem::create_directories(path("merged/runs/fedrep"));
+  testing::write_text(dir_ / "merged/runs/fedrep/rounds.csv", "a run in progress\n");
+  expect_error(
+      [&] {
+        run("merged", 3, 0, {"first", "next"});
+      },
+      {"fedrep: the output folder holds it unfinished", "nothing was written"});
+  EXPECT_FALSE(std::filesystem::exists(path("merged/runs/fedavg")));
+  EXPECT_EQ(read_text_file(path("merged/runs/fedrep/rounds.csv")), "a run in progress\n");
 }
 
 TEST_F(MergeSeeds, ASourceOfAnotherExperimentIsRefusedNamingTheDifference) {

@@ -235,7 +235,13 @@ void merge_grid_from_sources(const Preset& preset, const PresetGrid& grid, const
   std::string missing;
   for (size_t i = 0; i < grid.runs.size(); ++i) {
     const ExperimentConfig config = load_config(preset.base, grid.runs[i].overrides);
-    if (finished_with(options.out_dir + "/runs/" + grid.runs[i].folder, config_to_toml(config))) continue;
+    const std::string dir = options.out_dir + "/runs/" + grid.runs[i].folder;
+    if (finished_with(dir, config_to_toml(config))) continue;
+    if (std::filesystem::exists(dir)) {  // never merged over: its files may be a run in progress
+      missing += "\n  " + grid.runs[i].folder + ": the output folder holds it unfinished or as another " +
+                 "experiment (move it away, or merge into another --out)";
+      continue;
+    }
     std::vector<std::string> sources;
     for (const std::string& source : options.merge_from) sources.push_back(source + "/runs/" + grid.runs[i].folder);
     SeedMergePlan plan = plan_seed_merge(config, sources);
