@@ -18,7 +18,7 @@ uint64_t seed_of(const ExperimentConfig& config, int64_t r) {
   return static_cast<uint64_t>(config.experiment.integer("seed") + r);
 }
 std::string seed_dir(const ExperimentConfig& config, const std::string& out_dir, int64_t r) {
-  return config.experiment.integer("repeat") == 1 ? out_dir : out_dir + "/seed-" + std::to_string(seed_of(config, r));
+  return seed_folder(out_dir, config.experiment.integer("repeat"), seed_of(config, r));
 }
 
 // --resume validates every seed's checkpoint (integrity, consistency, seed, round, configuration) before
@@ -38,6 +38,10 @@ void check_checkpoints_before_resume(const ExperimentConfig& config, const std::
   }
 }
 }  // namespace
+
+std::string seed_folder(const std::string& out_dir, int64_t repeat, uint64_t seed) {
+  return repeat == 1 ? out_dir : out_dir + "/seed-" + std::to_string(seed);
+}
 
 std::string run_title(const ExperimentConfig& config) {
   std::string title = config.experiment.text("name") + ": " + config.clients.text("rule") + " clients, " +

@@ -54,6 +54,10 @@ struct RunOptions {
   std::function<std::unique_ptr<ServerRule>(std::unique_ptr<ServerRule>)> wrap_server_rule;
 };
 
+// Where one seed's files go in a run's output folder: the folder itself with repeat = 1, else
+// <out_dir>/seed-<seed> (what --merge-from and reproduce --status read back).
+std::string seed_folder(const std::string& out_dir, int64_t repeat, uint64_t seed);
+
 // A plot's title that tells runs of one preset apart: "<name>: <client rule> clients, <server rule> server,
 // attack a + b (<description>)".
 std::string run_title(const ExperimentConfig& config);

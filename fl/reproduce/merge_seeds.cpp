@@ -35,20 +35,13 @@ struct SourceRun {
 // finished. A finished run of another experiment is an error: the user named the wrong folder.
 std::optional<SourceRun> read_source(const ExperimentConfig& target, const std::string& dir) {
   if (!fs::exists(dir + "/summary.json") || !fs::exists(dir + "/config.toml")) return std::nullopt;
-  const std::string path = dir + "/config.toml", text = read_text_file(path);
-  const ExperimentConfig own = parse_config(text, path);
-  const std::string seed = "seed=" + std::to_string(target.experiment.integer("seed"));
-  const std::string repeat = "repeat=" + std::to_string(target.experiment.integer("repeat"));
-  const std::string there = computed_part(config_to_toml(parse_config(text, path, {seed, repeat})));
+  const std::string path = dir + "/config.toml";
+  const std::string there = computed_part(config_to_toml(with_target_seeds(path, target)));
   const std::string here = computed_part(config_to_toml(target));
   BASTION_CHECK(there == here, "--merge-from: ", path, " is another experiment than this cell's (beyond seed and ",
                 "repeat; first difference: ", first_config_difference(there, here), ")");
-  return SourceRun{dir, own.experiment.integer("repeat"),
+  return SourceRun{dir, parse_config(read_text_file(path), path).experiment.integer("repeat"),
                    parse_summary_entries(read_text_file(dir + "/summary.json"), dir + "/summary.json")};
-}
-
-std::string seed_folder(const std::string& run_dir, int64_t repeat, uint64_t seed) {
-  return repeat == 1 ? run_dir : run_dir + "/seed-" + std::to_string(seed);
 }
 
 // Copies one seed's files (every regular file but the run-level ones and temporaries) into `to`.
@@ -65,6 +58,12 @@ void copy_seed_files(const std::string& from, const std::string& to) {
 }
 
 }  // namespace
+
+ExperimentConfig with_target_seeds(const std::string& config_path, const ExperimentConfig& target) {
+  return parse_config(read_text_file(config_path), config_path,
+                      {"seed=" + std::to_string(target.experiment.integer("seed")),
+                       "repeat=" + std::to_string(target.experiment.integer("repeat"))});
+}
 
 SeedMergePlan plan_seed_merge(const ExperimentConfig& target, const std::vector<std::string>& source_runs) {
   std::vector<SourceRun> sources;

@@ -21,6 +21,12 @@
 
 namespace bastion {
 
+// A recorded config.toml parsed with the target's seed range (`seed`, `repeat`): equal to the target in
+// its computed part when the two runs are one experiment whose seeds --merge-from can put together (also
+// reproduce --status, which compares resumable parts: rounds may differ there). Throws on a config that
+// no longer parses.
+ExperimentConfig with_target_seeds(const std::string& config_path, const ExperimentConfig& target);
+
 // Where each seed of one target run comes from; `missing` says why the run cannot be assembled ("" when
 // it can).
 struct SeedMergePlan {

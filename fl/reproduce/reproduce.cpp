@@ -231,7 +231,12 @@ void check_datasets_installed(const Preset& preset, const PresetGrid& grid, cons
 // runs of the same folder name. All or nothing: every plan is made before anything is written.
 void merge_grid_from_sources(const Preset& preset, const PresetGrid& grid, const ReproduceOptions& options) {
   BASTION_CHECK(grid_world().size == 1, "reproduce --merge-from trains nothing: run it without mpirun");
-  std::vector<std::pair<size_t, SeedMergePlan>> plans;
+  struct Planned {
+    size_t run;
+    ExperimentConfig config;
+    SeedMergePlan plan;
+  };
+  std::vector<Planned> plans;
   std::string missing;
   for (size_t i = 0; i < grid.runs.size(); ++i) {
     const ExperimentConfig config = load_config(preset.base, grid.runs[i].overrides);
@@ -246,15 +251,14 @@ void merge_grid_from_sources(const Preset& preset, const PresetGrid& grid, const
     for (const std::string& source : options.merge_from) sources.push_back(source + "/runs/" + grid.runs[i].folder);
     SeedMergePlan plan = plan_seed_merge(config, sources);
     if (plan.missing.empty())
-      plans.emplace_back(i, std::move(plan));
+      plans.push_back({i, config, std::move(plan)});
     else
       missing += "\n  " + grid.runs[i].folder + ": " + plan.missing;
   }
   BASTION_CHECK(missing.empty(), "reproduce --merge-from: these runs cannot be assembled from the sources (nothing ",
                 "was written; --row keeps the rows that they complete):", missing);
-  for (const auto& [i, plan] : plans) {
-    write_seed_merge(load_config(preset.base, grid.runs[i].overrides), plan,
-                     options.out_dir + "/runs/" + grid.runs[i].folder);
+  for (const auto& [i, config, plan] : plans) {
+    write_seed_merge(config, plan, options.out_dir + "/runs/" + grid.runs[i].folder);
     if (options.log)
       options.log(grid.runs[i].folder + ": seeds " + std::to_string(plan.seeds.front().seed) + ".." +
                   std::to_string(plan.seeds.back().seed) + " assembled from the sources");

@@ -7,7 +7,9 @@
 
 #include "data/idx.h"
 #include "fl/core/config.h"
+#include "fl/core/experiment.h"
 #include "fl/core/run_setup.h"
+#include "fl/reproduce/merge_seeds.h"
 #include "fl/reproduce/reproduce_text.h"
 #include "fl/reproduce/run_record.h"
 #include "tensor/error.h"
@@ -50,14 +52,11 @@ RunStatus find_run(const ExperimentConfig& config, const std::vector<std::string
   return status;
 }
 
-// The same experiment as `target` but for the seed range (`seed`, `repeat`) and `rounds`: what --merge-from
-// assembles seeds from (a config that no longer parses is another experiment).
+// The same experiment as `target` but for the seed range and `rounds` (a run can be continued to more):
+// what --merge-from assembles seeds from. A config that no longer parses is another experiment.
 bool same_but_seeds(const std::string& path, const ExperimentConfig& target) {
   try {
-    const std::vector<std::string> as_target = {"seed=" + std::to_string(target.experiment.integer("seed")),
-                                                "repeat=" + std::to_string(target.experiment.integer("repeat"))};
-    const ExperimentConfig own = parse_config(read_text_file(path), path, as_target);
-    return resumable_part(config_to_toml(own)) == resumable_part(config_to_toml(target));
+    return resumable_part(config_to_toml(with_target_seeds(path, target))) == resumable_part(config_to_toml(target));
   } catch (const Error&) {
     return false;
   }
@@ -83,8 +82,7 @@ RunStatus find_seed_parts(const ExperimentConfig& target, const std::vector<std:
     bool used = false;
     for (int64_t r = 0; r < repeat; ++r) {
       const uint64_t seed = static_cast<uint64_t>(own.experiment.integer("seed") + r);
-      const std::string folder = repeat == 1 ? dir : dir + "/seed-" + std::to_string(seed);
-      const TimingTotals timing = timing_totals(folder + "/timing.csv");
+      const TimingTotals timing = timing_totals(seed_folder(dir, repeat, seed) + "/timing.csv");
       if (seed < first || seed >= end || counted.count(seed) > 0 || timing.rounds == 0) continue;
       counted.insert(seed);
       status.rounds += std::min(timing.rounds, rounds);
