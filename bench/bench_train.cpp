@@ -3,6 +3,8 @@
 // cnn-fedcap (FedCAP), cnn-fedfsa 1x28x28 (FedFSA), cnn-spmc (SPMC) and resnet18 (3 steps, for the record).
 //
 //   train_step/<model>/<C>x<H>x<W>/threads:T
+//   fedfsa_step/{plain,sam}/threads:T   FedFSA Table 1's local step on cnn-fedfsa (below): the SAM / plain
+//                          ratio of cpu_time is issue 38's "SAM step <= 2.1x a plain step"
 // One step = model->zero_grad(); loss = cross_entropy(model->forward(x), y); loss.backward(); sgd.step()
 // with SGD(lr 0.01, momentum 0.9), exactly as a client trains (tests/test_nn.cpp). Inputs are N(0, 1)
 // and labels uniform in [0, 10) from a fixed Generator; the same batch is reused every step.
@@ -42,6 +44,7 @@ constexpr int64_t kBatch = 64;
 constexpr int64_t kFedfsaBatch = 48;  // FedFSA's FMNIST batch size (IMPLEMENTATION-FACTS §3)
 constexpr int64_t kClasses = 10;
 constexpr int kWarmupSteps = 3;
+constexpr int kFedfsaBatches = 64;  // fedfsa_step: random batches taken in turn
 
 struct TrainCase {
   const char* model;
@@ -103,6 +106,67 @@ void bm_train_step(benchmark::State& state, TrainCase c, int threads) {
   state.counters["gflop_per_s"] = benchmark::Counter(gflop_per_step, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["fresh_allocs_per_step"] =
       static_cast<double>(after.fresh_allocations - before.fresh_allocations) / steps;
+  state.counters["final_loss"] = loss_value;
+}
+
+// fedfsa_step/plain and fedfsa_step/sam: one local step of fedfsa-table1's rows on cnn-fedfsa at batch 48,
+// with the preset's schedule (SGD lr 0.1, no momentum, the gradient's global norm clipped to 10).
+//   plain: zero_grad, forward, backward, clip, SGD step (FedAvg-FT's step);
+//   sam:   FedFSA's Sam::step (fl/clients/sam_family.cpp): radius 0.1, 0.2 on the two Top-C tensors
+//          (fc1.weight and fc2.weight, what the code's sensitivity picks on FMNIST), alpha 0.1, the linear term
+//          (1 - alpha) m of a round after the first (P values), clipped before the ascent and after it.
+// 64 random batches in turn. Under load read cpu_time: one thread does all the work.
+void bm_fedfsa_step(benchmark::State& state, bool sam_step, int threads) {
+  constexpr float kLr = 0.1f, kRho = 0.1f, kRhoLarger = 0.2f, kAlpha = 0.1f;
+  constexpr double kClip = 10.0;
+  set_num_threads(threads);
+  const InputShape input{1, 28, 28};
+  auto model = make_model("cnn-fedfsa", input, kClasses, /*seed=*/1);
+  model->train(true);
+  Sgd sgd(*model, SgdOptions{kLr, 0.0f, 0.0f, false});
+  Generator gen(2);
+  // Batches in turn, not one: on a single batch the plain step drives the loss to ~1e-3 within the
+  // warm-up and timing, and the SAM step does not, so the two would run on gradients of different scales.
+  std::vector<Tensor> xs;
+  std::vector<LabelTensor> ys;
+  for (int b = 0; b < kFedfsaBatches; ++b) {
+    xs.push_back(Tensor::randn({kFedfsaBatch, input.channels, input.height, input.width}, gen));
+    ys.emplace_back(kFedfsaBatch);
+    for (int64_t i = 0; i < kFedfsaBatch; ++i) ys.back()[i] = static_cast<int32_t>(gen.below(kClasses));
+  }
+  size_t batch = 0;
+  std::vector<float> linear(static_cast<size_t>(model->num_parameters()));
+  for (float& v : linear) v = 1e-3f * static_cast<float>(gen.normal());
+  SamOptions options;
+  options.rho = kRho;
+  options.clip_before = options.clip_after = kClip;
+  options.ascent_scale = kAlpha;
+  options.linear_term = linear;
+  for (const ParameterView& p : model->parameters())
+    options.tensor_rho.push_back(p.name == "fc1.weight" || p.name == "fc2.weight" ? kRhoLarger : kRho);
+  Sam sam(*model, sgd, options);
+
+  float loss_value = 0.0f;
+  auto loss_and_backward = [&] {
+    model->zero_grad();
+    Tensor loss = cross_entropy(model->forward(xs[batch]), ys[batch]);
+    loss.backward();
+    return loss.item();
+  };
+  auto step = [&] {
+    if (sam_step) {
+      loss_value = sam.step(loss_and_backward);
+    } else {
+      loss_value = loss_and_backward();
+      clip_gradient_norm(*model, kClip);
+      sgd.step();
+    }
+    batch = (batch + 1) % xs.size();
+  };
+  for (int i = 0; i < kWarmupSteps; ++i) step();
+  for (auto _ : state) step();
+  state.counters["samples_per_s"] =
+      benchmark::Counter(static_cast<double>(kFedfsaBatch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["final_loss"] = loss_value;
 }
 
@@ -184,6 +248,12 @@ int main(int argc, char** argv) {
       if (c.iterations > 0) bench->Iterations(c.iterations);
     }
   }
+  for (bool sam_step : {false, true})
+    for (int threads : {1, 2}) {
+      const std::string name =
+          std::string("fedfsa_step/") + (sam_step ? "sam" : "plain") + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), bm_fedfsa_step, sam_step, threads)->UseRealTime();
+    }
   const EvalCase evaluations[] = {{"lenet", {1, 28, 28}, 10000, 1000}, {"resnet18", {3, 32, 32}, 512, 128}};
   for (const EvalCase& c : evaluations) {
     for (int threads : {1, 2}) {
