@@ -149,17 +149,23 @@ std::string detection_section(const fs::path& dir) {
 std::string timing_section(const fs::path& dir) {
   const std::vector<RoundTiming> timings = parse_timing_csv(read_text_file((dir / "timing.csv").string()));
   std::vector<std::string> median = {"median"}, total = {"total"};
-  for (double RoundTiming::*field : {&RoundTiming::train_seconds, &RoundTiming::aggregate_seconds,
-                                     &RoundTiming::eval_seconds, &RoundTiming::round_seconds}) {
-    std::vector<double> column;
-    for (const RoundTiming& t : timings) column.push_back(t.*field);
+  for (double RoundTiming::*field :
+       {&RoundTiming::train_seconds, &RoundTiming::aggregate_seconds, &RoundTiming::eval_seconds,
+        &RoundTiming::round_seconds, &RoundTiming::cpu_seconds}) {
+    std::vector<double> column;  // the rounds that measured it (cpu_s is empty in older files)
+    for (const RoundTiming& t : timings)
+      if (!std::isnan(t.*field)) column.push_back(t.*field);
+    if (column.empty()) {
+      median.push_back("-"), total.push_back("-");
+      continue;
+    }
     // client_spread: the project's median (the mean of the middle two), here over rounds with equal weights.
     median.push_back(number_text(client_spread(column, std::vector<double>(column.size(), 1.0)).median, 3));
     double sum = 0;
     for (double v : column) sum += v;
     total.push_back(number_text(sum, 1));
   }
-  return table({"seconds", "train", "aggregate", "eval", "round"}, {median, total});
+  return table({"seconds", "train", "aggregate", "eval", "round", "CPU"}, {median, total});
 }
 
 // partition.csv's class counts through data/partition.h's partition_stats (the numbers `bastion data

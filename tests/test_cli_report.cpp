@@ -76,6 +76,7 @@ TEST_F(CliReport, ARunsPageNestsAndHoldsEverySectionAndWhatTheRunDerived) {
   EXPECT_NE(html.find(": p_acc"), std::string::npos) << "a measured metric gets its plot";
   EXPECT_EQ(html.find(": p_asr"), std::string::npos) << "no backdoor: no empty p_asr plot";
   EXPECT_EQ(html.find(": local_acc"), std::string::npos) << "not measured: no empty plot";
+  EXPECT_NE(html.find("<th>round</th><th>CPU</th>"), std::string::npos) << "timing.csv's cpu_s, beside wall times";
   // The page stays in the folder; a resume of the run accepts it.
   run(kAttackedPersonalRun.with({"rounds=4"}), "a", 1, {}, /*resume=*/true);
 }

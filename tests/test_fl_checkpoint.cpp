@@ -33,7 +33,7 @@ CheckpointState small_state() {
   s.records[0].round = 2;
   s.records[0].acc = 0.5;
   s.pending.round = 3;
-  s.timings = {{1, 0.5, 0.25, 0.125, 1.0}, {2, 0.5, 0.25, 0.125, 1.0}};
+  s.timings = {{1, 0.5, 0.25, 0.125, 1.0, 0.75}, {2, 0.5, 0.25, 0.125, 1.0}};  // round 2: cpu_s not measured
   return s;
 }
 
@@ -121,17 +121,19 @@ TEST(FlCheckpoint, InMemoryRoundTripKeepsEveryField) {
   ASSERT_EQ(back.timings.size(), 2u);
   EXPECT_EQ(back.timings[1].round, 2);
   EXPECT_EQ(back.timings[1].round_seconds, 1.0);
+  EXPECT_EQ(back.timings[0].cpu_seconds, 0.75);
+  EXPECT_TRUE(std::isnan(back.timings[1].cpu_seconds));
 }
 
 // fuzz_checkpoint's first crash: a timing round of 1.7e19 cast to int64 (UBSan: outside the range of
 // representable values). A round must be an integer in range.
-// The timing table is written as the bit patterns of doubles (I64); checkpoints written before hold it as
-// F32. Both must give integer rounds and 5 values a round.
+// The timing table is written as the bit patterns of doubles (I64, 6 a round); checkpoints written before
+// hold 5 a round (no cpu_s), or F32. Each must give integer rounds and whole rows.
 TEST(FlCheckpoint, TimingRoundsMustBeIntegers) {
   for (double bad : {1.74665e19, -1e30, double(NAN), double(INFINITY), 2.5}) {
     SafetensorsFile file = checkpoint_file(small_state());
     for (auto& [name, entry] : file.i64)
-      if (name == "timing") entry.second[5] = std::bit_cast<int64_t>(bad);
+      if (name == "timing") entry.second[6] = std::bit_cast<int64_t>(bad);  // row 1's round
     expect_error([&] { through_bytes(without_checksum(file)); },
                  {"checkpoint ck", "'timing' row 1", "expected an integer"});
   }
@@ -139,6 +141,31 @@ TEST(FlCheckpoint, TimingRoundsMustBeIntegers) {
   for (auto& [name, entry] : file.i64)
     if (name == "timing") entry = {Shape{4}, {1, 2, 3, 4}};
   expect_error([&] { through_bytes(without_checksum(file)); }, {"'timing' holds 4 values"});
+  for (auto& [name, entry] : file.i64)
+    if (name == "timing") entry = {Shape{1, 7}, {1, 2, 3, 4, 5, 6, 7}};
+  expect_error([&] { through_bytes(without_checksum(file)); }, {"'timing' has 7 columns", "expected 6 (or 5)"});
+}
+
+// Checkpoints written before cpu_s: an I64 table of 5 doubles a round, which loads with cpu_s unmeasured
+// (so a resumed run's timing.csv leaves those rounds' cpu_s empty, and their cost is round time x threads).
+TEST(FlCheckpoint, TimingTablesWithoutCpuSecondsStillLoad) {
+  SafetensorsFile file = checkpoint_file(small_state());
+  const std::vector<RoundTiming>& timings = small_state().timings;
+  for (auto& [name, entry] : file.i64) {
+    if (name != "timing") continue;
+    std::vector<int64_t> five;
+    for (const RoundTiming& t : timings)
+      for (double v : {double(t.round), t.train_seconds, t.aggregate_seconds, t.eval_seconds, t.round_seconds})
+        five.push_back(std::bit_cast<int64_t>(v));
+    entry = {Shape{int64_t(timings.size()), 5}, five};
+  }
+  const CheckpointState back = through_bytes(without_checksum(file));
+  ASSERT_EQ(back.timings.size(), timings.size());
+  for (size_t r = 0; r < timings.size(); ++r) {
+    EXPECT_EQ(back.timings[r].round, timings[r].round);
+    EXPECT_EQ(back.timings[r].round_seconds, timings[r].round_seconds);
+    EXPECT_TRUE(std::isnan(back.timings[r].cpu_seconds)) << r;
+  }
 }
 
 TEST(FlCheckpoint, OldFloatTimingTablesStillLoadAndAreChecked) {

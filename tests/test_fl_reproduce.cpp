@@ -311,37 +311,51 @@ TEST_F(Reproduce, TableNamesTheCommitsThatMadeRunsFinishedEarlier) {
   EXPECT_EQ(table.find("Runs made by"), std::string::npos) << table;
 }
 
-// table.md's Cost line: every run's round times (timing.csv) times the threads its provenance records;
-// a run recorded before thread counts were (three fields) is charged 1 thread and counted.
-TEST_F(Reproduce, TableCostIsRoundTimeTimesThreadsOverEveryRun) {
+// table.md's Cost line: each round's CPU time (timing.csv's cpu_s) over every run. Rounds recorded without
+// cpu_s (runs made before it) are charged their round time x the threads the run's provenance records, and a
+// run recorded before thread counts (three fields) 1 thread, which the line says.
+TEST_F(Reproduce, TableCostIsCpuTimeElseRoundTimeTimesThreads) {
   const Preset preset = load_preset(write_preset(kTwoRows));
   ReproduceOptions options = one_seed_with({"rounds=2"});
   options.threads = 2;
   ASSERT_EQ(reproduce(preset, options).runs, 2);
-  double round_seconds = 0.0;
+  double fedavg_cpu = 0.0, fedrep_cpu = 0.0;
   for (const char* run : {"fedavg", "fedrep"}) {
     const std::string folder = (dir_ / "out" / "runs" / run).string();
     EXPECT_TRUE(read_text_file(folder + "/provenance.tsv").ends_with("\t2\n")) << run;
-    std::istringstream lines(read_text_file(folder + "/timing.csv"));
-    std::string line;
-    std::getline(lines, line);
-    while (std::getline(lines, line)) round_seconds += std::stod(line.substr(line.rfind(',') + 1));
+    for (const RoundTiming& t : parse_timing_csv(read_text_file(folder + "/timing.csv"))) {
+      ASSERT_TRUE(std::isfinite(t.cpu_seconds) && t.cpu_seconds > 0.0) << run << " round " << t.round;
+      (std::string(run) == "fedavg" ? fedavg_cpu : fedrep_cpu) += t.cpu_seconds;
+    }
   }
-  ASSERT_GT(round_seconds, 0.0);
   auto cost_line = [&] {
     const std::string table = read_text_file((dir_ / "out" / "table.md").string());
     const size_t at = table.find("Cost: ");
     return at == std::string::npos ? std::string() : table.substr(at, table.find('\n', at) - at);
   };
-  const std::string twice = fixed_text(2.0 * round_seconds / 3600.0, 2);
-  EXPECT_EQ(cost_line().rfind("Cost: " + twice + " core-hours (", 0), 0u) << cost_line();
+  const std::string cpu = fixed_text((fedavg_cpu + fedrep_cpu) / 3600.0, 2);
+  EXPECT_EQ(cost_line().rfind("Cost: " + cpu + " core-hours (the CPU time of every run's rounds", 0), 0u)
+      << cost_line();
   EXPECT_EQ(cost_line().find("no thread count"), std::string::npos);
+
+  // fedrep's timing.csv as written before cpu_s, two rounds of half an hour: 1 hour x its 2 threads.
+  const std::string timing = (dir_ / "out" / "runs" / "fedrep" / "timing.csv").string();
+  testing::write_text(timing, "round,train_s,aggregate_s,eval_s,round_s\n1,1800,0,0,1800\n2,1800,0,0,1800\n");
+  options.resume = true;
+  ASSERT_EQ(reproduce(preset, options).skipped, 2);
+  EXPECT_EQ(cost_line().rfind("Cost: " + fixed_text(fedavg_cpu / 3600.0 + 2.0, 2) +
+                                  " core-hours (the CPU time of 2 "
+                                  "of the 4 rounds",
+                              0),
+            0u)
+      << cost_line();
 
   // fedrep's record as written before the thread column: charged 1 thread, and said.
   const std::string record = (dir_ / "out" / "runs" / "fedrep" / "provenance.tsv").string();
   testing::write_text(record, "2026-11-20\tccccccc\tsome machine\n");
-  options.resume = true;
   ASSERT_EQ(reproduce(preset, options).skipped, 2);
+  EXPECT_EQ(cost_line().rfind("Cost: " + fixed_text(fedavg_cpu / 3600.0 + 1.0, 2) + " core-hours (", 0), 0u)
+      << cost_line();
   EXPECT_NE(cost_line().find("1 run(s) with no thread count recorded, counted as 1 thread"), std::string::npos)
       << cost_line();
 }

@@ -184,6 +184,26 @@ void write_timing(const std::filesystem::path& file, int64_t rounds, double seco
   testing::write_text(file, text.str());
 }
 
+// run_cost: a round's measured CPU time where timing.csv has it, else its round time x the threads the
+// provenance records; the seeds' files count too. A run resumed by a binary that measures cpu_s has both.
+class RunCostTest : public testing::TempDirTest {};
+TEST_F(RunCostTest, ChargesCpuTimeWhereMeasuredElseRoundTimeTimesThreads) {
+  testing::write_text(dir_ / "run/provenance.tsv", "2026-11-29\taaaaaaa\tsome machine\t4\n");
+  testing::write_text(dir_ / "run/timing.csv",
+                      "round,train_s,aggregate_s,eval_s,round_s,cpu_s\n1,9,0,1,10,\n2,9,0,1,10,3.5\n");
+  RunCost cost = run_cost((dir_ / "run").string());
+  EXPECT_EQ(cost.rounds, 2);
+  EXPECT_EQ(cost.cpu_rounds, 1);
+  EXPECT_DOUBLE_EQ(cost.core_seconds, 10 * 4 + 3.5);
+  testing::write_text(dir_ / "run/seed-2/timing.csv", "round,train_s,aggregate_s,eval_s,round_s\n1,1,0,0,2\n");
+  cost = run_cost((dir_ / "run").string());
+  EXPECT_EQ(cost.rounds, 3);
+  EXPECT_DOUBLE_EQ(cost.core_seconds, 10 * 4 + 3.5 + 2 * 4);
+  const TimingTotals totals = timing_totals((dir_ / "run/timing.csv").string());
+  EXPECT_DOUBLE_EQ(totals.seconds, 20.0);
+  EXPECT_DOUBLE_EQ(totals.core_seconds(0), 10 + 3.5);  // no thread count recorded: 1 thread
+}
+
 // --status: each run's state and rounds, found in --out or a --merge-from folder, and the core-hours left
 // at the cost per round of the rounds run so far (the row's own, else the mean of all runs).
 TEST_F(MergeSeeds, StatusSaysWhereEachRunIsAndWhatIsLeft) {

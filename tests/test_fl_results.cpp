@@ -173,11 +173,30 @@ TEST(FlResults, ParseRoundsCsvErrorsNameTheLine) {
 }
 
 TEST(FlResults, TimingCsvExactText) {
-  const std::vector<RoundTiming> timings = {{1, 0.5, 0.01234, 0.1, 0.61237}, {2, 12.25, 0, 1.00004, 13.3}};
-  EXPECT_EQ(timing_csv(timings),
-            "round,train_s,aggregate_s,eval_s,round_s\n"
-            "1,0.5000,0.0123,0.1000,0.6124\n"
-            "2,12.2500,0.0000,1.0000,13.3000\n");
+  const std::vector<RoundTiming> timings = {{1, 0.5, 0.01234, 0.1, 0.61237, 0.25},
+                                            {2, 12.25, 0, 1.00004, 13.3}};  // cpu_s not measured: empty
+  const std::string text =
+      "round,train_s,aggregate_s,eval_s,round_s,cpu_s\n"
+      "1,0.5000,0.0123,0.1000,0.6124,0.2500\n"
+      "2,12.2500,0.0000,1.0000,13.3000,\n";
+  EXPECT_EQ(timing_csv(timings), text);
+  const std::vector<RoundTiming> back = parse_timing_csv(text);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].cpu_seconds, 0.25);
+  EXPECT_TRUE(std::isnan(back[1].cpu_seconds));
+  EXPECT_EQ(back[1].round_seconds, 13.3);
+}
+
+// timing.csv written before cpu_s (every committed run of 2026-11-29 and earlier) is still read: cpu_s unmeasured.
+TEST(FlResults, TimingCsvWithoutCpuSecondsStillParses) {
+  const std::vector<RoundTiming> back =
+      parse_timing_csv("round,train_s,aggregate_s,eval_s,round_s\n1,0.5000,0.0123,0.1000,0.6124\n");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].round_seconds, 0.6124);
+  EXPECT_TRUE(std::isnan(back[0].cpu_seconds));
+  expect_error([] { parse_timing_csv("round,train_s,aggregate_s,eval_s,round_s\n1,0.5,0,0,0.6,0.2\n"); },
+               {"timing.csv line 2", "6 columns", "expected 5"});
+  expect_error([] { parse_timing_csv("round,train_s,cpu_s\n1,0.5,0.1\n"); }, {"timing.csv: no header line"});
 }
 
 TEST(FlResults, SummarizeRunAppliesTheReportMode) {

@@ -192,33 +192,44 @@ RuleState load_rule_state(const SafetensorsFile& file, const std::string& owner,
   return state;
 }
 
-// The timings as the bit patterns of their doubles, (rounds, 5): the float32 tensor written before kept
-// 7 significant digits, so the summary.json of a resumed run gave another seconds_per_round.
+// The timings as the bit patterns of their doubles, (rounds, 6): the float32 tensor written before kept
+// 7 significant digits, so the summary.json of a resumed run gave another seconds_per_round. The sixth
+// column (cpu_s) came later: older files have (rounds, 5), read with cpu_s unmeasured.
+constexpr int64_t kTimingColumns = 6, kTimingColumnsWithoutCpu = 5;
 std::pair<Shape, std::vector<int64_t>> timing_bits(const std::vector<RoundTiming>& timings) {
   std::vector<int64_t> bits;
   for (const RoundTiming& t : timings)
-    for (double value :
-         {static_cast<double>(t.round), t.train_seconds, t.aggregate_seconds, t.eval_seconds, t.round_seconds})
+    for (double value : {static_cast<double>(t.round), t.train_seconds, t.aggregate_seconds, t.eval_seconds,
+                         t.round_seconds, t.cpu_seconds})
       bits.push_back(std::bit_cast<int64_t>(value));
-  return {Shape{static_cast<int64_t>(timings.size()), 5}, bits};
+  return {Shape{static_cast<int64_t>(timings.size()), kTimingColumns}, bits};
 }
 
 // From the I64 "timing" entry, or from the F32 one of checkpoints written before it (rounded then). The
 // round column goes back to an integer, so it must hold one.
 std::vector<RoundTiming> load_timings(const SafetensorsFile& file, const std::string& path) {
   std::vector<double> t;
-  for (const auto& [name, entry] : file.i64)
-    if (name == "timing")
-      for (int64_t bits : entry.second) t.push_back(std::bit_cast<double>(bits));
+  int64_t columns = kTimingColumnsWithoutCpu;
+  for (const auto& [name, entry] : file.i64) {
+    if (name != "timing") continue;
+    const Shape& shape = entry.first;
+    if (shape.rank() == 2) columns = shape[1];
+    for (int64_t bits : entry.second) t.push_back(std::bit_cast<double>(bits));
+  }
   if (const Tensor* old = file.find("timing"))
     for (float value : old->to_vector()) t.push_back(value);
-  BASTION_CHECK(t.size() % 5 == 0, "checkpoint ", path, ": tensor 'timing' holds ", t.size(),
-                " values, expected 5 per round");
+  BASTION_CHECK(columns == kTimingColumns || columns == kTimingColumnsWithoutCpu, "checkpoint ", path,
+                ": tensor 'timing' has ", columns, " columns, expected ", kTimingColumns, " (or ",
+                kTimingColumnsWithoutCpu, ")");
+  const size_t width = static_cast<size_t>(columns);
+  BASTION_CHECK(t.size() % width == 0, "checkpoint ", path, ": tensor 'timing' holds ", t.size(), " values, expected ",
+                width, " per round");
   std::vector<RoundTiming> timings;
-  for (size_t r = 0; r < t.size(); r += 5) {
+  for (size_t r = 0; r < t.size(); r += width) {
     BASTION_CHECK(std::isfinite(t[r]) && t[r] == std::trunc(t[r]) && std::abs(t[r]) < 9.2e18, "checkpoint ", path,
-                  ": tensor 'timing' row ", r / 5, " has round ", t[r], ", expected an integer");
-    timings.push_back({static_cast<int64_t>(t[r]), t[r + 1], t[r + 2], t[r + 3], t[r + 4]});
+                  ": tensor 'timing' row ", r / width, " has round ", t[r], ", expected an integer");
+    const double cpu = width == static_cast<size_t>(kTimingColumns) ? t[r + 5] : kNoValue;
+    timings.push_back({static_cast<int64_t>(t[r]), t[r + 1], t[r + 2], t[r + 3], t[r + 4], cpu});
   }
   return timings;
 }

@@ -12,9 +12,10 @@
 //   F32 "client.<id>.<name>"     each client's persistent vectors (ClientState::vectors)
 //   I64 "client_flags"           (clients): the server rule's latest verdict per client, 0 or 1
 //                                (per-client detection, metrics.h; absent in older files = none flagged)
-//   I64 "timing"                 (rounds, 5): round, train_s, aggregate_s, eval_s, round_s, each the bit
-//                                pattern of the double (exact: summary.json's seconds_per_round comes
-//                                back to the last digit; files with the older F32 "timing" still load)
+//   I64 "timing"                 (rounds, 6): round, train_s, aggregate_s, eval_s, round_s, cpu_s, each
+//                                the bit pattern of the double (exact: summary.json's seconds_per_round
+//                                comes back to the last digit; files with the older (rounds, 5) table,
+//                                cpu_s then unmeasured, or the older F32 "timing" still load)
 //   metadata: format, round (last completed), seed, config (the resolved TOML), rounds_csv (the rows
 //   so far), pending_csv (counters since the last evaluated round), and one "client.<id>.<name>" entry
 //   per client scalar (printed with 17 significant digits: exact for a double).

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <numeric>
 
@@ -21,6 +22,14 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// CPU time of this process so far, every thread (client pool, BLAS), user + system: a round's difference is
+// its core-seconds even when other work shares the cores, where wall time x threads counts the waits too.
+double process_cpu_seconds() {
+  timespec t{};
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return kNoValue;
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 std::string percent(double value) {
@@ -276,6 +285,7 @@ void SeedRun::begin_run(const RunOptions& options) {
 
 void SeedRun::configure_round(int64_t round, RoundWork& work) {
   work.start = std::chrono::steady_clock::now();
+  work.cpu_start = process_cpu_seconds();
   work.round = round;
   work.attack_on = attack_active(round);
   work.sampled = round_clients(round, work.attack_on);
@@ -342,7 +352,10 @@ void SeedRun::evaluate_round_if_due(RoundWork& work) {
 // True when a test's RunOptions::stop_after_round says to stop here.
 bool SeedRun::finish_round(const RunOptions& options, const RoundWork& work) {
   const int64_t round = work.round, rounds = c_.experiment.integer("rounds");
-  timings_.push_back({round, work.train_seconds, work.aggregate_seconds, work.eval_seconds, seconds_since(work.start)});
+  // cpu_s only where this process ran the whole round: a run spread over ranks spends CPU in each.
+  const double cpu_seconds = net_.size() == 1 ? process_cpu_seconds() - work.cpu_start : kNoValue;
+  timings_.push_back(
+      {round, work.train_seconds, work.aggregate_seconds, work.eval_seconds, seconds_since(work.start), cpu_seconds});
   next_round_ = round + 1;
   const bool checkpoint = checkpoint_due(round, rounds);  // collective under mpirun: every rank asks
   // The results files are rewritten whole (atomically), so rewriting them every round of a fast run costs

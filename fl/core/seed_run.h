@@ -149,6 +149,7 @@ class SeedRun {
     std::vector<float> uploads;          // (sampled, shared width) on the server after train_round
     std::vector<ClientResult> results;
     std::chrono::steady_clock::time_point start;
+    double cpu_start = 0.0;  // process_cpu_seconds() when the round began
     double train_seconds = 0.0, aggregate_seconds = 0.0, eval_seconds = 0.0;
   };
   void begin_run(const RunOptions& options);

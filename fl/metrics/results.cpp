@@ -70,7 +70,8 @@ std::vector<double> personal_values(const PersonalRecord& p, bool received) {
   return values;
 }
 
-constexpr const char* kTimingHeader = "round,train_s,aggregate_s,eval_s,round_s";
+constexpr const char* kTimingHeader = "round,train_s,aggregate_s,eval_s,round_s,cpu_s";
+constexpr const char* kTimingHeaderWithoutCpu = "round,train_s,aggregate_s,eval_s,round_s";  // before 2026-11-29
 
 // "%.6g" / "%.4f" without the locale; NaN becomes "" (an empty CSV cell).
 std::string format_real(double value, std::chars_format format, int precision) {
@@ -396,14 +397,16 @@ std::string timing_csv(const std::vector<RoundTiming>& timings) {
   std::string out = std::string(kTimingHeader) + '\n';
   for (const RoundTiming& t : timings)
     out += join_row({std::to_string(t.round), seconds(t.train_seconds), seconds(t.aggregate_seconds),
-                     seconds(t.eval_seconds), seconds(t.round_seconds)});
+                     seconds(t.eval_seconds), seconds(t.round_seconds), seconds(t.cpu_seconds)});
   return out;
 }
 
 std::vector<RoundTiming> parse_timing_csv(const std::string& text) {
   const std::vector<std::string> lines = split_fields(text, '\n');
-  BASTION_CHECK(lines.front() == kTimingHeader, "timing.csv: no header line '", kTimingHeader, "'");
-  const std::vector<std::string> names = split_fields(kTimingHeader, ',');
+  BASTION_CHECK(lines.front() == kTimingHeader || lines.front() == kTimingHeaderWithoutCpu,
+                "timing.csv: no header line '", kTimingHeader, "' (or '", kTimingHeaderWithoutCpu, "')");
+  const std::vector<std::string> names = split_fields(lines.front(), ',');
+  const bool has_cpu = names.size() > 5;
   std::vector<RoundTiming> timings;
   for (size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;  // the newline after the last row
@@ -411,7 +414,8 @@ std::vector<RoundTiming> parse_timing_csv(const std::string& text) {
     BASTION_CHECK(cells.size() == names.size(), "timing.csv line ", i + 1, ": ", cells.size(), " columns, expected ",
                   names.size());
     const CellReader read{cells, i + 1, names, "timing.csv"};
-    timings.push_back({read.integer(0), read.real(1), read.real(2), read.real(3), read.real(4)});
+    timings.push_back(
+        {read.integer(0), read.real(1), read.real(2), read.real(3), read.real(4), has_cpu ? read.real(5) : kNoValue});
   }
   return timings;
 }

@@ -5,7 +5,11 @@
 //                columns); tp..fn count uploads (per upload), client_* rate clients (per client,
 //                metrics.h); reals with 6 significant
 //                digits ("%.6g"), NaN as an empty cell.
-//   timing.csv   round,train_s,aggregate_s,eval_s,round_s (wall times; not deterministic by nature)
+//   timing.csv   round,train_s,aggregate_s,eval_s,round_s,cpu_s: wall times, and the CPU seconds the process
+//                spent in the round (user + system, every thread: the round's core-seconds, whatever else
+//                shares the cores); cpu_s is empty where it was not measured (a run spread over MPI ranks,
+//                rounds written before the column). Files without the column (older runs) are still read.
+//                Not deterministic by nature.
 //   summary.json the reported figures (see RunSummary) and, for repeated seeds, mean ± std
 //   curves.svg   acc and asr (when present) over rounds, self-contained SVG (axes, ticks, legend),
 //                readable in any browser, no other tool needed.
@@ -21,6 +25,7 @@ namespace bastion {
 struct RoundTiming {
   int64_t round = 0;
   double train_seconds = 0, aggregate_seconds = 0, eval_seconds = 0, round_seconds = 0;
+  double cpu_seconds = kNoValue;  // the process's CPU time in the round; NaN: not measured
 };
 
 // What one seed's run reports (summary.json "runs" entries).

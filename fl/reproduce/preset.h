@@ -8,7 +8,7 @@
 //   seeds = 3                          # seeds per cell (repeat); bastion reproduce --seeds overrides
 //   quick = ["rounds=3", ...]          # the --quick scale (smoke tests, CI)
 //   [cost]                             # optional: what the full-scale grid cost (bastion list presets)
-//   core_hours = 9.3                   # round time x threads over the runs (table.md's Cost line)
+//   core_hours = 9.3                   # CPU time of the runs' rounds (table.md's Cost line)
 //   seeds = 1                          # the seeds that figure covers (default: the preset's seeds)
 //   cpu = "Intel Xeon, 2 cores"        # the CPU it was measured on (required with core_hours)
 //   basis = "measured"                 # measured (the grid ran) | estimated (from timed rounds, see note)

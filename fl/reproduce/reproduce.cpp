@@ -182,6 +182,8 @@ class GridTally {
         const RunCost cost = run_cost(dir);
         report_.core_hours += cost.core_seconds / 3600.0;
         report_.runs_without_threads += cost.threads_recorded ? 0 : 1;
+        report_.rounds += cost.rounds;
+        report_.cpu_rounds += cost.cpu_rounds;
       } catch (const Error& e) {
         failure = e.what();
       }

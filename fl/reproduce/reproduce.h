@@ -54,10 +54,12 @@ struct ReproduceReport {
   std::vector<std::vector<CellResult>> cells;  // [row][column]
   int64_t runs = 0, skipped = 0, failed = 0;
   double seconds = 0.0;  // wall time of this invocation
-  // The table's cost over every run it reads (ran now or earlier): round time x threads (run_cost in
-  // reproduce.cpp); runs whose provenance has no thread count are charged 1 thread and counted here.
+  // The table's cost over every run it reads (ran now or earlier): each round's CPU time, or its round time
+  // x threads where timing.csv has no cpu_s (run_cost, run_record.h); runs whose provenance has no thread
+  // count are charged 1 thread and counted here. rounds: every round read; cpu_rounds: those with cpu_s.
   double core_hours = 0.0;
   int64_t runs_without_threads = 0;
+  int64_t rounds = 0, cpu_rounds = 0;
   int rank = 0, ranks = 1;  // this process's place under mpirun (rank 0 has the cells)
   // per run of the grid, in its order: (run folder, the commits that made it: "`abc1234`", "`a` then `b`"
   // when resumed, or "unrecorded"), from its provenance.tsv; empty for a run whose cells were not read

@@ -78,7 +78,7 @@ RunStatus find_seed_parts(const ExperimentConfig& target, const std::vector<std:
     if (!std::filesystem::exists(dir + "/config.toml") || !same_but_seeds(dir + "/config.toml", target)) continue;
     const ExperimentConfig own = parse_config(read_text_file(dir + "/config.toml"), dir + "/config.toml");
     const int64_t repeat = own.experiment.integer("repeat");
-    const double threads = static_cast<double>(std::max<int64_t>(recorded_threads(dir), 1));
+    const int64_t threads = recorded_threads(dir);
     bool used = false;
     for (int64_t r = 0; r < repeat; ++r) {
       const uint64_t seed = static_cast<uint64_t>(own.experiment.integer("seed") + r);
@@ -86,7 +86,7 @@ RunStatus find_seed_parts(const ExperimentConfig& target, const std::vector<std:
       if (seed < first || seed >= end || counted.count(seed) > 0 || timing.rounds == 0) continue;
       counted.insert(seed);
       status.rounds += std::min(timing.rounds, rounds);
-      status.core_seconds += timing.seconds * threads;
+      status.core_seconds += timing.core_seconds(threads);
       used = true;
     }
     if (!used) continue;
@@ -202,7 +202,9 @@ std::string reproduce_status(const Preset& preset, const ReproduceOptions& optio
           std::to_string(counts[1]) + " in progress, " + std::to_string(counts[2]) + " not started" +
           (counts[3] > 0 ? ", " + std::to_string(counts[3]) + " unreadable:\n" + problems : "\n");
   const double left = hours_left(preset, grid, runs);
-  text += "core-hours: " + fixed(spent, 2) + " spent (round times x threads); " +
+  text += "core-hours: " + fixed(spent, 2) +
+          " spent (CPU time of the rounds; round time x threads where timing.csv has "
+          "no cpu_s); " +
           (left < 0 ? std::string("left unknown (no run has rounds yet)")
                     : "about " + fixed(left, 2) +
                           " left (each unfinished run's rounds left x its row's core-seconds per round so far, "

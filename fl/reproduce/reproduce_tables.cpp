@@ -115,6 +115,15 @@ std::string runs_by_commit(const ReproduceReport& report, const ReproduceOptions
     text.append(g == 0 ? " " : "; ").append(groups[g].first).append(": ").append(groups[g].second);
   return text + "  \n";
 }
+// What the Cost line adds up: CPU time (timing.csv's cpu_s) where the rounds measured it, else round time x
+// threads (runs made before cpu_s; their tables keep the wording they were published with).
+std::string cost_basis(const ReproduceReport& report) {
+  if (report.cpu_rounds == 0) return "every run's round times, timing.csv, times its threads";
+  if (report.cpu_rounds == report.rounds) return "the CPU time of every run's rounds, timing.csv's cpu_s";
+  return "the CPU time of " + std::to_string(report.cpu_rounds) + " of the " + std::to_string(report.rounds) +
+         " rounds, timing.csv's cpu_s; the round time x threads of the others, recorded without it";
+}
+
 }  // namespace
 
 bool has_paper_numbers(const Preset& preset) {
@@ -199,8 +208,7 @@ std::string table_markdown(const Preset& preset, const ReproduceReport& report, 
   md += "Date: " + today() + "; this invocation: " + minutes(report.seconds) + " wall time" + processes + ", " +
         std::to_string(report.runs) + " run(s) executed, " + std::to_string(report.skipped) +
         " finished earlier and skipped, " + std::to_string(report.failed) + " failed.\n";
-  md += "Cost: " + fixed(report.core_hours, 2) +
-        " core-hours (every run's round times, timing.csv, times its threads; runs made earlier included)";
+  md += "Cost: " + fixed(report.core_hours, 2) + " core-hours (" + cost_basis(report) + "; runs made earlier included)";
   if (report.runs_without_threads > 0)
     md += "; " + std::to_string(report.runs_without_threads) +
           " run(s) with no thread count recorded, counted as 1 thread";

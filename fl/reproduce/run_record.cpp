@@ -1,6 +1,7 @@
 #include "fl/reproduce/run_record.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
@@ -22,8 +23,18 @@ TimingTotals timing_totals(const std::string& path) {
   for (const RoundTiming& t : parse_timing_csv(read_text_file(path))) {  // names a damaged file
     totals.seconds += t.round_seconds;
     ++totals.rounds;
+    if (std::isnan(t.cpu_seconds)) {
+      totals.seconds_without_cpu += t.round_seconds;
+    } else {
+      totals.cpu_seconds += t.cpu_seconds;
+      ++totals.cpu_rounds;
+    }
   }
   return totals;
+}
+
+double TimingTotals::core_seconds(int64_t threads) const {
+  return cpu_seconds + seconds_without_cpu * static_cast<double>(std::max<int64_t>(threads, 1));
 }
 
 int64_t recorded_threads(const std::string& dir) {
@@ -44,14 +55,13 @@ RunCost run_cost(const std::string& dir) {
       if (entry.is_directory() && entry.path().filename().string().rfind("seed-", 0) == 0)
         files.push_back(entry.path().string() + "/timing.csv");
   RunCost cost;
-  double seconds = 0.0;
+  const int64_t threads = recorded_threads(dir);
   for (const std::string& file : files) {
     const TimingTotals totals = timing_totals(file);
-    seconds += totals.seconds;
+    cost.core_seconds += totals.core_seconds(threads);
     cost.rounds += totals.rounds;
+    cost.cpu_rounds += totals.cpu_rounds;
   }
-  const int64_t threads = recorded_threads(dir);
-  cost.core_seconds = seconds * static_cast<double>(std::max<int64_t>(threads, 1));
   cost.threads_recorded = threads > 0;
   return cost;
 }
