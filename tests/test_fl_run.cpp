@@ -246,7 +246,8 @@ TEST_F(FlRun, CheckpointKeepsTimingsExactly) {
   CheckpointState state;
   state.round = 2;
   state.global = {1.0f, 2.0f};
-  state.timings = {{1, 0.1, 1e-9, 0.3, 0.056022875010967255}, {2, 1.0 / 3.0, 0, 2.5, 12345.678901234567}};
+  state.timings = {{1, 0.1, 1e-9, 0.3, 0.056022875010967255, 0.1234567890123},
+                   {2, 1.0 / 3.0, 0, 2.5, 12345.678901234567, 24690.0 / 7.0}};
   const std::string path = (dir_ / "c.safetensors").string();
   save_checkpoint(path, state);
   const CheckpointState back = load_checkpoint(path);
@@ -257,6 +258,7 @@ TEST_F(FlRun, CheckpointKeepsTimingsExactly) {
     EXPECT_EQ(back.timings[r].aggregate_seconds, state.timings[r].aggregate_seconds);
     EXPECT_EQ(back.timings[r].eval_seconds, state.timings[r].eval_seconds);
     EXPECT_EQ(back.timings[r].round_seconds, state.timings[r].round_seconds);
+    EXPECT_EQ(back.timings[r].cpu_seconds, state.timings[r].cpu_seconds);
   }
 }
 

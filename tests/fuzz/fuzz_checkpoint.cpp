@@ -67,7 +67,7 @@ bool same_state(const bastion::CheckpointState& a, const bastion::CheckpointStat
     const bastion::RoundTiming &x = a.timings[t], &y = b.timings[t];
     if (x.round != y.round || !same_double(x.train_seconds, y.train_seconds) ||
         !same_double(x.aggregate_seconds, y.aggregate_seconds) || !same_double(x.eval_seconds, y.eval_seconds) ||
-        !same_double(x.round_seconds, y.round_seconds))
+        !same_double(x.round_seconds, y.round_seconds) || !same_double(x.cpu_seconds, y.cpu_seconds))
       return false;
   }
   return bastion::rounds_csv(a.records) == bastion::rounds_csv(b.records) &&
