@@ -1,5 +1,5 @@
 // `bastion reproduce PRESET [--quick] [--seeds N] [--set KEY=VALUE ...] [--row NAME ...] [--out DIR] [--resume]
-// [--overwrite] [--merge-from DIR ...] [--status] [--threads N] [--data-dir DIR]`:
+// [--overwrite] [--merge-from DIR ...] [--reuse-from DIR ...] [--status] [--threads N] [--data-dir DIR]`:
 // runs a paper table's grid (fl/reproduce/preset.h, fl/reproduce/reproduce.h) and writes table.md, table.csv and
 // table.svg. PRESET is a file, or a name looked up as <presets_folder()>/<name>.toml (configs/papers). With `--grid KEY=V1,V2`
 // (repeatable) and `--metric NAME` (repeatable, default acc), PRESET is an experiment config instead and
@@ -27,7 +27,7 @@ namespace {
 
 struct ReproduceArgs {
   std::string preset, out_dir, data_dir, tensorboard_dir;
-  std::vector<std::string> overrides, rows, grid, metrics, merge_from;
+  std::vector<std::string> overrides, rows, grid, metrics, merge_from, reuse_from;
   int64_t seeds = 0;
   int threads = 0;
   std::string device;
@@ -88,6 +88,7 @@ int run_reproduce(const ReproduceArgs& args, const std::string& command_line) {
   options.overwrite = args.overwrite;
   options.tensorboard_dir = args.tensorboard_dir;
   options.merge_from = args.merge_from;
+  options.reuse_from = args.reuse_from;
   options.threads = args.threads;
   options.device = args.device;
   options.command = command_line;
@@ -161,6 +162,11 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
   sub->add_option("--merge-from", args->merge_from,
                   "Assemble each run from the seeds that earlier invocations of this preset ran into DIR (repeatable; "
                   "e.g. seed 1 in one folder, --set seed=2 --seeds 2 in another); trains nothing (docs/presets.md)")
+      ->allow_extra_args(false);
+  sub->add_option("--reuse-from", args->reuse_from,
+                  "Copy each run that --out lacks from a finished run of the same experiment in DIR/runs/ (the --out "
+                  "of another preset's reproduce, repeatable; e.g. cells two tables share), instead of training it; "
+                  "implies --resume (docs/presets.md)")
       ->allow_extra_args(false);
   sub->add_flag(
       "--status", args->status,

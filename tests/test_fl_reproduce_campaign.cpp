@@ -176,6 +176,46 @@ TEST_F(MergeSeeds, TheFirstSourceWinsAndAnUnfinishedOneIsNamed) {
   expect_error([&] { run("again", 2, 0, {"one", "two"}); }, {"fedrep: seed 4", "not finished: ", "two/runs/fedrep"});
 }
 
+// --reuse-from: a table whose rows another table already ran under other names (SPMC Table 1's FedAvg and
+// SPMC rows are Table 5's) copies those runs instead of training them, and trains the rest. A row whose
+// experiment differs (2 local epochs) is trained, so the copy follows the config, not the row.
+TEST_F(MergeSeeds, ReuseCopiesFinishedRunsOfTheSameExperimentFromAnotherTable) {
+  ASSERT_EQ(run("first", 1).failed, 0);  // FedAvg and FedRep, seed 3
+  testing::write_text(dir_ / "other.toml", testing::preset_text(R"(
+[[rows]]
+name = "Plain FedAvg"
+set = ["clients.rule=sgd", "clients.sgd.epochs=1", "clients.sgd.batch=16"]
+paper = [50.0, "-"]
+[[rows]]
+name = "FedAvg, 2 epochs"
+set = ["clients.rule=sgd", "clients.sgd.epochs=2", "clients.sgd.batch=16"]
+paper = [50.0, "-"]
+)"));
+  const Preset other = load_preset(path("other.toml"));
+  ReproduceOptions options;
+  options.out_dir = path("second");
+  options.seeds = 1;
+  options.reuse_from = {path("first")};
+  std::vector<std::string> log;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  const std::string reused = "second/runs/" + reproduce_grid(other, options).runs[0].folder;
+  const ReproduceReport report = reproduce(other, options);
+  EXPECT_EQ(report.runs, 1);  // the 2-epoch row
+  EXPECT_EQ(report.skipped, 1);
+  EXPECT_EQ(report.failed, 0);
+  for (const std::string file : {"/rounds.csv", "/clients.csv", "/summary.json", "/timing.csv", "/provenance.tsv"})
+    EXPECT_EQ(text(reused + file), text("first/runs/fedavg" + file)) << file;
+  EXPECT_FALSE(std::filesystem::exists(path(reused + "/checkpoint.safetensors")));
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.front().find("reused from " + path("first/runs/fedavg")), std::string::npos) << log.front();
+  // A run the output folder holds is never replaced, finished or not.
+  testing::write_text(dir_ / reused / "rounds.csv", "kept\n");
+  EXPECT_EQ(reproduce(other, options).skipped, 2);
+  EXPECT_EQ(text(reused + "/rounds.csv"), "kept\n");
+  options.reuse_from = {path("nowhere")};
+  expect_error([&] { reproduce(other, options); }, {"--reuse-from", "nowhere", "no runs/ folder"});
+}
+
 // A timing.csv of `rounds` rounds of `seconds` each: costs large enough to show in --status's 2 decimals.
 void write_timing(const std::filesystem::path& file, int64_t rounds, double seconds) {
   std::ostringstream text;  // not string + string: GCC 12's -Wrestrict false positive

@@ -19,6 +19,7 @@
 #include "fl/core/experiment.h"
 #include "fl/core/mpi_grid.h"
 #include "fl/reproduce/merge_seeds.h"
+#include "fl/reproduce/reuse_runs.h"
 #include "fl/reproduce/reproduce_text.h"
 #include "fl/reproduce/run_record.h"
 #include "fl/core/run_setup.h"
@@ -267,6 +268,14 @@ void merge_grid_from_sources(const Preset& preset, const PresetGrid& grid, const
   }
 }
 
+namespace {
+// Before the grid, on rank 0 only (the other ranks get their runs from it afterwards): --reuse-from's copies.
+void reuse_runs(const Preset& preset, const PresetGrid& grid, const ReproduceOptions& options) {
+  for (const ReusedRun& run : reuse_finished_runs(preset.base, grid, options.out_dir, options.reuse_from))
+    if (options.log) options.log(grid.runs[run.index].folder + ": reused from " + run.source + " (the same experiment)");
+}
+}  // namespace
+
 PresetGrid reproduce_grid(const Preset& preset, const ReproduceOptions& options) {
   std::vector<std::string> extra;
   if (options.quick) extra = preset.quick;
@@ -278,7 +287,8 @@ PresetGrid reproduce_grid(const Preset& preset, const ReproduceOptions& options)
 ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& given) {
   BASTION_CHECK(!given.out_dir.empty(), "reproduce: no output folder given");
   ReproduceOptions options = given;
-  options.resume = options.resume || !options.merge_from.empty();  // the assembled runs are finished
+  // The assembled or reused runs are finished: the grid skips them.
+  options.resume = options.resume || !options.merge_from.empty() || !options.reuse_from.empty();
   const auto start = std::chrono::steady_clock::now();
   const int64_t seeds = options.seeds > 0 ? options.seeds : preset.seeds;
   const PresetGrid grid = reproduce_grid(preset, options);
@@ -287,6 +297,7 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& given) {
   if (!options.merge_from.empty()) merge_grid_from_sources(preset, grid, options);
   check_datasets_installed(preset, grid, options);
   std::filesystem::create_directories(options.out_dir + "/runs");
+  if (!options.reuse_from.empty() && grid_world().rank == 0) reuse_runs(preset, grid, options);
   ReproduceReport report;
   report.cells.assign(preset.rows.size(), std::vector<CellResult>(preset.columns.size(), CellResult{kNaN, kNaN}));
   report.ranks = grid_world().size;

@@ -42,6 +42,9 @@ struct ReproduceOptions {
   // assembled from their runs' seeds (fl/reproduce/merge_seeds.h) before the grid, which then trains
   // nothing; every run must be complete, or nothing is written.
   std::vector<std::string> merge_from;
+  // Folders of earlier `reproduce` invocations of any preset: each run out_dir does not hold is copied from
+  // a finished run of the same experiment there instead of being trained (fl/reproduce/reuse_runs.h).
+  std::vector<std::string> reuse_from;
 };
 
 struct CellResult {
