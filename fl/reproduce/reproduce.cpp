@@ -272,7 +272,8 @@ namespace {
 // Before the grid, on rank 0 only (the other ranks get their runs from it afterwards): --reuse-from's copies.
 void reuse_runs(const Preset& preset, const PresetGrid& grid, const ReproduceOptions& options) {
   for (const ReusedRun& run : reuse_finished_runs(preset.base, grid, options.out_dir, options.reuse_from))
-    if (options.log) options.log(grid.runs[run.index].folder + ": reused from " + run.source + " (the same experiment)");
+    if (options.log)
+      options.log(grid.runs[run.index].folder + ": reused from " + run.source + " (the same experiment)");
 }
 }  // namespace
 
