@@ -199,6 +199,9 @@ paper = [50.0, "-"]
   std::vector<std::string> log;
   options.log = [&](const std::string& line) { log.push_back(line); };
   const std::string reused = "second/runs/" + reproduce_grid(other, options).runs[0].folder;
+  const std::string status = reproduce_status(other, options);  // before: what the copy would take
+  EXPECT_NE(status.find("finished 1 of 2 runs, 0 in progress, 1 not started"), std::string::npos) << status;
+  EXPECT_NE(status.find(path("first/runs/fedavg") + " (--reuse-from)"), std::string::npos) << status;
   const ReproduceReport report = reproduce(other, options);
   EXPECT_EQ(report.runs, 1);  // the 2-epoch row
   EXPECT_EQ(report.skipped, 1);

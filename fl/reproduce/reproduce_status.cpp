@@ -11,6 +11,7 @@
 #include "fl/core/run_setup.h"
 #include "fl/reproduce/merge_seeds.h"
 #include "fl/reproduce/reproduce_text.h"
+#include "fl/reproduce/reuse_runs.h"
 #include "fl/reproduce/run_record.h"
 #include "tensor/error.h"
 
@@ -100,6 +101,17 @@ RunStatus find_seed_parts(const ExperimentConfig& target, const std::vector<std:
   return status;
 }
 
+// Not in --out or the --merge-from folders: a finished run of the same experiment that --reuse-from would
+// copy (any folder name), counted as finished there; else not started.
+RunStatus find_reusable_run(const ExperimentConfig& config, const std::vector<std::string>& reusable) {
+  RunStatus status;
+  status.total_rounds = config.experiment.integer("rounds") * config.experiment.integer("repeat");
+  const std::string source = find_reusable(reusable, config_to_toml(config));
+  if (source.empty()) return status;
+  return {RunState::finished,  source + " (--reuse-from)",    status.total_rounds,
+          status.total_rounds, run_cost(source).core_seconds, ""};
+}
+
 const char* state_text(RunState state) {
   switch (state) {
     case RunState::finished:
@@ -162,6 +174,7 @@ std::string padded(const std::string& text, size_t width) {
 
 std::string reproduce_status(const Preset& preset, const ReproduceOptions& options) {
   const PresetGrid grid = reproduce_grid(preset, options);
+  const std::vector<std::string> reusable = reusable_runs(options.reuse_from);
   std::vector<RunStatus> runs;
   size_t name_width = 3;
   for (const PresetRun& run : grid.runs) {
@@ -171,6 +184,7 @@ std::string reproduce_status(const Preset& preset, const ReproduceOptions& optio
     try {
       RunStatus status = find_run(config, candidates);
       if (status.state == RunState::not_started) status = find_seed_parts(config, candidates);
+      if (status.state == RunState::not_started) status = find_reusable_run(config, reusable);
       runs.push_back(status);
     } catch (const Error& e) {  // a damaged file of one run: say so there, and go on with the others
       RunStatus unreadable;

@@ -15,23 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The finished runs of every source, in the order reuse looks at them.
-std::vector<std::string> finished_source_runs(const std::vector<std::string>& sources) {
-  std::vector<std::string> runs;
-  for (const std::string& source : sources) {
-    const fs::path folder = fs::path(source) / "runs";
-    BASTION_CHECK(fs::is_directory(folder), "reproduce --reuse-from ", source,
-                  ": no runs/ folder (give the --out folder of an earlier `bastion reproduce`)");
-    std::vector<std::string> found;
-    for (const fs::directory_entry& entry : fs::directory_iterator(folder))
-      if (entry.is_directory() && fs::exists(entry.path() / "summary.json") && fs::exists(entry.path() / "config.toml"))
-        found.push_back(entry.path().string());
-    std::sort(found.begin(), found.end());
-    runs.insert(runs.end(), found.begin(), found.end());
-  }
-  return runs;
-}
-
 // What a run's record holds (not checkpoints, not a write in progress).
 bool record_file(const std::string& name) {
   return name.rfind("checkpoint", 0) != 0 && name.find(".tmp.") == std::string::npos;
@@ -55,23 +38,43 @@ bool free_for_reuse(const fs::path& dir) { return !fs::exists(dir) || (fs::is_di
 
 }  // namespace
 
+std::vector<std::string> reusable_runs(const std::vector<std::string>& sources) {
+  std::vector<std::string> runs;
+  for (const std::string& source : sources) {
+    const fs::path folder = fs::path(source) / "runs";
+    BASTION_CHECK(fs::is_directory(folder), "reproduce --reuse-from ", source,
+                  ": no runs/ folder (give the --out folder of an earlier `bastion reproduce`)");
+    std::vector<std::string> found;
+    for (const fs::directory_entry& entry : fs::directory_iterator(folder))
+      if (entry.is_directory() && fs::exists(entry.path() / "summary.json") && fs::exists(entry.path() / "config.toml"))
+        found.push_back(entry.path().string());
+    std::sort(found.begin(), found.end());
+    runs.insert(runs.end(), found.begin(), found.end());
+  }
+  return runs;
+}
+
+std::string find_reusable(const std::vector<std::string>& runs, const std::string& resolved_config) {
+  for (const std::string& run : runs)
+    if (finished_with(run, resolved_config)) return run;
+  return "";
+}
+
 std::vector<ReusedRun> reuse_finished_runs(const std::string& base, const PresetGrid& grid, const std::string& out_dir,
                                            const std::vector<std::string>& sources) {
-  const std::vector<std::string> candidates = finished_source_runs(sources);
+  const std::vector<std::string> candidates = reusable_runs(sources);
   std::vector<ReusedRun> reused;
   for (size_t i = 0; i < grid.runs.size(); ++i) {
     const fs::path target = fs::path(out_dir) / "runs" / grid.runs[i].folder;
     if (!free_for_reuse(target)) continue;
-    const std::string toml = config_to_toml(load_config(base, grid.runs[i].overrides));
-    const auto source = std::find_if(candidates.begin(), candidates.end(),
-                                     [&](const std::string& run) { return finished_with(run, toml); });
-    if (source == candidates.end()) continue;
+    const std::string source = find_reusable(candidates, config_to_toml(load_config(base, grid.runs[i].overrides)));
+    if (source.empty()) continue;
     const fs::path staging = target.string() + ".tmp." + std::to_string(getpid());
     fs::remove_all(staging);
-    copy_record(*source, staging);
+    copy_record(source, staging);
     fs::remove(target);  // an empty folder, if any
     fs::rename(staging, target);
-    reused.push_back({i, *source});
+    reused.push_back({i, source});
   }
   return reused;
 }

@@ -31,4 +31,9 @@ struct ReusedRun {
 std::vector<ReusedRun> reuse_finished_runs(const std::string& base, const PresetGrid& grid, const std::string& out_dir,
                                            const std::vector<std::string>& sources);
 
+// The parts, also for `--status`: the finished runs of the sources in the order reuse looks at them, and the
+// first of them that is the experiment `resolved_config` (config_to_toml of the run's config); "" if none.
+std::vector<std::string> reusable_runs(const std::vector<std::string>& sources);
+std::string find_reusable(const std::vector<std::string>& runs, const std::string& resolved_config);
+
 }  // namespace bastion
