@@ -202,6 +202,11 @@ paper = [50.0, "-"]
   const std::string status = reproduce_status(other, options);  // before: what the copy would take
   EXPECT_NE(status.find("finished 1 of 2 runs, 0 in progress, 1 not started"), std::string::npos) << status;
   EXPECT_NE(status.find(path("first/runs/fedavg") + " (--reuse-from)"), std::string::npos) << status;
+  // A copy that a kill interrupted (its temporary folder) is never a source, even with the files that make
+  // a run look finished.
+  std::filesystem::copy(path("first/runs/fedrep"), path("first/runs/a-copy.tmp.1"));
+  testing::write_text(dir_ / "first/runs/a-copy.tmp.1/config.toml",
+                      read_text_file(path("first/runs/fedavg/config.toml")));
   const ReproduceReport report = reproduce(other, options);
   EXPECT_EQ(report.runs, 1);  // the 2-epoch row
   EXPECT_EQ(report.skipped, 1);

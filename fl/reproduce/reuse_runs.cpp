@@ -46,7 +46,8 @@ std::vector<std::string> reusable_runs(const std::vector<std::string>& sources) 
                   ": no runs/ folder (give the --out folder of an earlier `bastion reproduce`)");
     std::vector<std::string> found;
     for (const fs::directory_entry& entry : fs::directory_iterator(folder))
-      if (entry.is_directory() && fs::exists(entry.path() / "summary.json") && fs::exists(entry.path() / "config.toml"))
+      if (entry.is_directory() && record_file(entry.path().filename().string()) &&  // not a copy under way
+          fs::exists(entry.path() / "summary.json") && fs::exists(entry.path() / "config.toml"))
         found.push_back(entry.path().string());
     std::sort(found.begin(), found.end());
     runs.insert(runs.end(), found.begin(), found.end());
