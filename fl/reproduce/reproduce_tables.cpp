@@ -115,6 +115,7 @@ std::string runs_by_commit(const ReproduceReport& report, const ReproduceOptions
     text.append(g == 0 ? " " : "; ").append(groups[g].first).append(": ").append(groups[g].second);
   return text + "  \n";
 }
+
 // What the Cost line adds up: CPU time (timing.csv's cpu_s) where the rounds measured it, else round time x
 // threads (runs made before cpu_s; their tables keep the wording they were published with).
 std::string cost_basis(const ReproduceReport& report) {
