@@ -214,6 +214,8 @@ paper = [50.0, "-"]
   for (const std::string file : {"/rounds.csv", "/clients.csv", "/summary.json", "/timing.csv", "/provenance.tsv"})
     EXPECT_EQ(text(reused + file), text("first/runs/fedavg" + file)) << file;
   EXPECT_FALSE(std::filesystem::exists(path(reused + "/checkpoint.safetensors")));
+  ASSERT_TRUE(std::filesystem::exists(path("first/runs/fedavg/.bastion-lock")));
+  EXPECT_FALSE(std::filesystem::exists(path(reused + "/.bastion-lock"))) << "the lock is the folder's own";
   ASSERT_FALSE(log.empty());
   EXPECT_NE(log.front().find("reused from " + path("first/runs/fedavg")), std::string::npos) << log.front();
   // A run the output folder holds is never replaced, finished or not.
@@ -248,7 +250,8 @@ TEST_F(RunCostTest, ChargesCpuTimeWhereMeasuredElseRoundTimeTimesThreads) {
   EXPECT_EQ(cost.rounds, 3);
   EXPECT_DOUBLE_EQ(cost.core_seconds, 10 * 4 + 3.5 + 2 * 4);
   const TimingTotals totals = timing_totals((dir_ / "run/timing.csv").string());
-  EXPECT_DOUBLE_EQ(totals.seconds, 20.0);
+  EXPECT_DOUBLE_EQ(totals.seconds_without_cpu, 10.0);  // round 1's wall time; round 2 has its CPU time
+  EXPECT_DOUBLE_EQ(totals.cpu_seconds, 3.5);
   EXPECT_DOUBLE_EQ(totals.core_seconds(0), 10 + 3.5);  // no thread count recorded: 1 thread
 }
 

@@ -268,15 +268,6 @@ void merge_grid_from_sources(const Preset& preset, const PresetGrid& grid, const
   }
 }
 
-namespace {
-// Before the grid, on rank 0 only (the other ranks get their runs from it afterwards): --reuse-from's copies.
-void reuse_runs(const Preset& preset, const PresetGrid& grid, const ReproduceOptions& options) {
-  for (const ReusedRun& run : reuse_finished_runs(preset.base, grid, options.out_dir, options.reuse_from))
-    if (options.log)
-      options.log(grid.runs[run.index].folder + ": reused from " + run.source + " (the same experiment)");
-}
-}  // namespace
-
 PresetGrid reproduce_grid(const Preset& preset, const ReproduceOptions& options) {
   std::vector<std::string> extra;
   if (options.quick) extra = preset.quick;
@@ -298,7 +289,11 @@ ReproduceReport reproduce(const Preset& preset, const ReproduceOptions& given) {
   if (!options.merge_from.empty()) merge_grid_from_sources(preset, grid, options);
   check_datasets_installed(preset, grid, options);
   std::filesystem::create_directories(options.out_dir + "/runs");
-  if (!options.reuse_from.empty() && grid_world().rank == 0) reuse_runs(preset, grid, options);
+  // --reuse-from's copies, on rank 0 only: the other ranks get their runs from it afterwards.
+  if (!options.reuse_from.empty() && grid_world().rank == 0)
+    for (const ReusedRun& run : reuse_finished_runs(preset.base, grid, options.out_dir, options.reuse_from))
+      if (options.log)
+        options.log(grid.runs[run.index].folder + ": reused from " + run.source + " (the same experiment)");
   ReproduceReport report;
   report.cells.assign(preset.rows.size(), std::vector<CellResult>(preset.columns.size(), CellResult{kNaN, kNaN}));
   report.ranks = grid_world().size;

@@ -1,13 +1,12 @@
 #include "fl/reproduce/reuse_runs.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 
 #include "fl/core/config.h"
 #include "fl/reproduce/run_record.h"
 #include "tensor/error.h"
+#include "tensor/file_io.h"
 
 namespace bastion {
 
@@ -15,16 +14,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// What a run's record holds (not checkpoints, not a write in progress).
+// What a run's record holds: not checkpoints, not a write in progress, not the folder's lock.
 bool record_file(const std::string& name) {
-  return name.rfind("checkpoint", 0) != 0 && name.find(".tmp.") == std::string::npos;
+  return name.rfind("checkpoint", 0) != 0 && name.find(".tmp.") == std::string::npos && name != ".bastion-lock";
 }
 
+// Symbolic links are neither followed nor copied, as --merge-from's copy does.
 void copy_record(const fs::path& from, const fs::path& to) {
   fs::create_directories(to);
   for (const fs::directory_entry& entry : fs::directory_iterator(from)) {
     const std::string name = entry.path().filename().string();
-    if (!record_file(name)) continue;
+    if (!record_file(name) || entry.is_symlink()) continue;
     if (entry.is_directory()) {
       if (name.rfind("seed-", 0) == 0) copy_record(entry.path(), to / name);
     } else if (entry.is_regular_file()) {
@@ -70,7 +70,7 @@ std::vector<ReusedRun> reuse_finished_runs(const std::string& base, const Preset
     if (!free_for_reuse(target)) continue;
     const std::string source = find_reusable(candidates, config_to_toml(load_config(base, grid.runs[i].overrides)));
     if (source.empty()) continue;
-    const fs::path staging = target.string() + ".tmp." + std::to_string(getpid());
+    const fs::path staging = temporary_path(target.string());  // write_file_atomic's "<path>.tmp.<pid>"
     fs::remove_all(staging);
     copy_record(source, staging);
     fs::remove(target);  // an empty folder, if any

@@ -21,7 +21,6 @@ TimingTotals timing_totals(const std::string& path) {
   TimingTotals totals;
   if (!std::filesystem::exists(path)) return totals;
   for (const RoundTiming& t : parse_timing_csv(read_text_file(path))) {  // names a damaged file
-    totals.seconds += t.round_seconds;
     ++totals.rounds;
     if (std::isnan(t.cpu_seconds)) {
       totals.seconds_without_cpu += t.round_seconds;

@@ -29,7 +29,6 @@ RunCost run_cost(const std::string& dir);
 // absent), and the largest thread count a run folder's provenance.tsv records (0 when none does).
 struct TimingTotals {
   int64_t rounds = 0;
-  double seconds = 0.0;              // round_s of every round
   int64_t cpu_rounds = 0;            // rounds with cpu_s
   double cpu_seconds = 0.0;          // their cpu_s
   double seconds_without_cpu = 0.0;  // round_s of the rounds without it
