@@ -282,7 +282,10 @@ template <int MR, int NR, bool Masked, bool CopyB>
   for (int i = 0; i < MR; ++i) a[i] = load_lanes<Masked>(A + i * lda, mask);
   BASTION_UNROLL(8)
   for (int j = 0; j < NR; ++j) {
-    const __m512 b = load_lanes<Masked>(B + j * ldb, mask);
+    __m512 b = load_lanes<Masked>(B + j * ldb, mask);
+    // Held in a register: GCC 12 otherwise folds this load into each of the MR multiply-adds as a memory
+    // operand, so a k step of the 3 x 8 block issued 27 loads instead of 11 (objdump of dot_block<3, 8>).
+    asm("" : "+v"(b));
     if constexpr (CopyB) _mm512_store_ps(copy + j * copy_ld, b);
     BASTION_UNROLL(4)
     for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(a[i], b, acc[i][j]);
