@@ -12,6 +12,8 @@
 # round of both: Bastion's from its client_notes.csv and partition.csv), every figure, then the medians
 # over repeats and the ratio PyTorch / Bastion (> 1: Bastion is faster). Figures are only worth quoting
 # on a quiet machine (the load average is printed for that reason).
+# Both sides run OpenBLAS's same kernels: the twin gets the OPENBLAS_CORETYPE that Bastion's CLI picks for
+# itself (scripts/openblas_core_lib.sh says why).
 # Usage: bench/fedfsa_round_vs_pytorch.sh [REPEATS] [ROUNDS]   (defaults 3 and 4)
 #   BASTION_BIN (default build/bastion), PYTHON (default /usr/bin/python3: Debian's, with torch 1.13),
 #   TWIN_DATA (fmnist | random; default fmnist), DATA_DIR (default /usr/share/datasets/fashion-mnist)
@@ -27,9 +29,13 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 # shellcheck source=scripts/preset_round_lib.sh
 . scripts/preset_round_lib.sh  # median, preset_round (Bastion's side, as scripts/ab_preset_round.sh times it)
+# shellcheck source=scripts/openblas_core_lib.sh
+. scripts/openblas_core_lib.sh  # openblas_detected_core, openblas_twin_core
 
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(grep -c '^processor' /proc/cpuinfo) hardware threads$(grep -qw avx512f /proc/cpuinfo && echo ', AVX-512'); one thread per side"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+detected_core="$(openblas_detected_core "$python")" twin_core="$(openblas_twin_core "$python")"
+echo "OpenBLAS kernels: detected $detected_core; both sides run ${twin_core:-$detected_core}"
 echo "Bastion: $bin ($("$bin" --version 2>/dev/null | head -1)); PyTorch: $python, torch $("$python" -c 'import torch; print(torch.__version__)')"
 
 # Check 1: parameter counts (Bastion's from `bastion train`, which prints it before training).
@@ -38,8 +44,8 @@ bastion_params="$("$bin" train --model cnn-fedfsa --dataset fmnist --epochs 0 --
 
 for repeat in $(seq 1 "$repeats"); do
   preset_round bastion "$repeat" "$bin" fedfsa-table1 FedFSA "$rounds" "$out/bastion-$repeat" "$out/figures"
-  "$python" bench/reference/pytorch_fedfsa_round.py --threads 1 --warmup 1 --rounds $((rounds - 2)) \
-    --data "$data" --data-dir "$data_dir" > "$out/torch-$repeat.log"
+  env ${twin_core:+OPENBLAS_CORETYPE=$twin_core} "$python" bench/reference/pytorch_fedfsa_round.py --threads 1 \
+    --warmup 1 --rounds $((rounds - 2)) --data "$data" --data-dir "$data_dir" > "$out/torch-$repeat.log"
   figure="$(sed -n 's/^fedfsa workers 1 x threads 1: median \([0-9.]*\) s\/round.*/\1/p' "$out/torch-$repeat.log")"
   echo "pytorch $repeat twin-$data $figure" | tee -a "$out/figures"
 done

@@ -6,8 +6,12 @@
 # read off them (bench/RESULTS.md shows the table and the command).
 # Usage: scripts/bench_speed.sh BEFORE_BUILD_DIR AFTER_BUILD_DIR OUT [ROUNDS]
 #   each build dir holds bench/bench_train and bastion (Release); needs /usr/bin/python3 with torch.
+# PyTorch runs OpenBLAS's kernels that Bastion runs (scripts/openblas_core_lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/openblas_core_lib.sh
+. scripts/openblas_core_lib.sh
+torch_core="$(openblas_twin_core /usr/bin/python3)"
 before="$1" after="$2" out="$3" rounds="${4:-2}"
 mkdir -p "$out"
 steps='train_step/.*/threads:1'
@@ -18,7 +22,7 @@ for r in $(seq 1 "$rounds"); do
     "$dir/bench/bench_train" --benchmark_filter="$steps" --benchmark_min_time=0.5 \
       --benchmark_format=json > "$out/train_${build}_$r.json"
   done
-  /usr/bin/python3 bench/reference/pytorch_train_step.py --threads 1 --passes 3 --json > "$out/torch_$r.json"
+  env ${torch_core:+OPENBLAS_CORETYPE=$torch_core} /usr/bin/python3 bench/reference/pytorch_train_step.py --threads 1 --passes 3 --json > "$out/torch_$r.json"
 done
 "$after/bench/bench_train" --benchmark_filter='evaluate' --benchmark_min_time=1 --benchmark_repetitions=3 \
   --benchmark_report_aggregates_only=true --benchmark_format=json > "$out/evaluate_after.json"
@@ -27,5 +31,5 @@ for build in before after; do
   [ "$build" = after ] && dir="$after"
   BASTION_BIN="$dir/bastion" scripts/bench_fl_round.sh "$rounds" > "$out/fl_round_$build.txt"
 done
-/usr/bin/python3 bench/reference/pytorch_fl_round.py --rounds 8 --threads 1 > "$out/fl_round_torch.txt"
+env ${torch_core:+OPENBLAS_CORETYPE=$torch_core} /usr/bin/python3 bench/reference/pytorch_fl_round.py --rounds 8 --threads 1 > "$out/fl_round_torch.txt"
 echo "raw results in $out"
