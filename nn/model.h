@@ -71,6 +71,9 @@ class Model {
   // holds the old state. No value moves. SAM's ascent pass (nn/optim.cpp) runs at w + e this way.
   void swap_state(Tensor& other);
 
+  // Zeroes every trainable parameter's gradient, and a frozen one's the first time it is called with the
+  // parameter frozen (a frozen parameter gets no gradient, so its range stays zero until it is trainable
+  // again; code that writes a frozen range directly must zero it itself).
   void zero_grad() const;
   void reseed_dropout(uint64_t seed) { root_->reseed_dropout(seed); }
   // The module tree (a rule that needs a model's internals, e.g. FedCR's encoder: nn/fedcr_model.h).
@@ -94,6 +97,7 @@ class Model {
   Tensor state_, grads_;
   int64_t num_parameters_ = 0;
   std::vector<ParameterView> parameters_, buffers_;
+  mutable std::vector<char> zeroed_while_frozen_;  // per parameter: frozen, and zeroed since it was frozen
 };
 
 }  // namespace bastion
