@@ -97,8 +97,13 @@ std::vector<GemmShape> gemm_shapes() {
   // cnn-fedfsa's weight gradients as the product runs them: added into the gradient (beta = 1).
   for (const Fc& fc : {Fc{"fedfsa_fc2", 48, 1024, 1024}, Fc{"fedfsa_fc1", 48, 192, 1024}})
     shapes.push_back({std::string(fc.name) + ".bwd_weight_acc", true, false, fc.out, fc.in, fc.batch, 1.0f});
-  // cnn-fedfsa's forward at the evaluation batch (128): forward only, where the small path might stop paying.
+  // Forwards at the evaluation batch (128, and cnn-fedfsa's 82-row tail): forward only, where the small path
+  // might stop paying.
   shapes.push_back({"fedfsa_fc2_b128.fwd", false, true, 128, 1024, 1024});
+  shapes.push_back({"fedfsa_fc2_b82.fwd", false, true, 82, 1024, 1024});
+  shapes.push_back({"fedfsa_fc1_b128.fwd", false, true, 128, 1024, 192});
+  shapes.push_back({"mlp_fc1_b128.fwd", false, true, 128, 200, 784});
+  shapes.push_back({"lenet_fc1_b128.fwd", false, true, 128, 120, 400});
   for (const ConvLayer& layer : conv_layers()) {
     const Conv2dGeometry& g = layer.g;
     const int64_t cols = conv2d_chunk_samples(g) * g.out_plane();  // nb * P of a full chunk
