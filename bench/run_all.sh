@@ -29,6 +29,8 @@ REPS="${REPS:-5}"
 KERNEL_CONFIGS="${KERNEL_CONFIGS:-default passive prescott}"
 TRAIN_CONFIGS="${TRAIN_CONFIGS:-default skx skx-passive prescott}"
 PYTHON=/usr/bin/python3  # Debian's interpreter, which has python3-torch
+# shellcheck source=scripts/openblas_core_lib.sh
+. "$ROOT/scripts/openblas_core_lib.sh"  # openblas_detected_core
 
 ALL_CONFIGS="default skx skx-passive passive prescott"
 config_env() {  # prints the env(1) arguments of a config
@@ -63,7 +65,7 @@ rm -f "$OUT_DIR"/*.json
   echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(lscpu | grep -o -w -E 'avx512f|avx2|fma' | sort -u | tr '\n' ' ')"
   echo "compiler: $(c++ --version | head -1)"
   echo "openblas: $(dpkg -l 'libopenblas0*' 2>/dev/null | awk '/^ii/ {print $2 " " $3}' | tr '\n' ' ')"
-  echo "openblas core (default): $($PYTHON -c "import ctypes; l = ctypes.CDLL('libopenblas.so.0'); l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())")"
+  echo "openblas core (default): $(openblas_detected_core "$PYTHON")"
   echo "torch: $($PYTHON -c 'import torch; print(torch.__version__)')"
   echo "google benchmark: $(dpkg -l libbenchmark-dev 2>/dev/null | awk '/^ii/ {print $3}')"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -171,8 +171,7 @@ Command add_reproduce_command(CLI::App& app, int argc, char** argv) {
   sub->add_flag(
       "--status", args->status,
       "Print where each run stands in --out and the --merge-from (and --reuse-from) folders (finished, rounds run, "
-      "not started), "
-      "the core-hours spent and an estimate of those left; trains and writes nothing");
+      "not started), the core-hours spent and an estimate of those left; trains and writes nothing");
   add_data_dir_option(sub, args->data_dir);
   std::string command_line = "bastion";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];

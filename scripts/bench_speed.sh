@@ -22,7 +22,8 @@ for r in $(seq 1 "$rounds"); do
     "$dir/bench/bench_train" --benchmark_filter="$steps" --benchmark_min_time=0.5 \
       --benchmark_format=json > "$out/train_${build}_$r.json"
   done
-  env ${torch_core:+OPENBLAS_CORETYPE=$torch_core} /usr/bin/python3 bench/reference/pytorch_train_step.py --threads 1 --passes 3 --json > "$out/torch_$r.json"
+  env ${torch_core:+OPENBLAS_CORETYPE=$torch_core} /usr/bin/python3 bench/reference/pytorch_train_step.py \
+    --threads 1 --passes 3 --json > "$out/torch_$r.json"
 done
 "$after/bench/bench_train" --benchmark_filter='evaluate' --benchmark_min_time=1 --benchmark_repetitions=3 \
   --benchmark_report_aggregates_only=true --benchmark_format=json > "$out/evaluate_after.json"
@@ -31,5 +32,6 @@ for build in before after; do
   [ "$build" = after ] && dir="$after"
   BASTION_BIN="$dir/bastion" scripts/bench_fl_round.sh "$rounds" > "$out/fl_round_$build.txt"
 done
-env ${torch_core:+OPENBLAS_CORETYPE=$torch_core} /usr/bin/python3 bench/reference/pytorch_fl_round.py --rounds 8 --threads 1 > "$out/fl_round_torch.txt"
+env ${torch_core:+OPENBLAS_CORETYPE=$torch_core} /usr/bin/python3 bench/reference/pytorch_fl_round.py --rounds 8 \
+  --threads 1 > "$out/fl_round_torch.txt"
 echo "raw results in $out"

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the scripts that time PyTorch beside Bastion (bench/fedfsa_round_vs_pytorch.sh,
-# scripts/bench_speed.sh), so both sides run OpenBLAS's same kernels.
+# scripts/bench_speed.sh; bench/run_all.sh reads the detected core), so both sides run OpenBLAS's same kernels.
 #   openblas_twin_core PYTHON   prints the OPENBLAS_CORETYPE Bastion's programs run with: the one set in the
 #                               environment, else what gemm_select_blas_core (kernels/cpu/gemm.cpp) picks
 #                               where OpenBLAS falls back on a CPU it does not know (Prescott, Core2, Nehalem,

@@ -8,9 +8,9 @@
 // Copied: the run's record (config.toml, summary.json, rounds.csv, timing.csv, provenance.tsv, clients.csv,
 // partition.csv, curves.svg, client_notes.csv, each seed-<s>/ the same), so table.md names the commits that
 // made it and its Cost line counts its rounds. Not copied: checkpoints (the run is finished), files being
-// written (*.tmp.<pid>), the folder's lock and symbolic links. The copy goes to a temporary folder renamed into place, so a kill never leaves a
-// half-copied run that looks finished. A run folder that already exists in the output (finished, in
-// progress, or left by a failure) is never replaced: --resume continues it.
+// written (*.tmp.<pid>), the folder's lock and symbolic links. The copy goes to a temporary folder renamed
+// into place, so a kill never leaves a half-copied run that looks finished. A run folder that already exists
+// in the output (finished, in progress, or left by a failure) is never replaced: --resume continues it.
 #pragma once
 
 #include <cstddef>
