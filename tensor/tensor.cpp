@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/parallel.h"
 #include "kernels/cuda/cuda.h"
 
 namespace bastion {
@@ -129,7 +130,8 @@ void Tensor::copy_from(const Tensor& src) const {
 
 void Tensor::fill(float value) const {
   if (device() == Device::CPU) {
-    std::fill_n(data(), numel(), value);
+    float* out = data();
+    parallel_elements(numel(), [out, value](int64_t begin, int64_t end) { std::fill(out + begin, out + end, value); });
   } else {
     cuda_fill(data(), value, numel(), cuda_stream());
   }

@@ -12,13 +12,18 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_small.h"
+#include "kernels/cpu/optim.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/softmax.h"
 #include "tensor/random.h"
+#include "tensor/tensor.h"
 #include "tests/conv_test_support.h"
 #include "tests/kernel_test_support.h"
 
@@ -373,6 +378,80 @@ TEST(KernelsCpuDeterminism, SmallGemmDoesNotDependOnThreadCount) {
     SCOPED_TRACE(::testing::Message() << "trans_a " << s.trans_a << " trans_b " << s.trans_b << " M " << s.M);
     EXPECT_TRUE(bitwise_equal(run(gemm_small_cpu, 1), run(gemm_small_cpu, 2))) << "gemm_small_cpu";
     EXPECT_TRUE(bitwise_equal(run(gemm_cpu, 1), run(gemm_cpu, 2))) << "gemm_cpu";
+  }
+}
+
+// parallel_elements hands every index to exactly one thread, in ranges that start on 16-element lines,
+// at thread counts that do and do not divide n; below kParallelMinElements it makes one call.
+TEST(KernelsCpuDeterminism, ParallelElementsCoversEachIndexOnceInLineAlignedRanges) {
+  ThreadCountGuard guard;
+  const int64_t n = kParallelMinElements + 37;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    std::vector<int> hits(n, 0);
+    std::vector<int64_t> begins(4, -1);
+    parallel_elements(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) ++hits[i];  // disjoint ranges: no two threads write one element
+      begins[omp_get_thread_num()] = begin;
+    });
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n) << threads << " threads";
+    for (int t = 0; t < threads; ++t) {
+      EXPECT_GE(begins[t], 0) << "thread " << t << " of " << threads << " got no range";
+      EXPECT_EQ(begins[t] % 16, 0) << "thread " << t << " of " << threads;
+    }
+  }
+  int calls = 0;
+  parallel_elements(kParallelMinElements - 1, [&](int64_t begin, int64_t end) {
+    ++calls;
+    EXPECT_EQ(begin, 0);
+    EXPECT_EQ(end, kParallelMinElements - 1);
+  });
+  EXPECT_EQ(calls, 1);
+}
+
+// The elementwise passes that split across threads (ReLU, the adds, SGD, Tensor::fill), on an odd size
+// above the split threshold: every output element is the element's own expression (outputs start as NaN,
+// so an unwritten one shows) and the bits are the same at 1, 2 and 3 threads.
+TEST(KernelsCpuDeterminism, ElementwisePassesWriteEveryElementAndDoNotDependOnThreadCount) {
+  ThreadCountGuard guard;
+  const int64_t n = kParallelMinElements + 37;
+  Generator gen(102);
+  const std::vector<float> a = randn(n, gen), b = randn(n, gen), w0 = randn(n, gen), v0 = randn(n, gen);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    std::vector<std::vector<float>> out(9, std::vector<float>(n, nan));
+    relu_forward_cpu(out[0].data(), a.data(), n);
+    relu_backward_cpu(out[1].data(), b.data(), a.data(), n);
+    add_cpu(out[2].data(), a.data(), b.data(), n);
+    mul_cpu(out[3].data(), a.data(), b.data(), n);
+    out[4] = a;
+    add_inplace_cpu(out[4].data(), b.data(), n);
+    out[5] = w0;
+    out[6] = v0;
+    sgd_step_cpu(out[5].data(), out[6].data(), a.data(), n, {0.1f, 0.9f, 1e-3f, true, false});
+    out[7] = w0;
+    sgd_step_from_cpu(out[7].data(), b.data(), nullptr, a.data(), n, {0.1f, 0.0f, 1e-3f, false, false});
+    const Tensor filled = Tensor::empty({n});
+    filled.fill(2.5f);
+    out[8].assign(filled.data(), filled.data() + n);
+    return out;
+  };
+  const auto one = run(1);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(one[0][i], a[i] > 0.0f ? a[i] : 0.0f) << i;
+    ASSERT_EQ(one[1][i], a[i] > 0.0f ? b[i] : 0.0f) << i;
+    ASSERT_EQ(one[2][i], a[i] + b[i]) << i;
+    ASSERT_EQ(one[3][i], a[i] * b[i]) << i;
+    ASSERT_EQ(one[4][i], a[i] + b[i]) << i;
+    ASSERT_FALSE(std::isnan(one[5][i]) || std::isnan(one[6][i]) || std::isnan(one[7][i])) << i;
+    ASSERT_EQ(one[8][i], 2.5f) << i;
+  }
+  const char* names[] = {"relu",         "relu backward",  "add", "mul", "add in place", "sgd w",
+                         "sgd velocity", "sgd from start", "fill"};
+  for (int threads : {2, 3}) {
+    const auto many = run(threads);
+    for (size_t k = 0; k < one.size(); ++k) EXPECT_TRUE(bitwise_equal(one[k], many[k])) << names[k] << ", " << threads;
   }
 }
 

@@ -2,26 +2,54 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/parallel.h"
+
 namespace bastion {
 
-void add_cpu(float* out, const float* a, const float* b, int64_t n) {
+namespace {
+
+// One thread's range of each pass, as a plain function of its pointers (kernels/cpu/activation.cpp says
+// why: a loop written inside parallel_elements' lambda may not vectorise).
+void add_range(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
-void sub_cpu(float* out, const float* a, const float* b, int64_t n) {
+void sub_range(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
 }
 
-void mul_cpu(float* out, const float* a, const float* b, int64_t n) {
+void mul_range(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
 }
 
-void scale_cpu(float* out, const float* in, float alpha, int64_t n) {
+void scale_range(float* out, const float* in, float alpha, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = alpha * in[i];
 }
 
-void add_inplace_cpu(float* dst, const float* src, int64_t n) {
+void add_inplace_range(float* dst, const float* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+}  // namespace
+
+void add_cpu(float* out, const float* a, const float* b, int64_t n) {
+  parallel_elements(n, [=](int64_t begin, int64_t end) { add_range(out + begin, a + begin, b + begin, end - begin); });
+}
+
+void sub_cpu(float* out, const float* a, const float* b, int64_t n) {
+  parallel_elements(n, [=](int64_t begin, int64_t end) { sub_range(out + begin, a + begin, b + begin, end - begin); });
+}
+
+void mul_cpu(float* out, const float* a, const float* b, int64_t n) {
+  parallel_elements(n, [=](int64_t begin, int64_t end) { mul_range(out + begin, a + begin, b + begin, end - begin); });
+}
+
+void scale_cpu(float* out, const float* in, float alpha, int64_t n) {
+  parallel_elements(n, [=](int64_t begin, int64_t end) { scale_range(out + begin, in + begin, alpha, end - begin); });
+}
+
+void add_inplace_cpu(float* dst, const float* src, int64_t n) {
+  parallel_elements(n, [=](int64_t begin, int64_t end) { add_inplace_range(dst + begin, src + begin, end - begin); });
 }
 
 double sum_cpu(const float* in, int64_t n) {

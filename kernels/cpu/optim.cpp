@@ -1,6 +1,8 @@
 // sgd_step_cpu, sgd_step_from_cpu (contract: kernels/cpu/optim.h).
 #include "kernels/cpu/optim.h"
 
+#include "kernels/cpu/parallel.h"
+
 namespace bastion {
 
 namespace {
@@ -48,13 +50,18 @@ void sgd_step(float* w, const float* start, float* velocity, const float* grad, 
 
 }  // namespace
 
+// Each thread's range runs the same template loop (parallel_elements): the same bits at any thread count.
 void sgd_step_cpu(float* w, float* velocity, const float* grad, int64_t D, const SgdStepOptions& options) {
-  sgd_step<false>(w, nullptr, velocity, grad, D, options);
+  parallel_elements(D, [&](int64_t begin, int64_t end) {
+    sgd_step<false>(w + begin, nullptr, velocity ? velocity + begin : nullptr, grad + begin, end - begin, options);
+  });
 }
 
 void sgd_step_from_cpu(float* w, const float* start, float* velocity, const float* grad, int64_t D,
                        const SgdStepOptions& options) {
-  sgd_step<true>(w, start, velocity, grad, D, options);
+  parallel_elements(D, [&](int64_t begin, int64_t end) {
+    sgd_step<true>(w + begin, start + begin, velocity ? velocity + begin : nullptr, grad + begin, end - begin, options);
+  });
 }
 
 }  // namespace bastion
