@@ -123,7 +123,8 @@ TEST(KernelsCpuGemm, BlockedAndOpenBlasAgreeWithDoubleReference) {
 TEST(KernelsCpuGemm, SmallPathAgreesWithDoubleReference) {
   if (!gemm_small_available()) GTEST_SKIP() << "no AVX-512F on this CPU: the small path is never chosen";
   Generator gen(2);
-  const GemmCase forward[] = {{48, 1024, 192}, {47, 1031, 193}, {49, 10, 1024}, {1, 9, 17}, {2, 7, 15}};
+  const GemmCase forward[] = {{48, 1024, 192}, {47, 1031, 193}, {49, 10, 1024}, {1, 9, 17},
+                              {2, 7, 15},      {128, 40, 300},  {82, 37, 257}};  // the last two: evaluation
   const GemmCase input_grad[] = {{48, 192, 1024}, {47, 193, 1030}, {10, 1024, 10}, {5, 65, 3}, {1, 1, 1}};
   const GemmCase weight_grad[] = {{1024, 192, 48}, {1031, 193, 47}, {10, 1024, 48}, {7, 17, 1}, {3, 100, 9}};
   for (const float beta : {0.0f, 1.0f, -2.0f})
@@ -132,6 +133,26 @@ TEST(KernelsCpuGemm, SmallPathAgreesWithDoubleReference) {
       for (const GemmCase& c : input_grad) check_gemm(false, false, c, alpha, beta, gen);
       for (const GemmCase& c : weight_grad) check_gemm(true, false, c, alpha, beta, gen);
     }
+}
+
+// gemm_cpu's rule sends the evaluation's forwards (y = x W^T, up to 128 rows, K >= 256) to the small path
+// and keeps thinner ones (K = 192: cnn-fedfsa's fc1, where OpenBLAS won) on OpenBLAS: the dispatched result
+// is the small path's bit for bit only where the rule takes it.
+TEST(KernelsCpuGemm, EvaluationForwardsUpTo128RowsTakeTheSmallPathWhereDeep) {
+  if (!gemm_small_available() || !gemm_has_openblas()) GTEST_SKIP() << "needs the small path and OpenBLAS";
+  Generator gen(3);
+  auto same_as_small = [&](int64_t M, int64_t N, int64_t K) {
+    const std::vector<float> A = randn(M * K, gen), B = randn(N * K, gen);
+    std::vector<float> dispatched(M * N), small(M * N);
+    gemm_cpu(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, dispatched.data(), N);
+    gemm_small_cpu(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, small.data(), N);
+    return bitwise_equal(dispatched, small);
+  };
+  EXPECT_TRUE(same_as_small(128, 64, 1024));  // cnn-fedfsa's fc2 at the evaluation's batch
+  EXPECT_TRUE(same_as_small(82, 64, 1024));   // and its last batch
+  EXPECT_TRUE(same_as_small(48, 64, 192));    // a training batch: the small path at any depth
+  EXPECT_FALSE(same_as_small(128, 64, 192));  // fc1 at the evaluation's batch stays on OpenBLAS
+  EXPECT_FALSE(same_as_small(129, 64, 1024));
 }
 
 TEST(KernelsCpuGemm, TwoByTwoKnownAnswer) {

@@ -43,12 +43,20 @@ constexpr int64_t kMinPanelWork = int64_t{1} << 18;
 // 0.95-1.04x, the .bwd_weight_acc rows); at beta 0 OpenBLAS zeroes C in a pass of its own and loses.
 constexpr int64_t kSmallBatch = 64;
 constexpr int64_t kSmallMinWidth = 32;
+// The forward (y = x W^T) also up to kSmallForwardRows rows when the layer is at least kSmallForwardMinDepth
+// deep: the evaluation's batches of 128 and their tails. bench_kernels, 2026-11-29 (bench/RESULTS.md, "The
+// evaluation's forwards"): small / OpenBLAS 1.15-1.33x on fc2 at 128 and 82 rows, 1.25-1.27x on mlp's and
+// LeNet's fc1 at 128, but 0.82x on cnn-fedfsa's fc1 (K = 192); a FedFSA Table 1 round's evaluation 1.13x.
+constexpr int64_t kSmallForwardRows = 128;
+constexpr int64_t kSmallForwardMinDepth = 256;
 
 bool small_path_wins(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float beta) {
   if (!gemm_small_available() || !gemm_small_supports(trans_a, trans_b)) return false;
-  if (!trans_a && trans_b) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;  // y = x W^T
-  if (!trans_a) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;             // dx = dy W
-  return beta == 0.0f && K <= kSmallBatch && K >= kSmallMinWidth && M >= kSmallMinWidth &&         // dW = dy^T x
+  if (!trans_a && trans_b)  // y = x W^T
+    return (M <= kSmallBatch || (M <= kSmallForwardRows && K >= kSmallForwardMinDepth)) && N >= kSmallMinWidth &&
+           K >= kSmallMinWidth;
+  if (!trans_a) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;      // dx = dy W
+  return beta == 0.0f && K <= kSmallBatch && K >= kSmallMinWidth && M >= kSmallMinWidth &&  // dW = dy^T x
          N >= kSmallMinWidth;
 }
 
