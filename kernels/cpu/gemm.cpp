@@ -45,8 +45,9 @@ constexpr int64_t kSmallBatch = 64;
 constexpr int64_t kSmallMinWidth = 32;
 // The forward (y = x W^T) also up to kSmallForwardRows rows when the layer is at least kSmallForwardMinDepth
 // deep: the evaluation's batches of 128 and their tails. bench_kernels, 2026-11-29 (bench/RESULTS.md, "The
-// evaluation's forwards"): small / OpenBLAS 1.15-1.33x on fc2 at 128 and 82 rows, 1.25-1.27x on mlp's and
-// LeNet's fc1 at 128, but 0.82x on cnn-fedfsa's fc1 (K = 192); a FedFSA Table 1 round's evaluation 1.13x.
+// evaluation's forwards on the small path"): the small path 1.15-1.33x as fast as OpenBLAS on fc2 at 128 and
+// 82 rows, 1.25-1.27x on mlp's and LeNet's fc1 at 128, but 0.82x on cnn-fedfsa's fc1 (K = 192) in one of two
+// runs; a FedFSA Table 1 round's evaluation 1.13x.
 constexpr int64_t kSmallForwardRows = 128;
 constexpr int64_t kSmallForwardMinDepth = 256;
 
