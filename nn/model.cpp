@@ -70,9 +70,7 @@ std::vector<std::pair<std::string, int64_t*>> Model::counters() const {
 // every step, 5.4 % of a 2-round FedFSA run whose last round tunes 100 clients' heads (perf, issue 38).
 void Model::zero_grad() const {
   zeroed_while_frozen_.resize(parameters_.size(), 0);
-  bool all_trainable = true;
-  for (const ParameterView& p : parameters_) all_trainable = all_trainable && p.value.requires_grad();
-  if (all_trainable) {
+  if (all_trainable()) {
     grads_.fill(0.0f);
     std::fill(zeroed_while_frozen_.begin(), zeroed_while_frozen_.end(), 0);
     return;
@@ -148,6 +146,11 @@ void Model::set_trainable(bool head, bool trainable) {
 
 void Model::set_all_trainable(bool trainable) {
   for (ParameterView& p : parameters_) p.value.set_requires_grad(trainable);
+}
+
+bool Model::all_trainable() const {
+  return std::all_of(parameters_.begin(), parameters_.end(),
+                     [](const ParameterView& p) { return p.value.requires_grad(); });
 }
 
 void Model::load_state(const std::map<std::string, Tensor>& values) {

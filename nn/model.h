@@ -82,6 +82,7 @@ class Model {
   // skipped by the optimizers.
   void set_trainable(bool head, bool trainable);
   void set_all_trainable(bool trainable);
+  bool all_trainable() const;  // every parameter requires a gradient
 
   // Loads the state from a map name -> values (e.g. a safetensors file); every name must be present
   // with the right numel, and unknown names are an error.

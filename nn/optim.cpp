@@ -325,12 +325,6 @@ class SwappedState {
   Model& model_;
   Tensor& spare_;
 };
-
-bool every_tensor_trainable(const Model& model) {
-  for (const ParameterView& p : model.parameters())
-    if (!p.value.requires_grad()) return false;
-  return true;
-}
 }  // namespace
 
 // The ascent pass. With every tensor trainable, w + e is written into a spare state buffer and the model
@@ -345,7 +339,7 @@ float Sam::step(const std::function<float()>& loss_and_backward) {
   float* grad = model_.flat_gradients().data();
   clip_before_measuring(grad);
   float* w = model_.flat_parameters().data();
-  if (!every_tensor_trainable(model_)) {
+  if (!model_.all_trainable()) {
     perturb(w, nullptr, grad);
     loss_and_backward();
     finish_direction(grad);

@@ -430,8 +430,8 @@ TEST(KernelsCpuDeterminism, ParallelElementsCoversEachIndexOnceInLineAlignedRang
   EXPECT_EQ(calls, 1);
 }
 
-// The elementwise passes that split across threads (ReLU, the adds, SGD, Tensor::fill), on an odd size
-// above the split threshold: every output element is the element's own expression (outputs start as NaN,
+// The elementwise passes that split across threads (ReLU, add, sub, mul, scale, add in place, SGD,
+// Tensor::fill), on an odd size above the split threshold: every output element is the element's own expression (outputs start as NaN,
 // so an unwritten one shows) and the bits are the same at 1, 2 and 3 threads.
 TEST(KernelsCpuDeterminism, ElementwisePassesWriteEveryElementAndDoNotDependOnThreadCount) {
   ThreadCountGuard guard;
@@ -441,7 +441,7 @@ TEST(KernelsCpuDeterminism, ElementwisePassesWriteEveryElementAndDoNotDependOnTh
   const float nan = std::numeric_limits<float>::quiet_NaN();
   auto run = [&](int threads) {
     set_num_threads(threads);
-    std::vector<std::vector<float>> out(9, std::vector<float>(n, nan));
+    std::vector<std::vector<float>> out(11, std::vector<float>(n, nan));
     relu_forward_cpu(out[0].data(), a.data(), n);
     relu_backward_cpu(out[1].data(), b.data(), a.data(), n);
     add_cpu(out[2].data(), a.data(), b.data(), n);
@@ -456,6 +456,8 @@ TEST(KernelsCpuDeterminism, ElementwisePassesWriteEveryElementAndDoNotDependOnTh
     const Tensor filled = Tensor::empty({n});
     filled.fill(2.5f);
     out[8].assign(filled.data(), filled.data() + n);
+    sub_cpu(out[9].data(), a.data(), b.data(), n);
+    scale_cpu(out[10].data(), a.data(), -1.5f, n);
     return out;
   };
   const auto one = run(1);
@@ -467,9 +469,11 @@ TEST(KernelsCpuDeterminism, ElementwisePassesWriteEveryElementAndDoNotDependOnTh
     ASSERT_EQ(one[4][i], a[i] + b[i]) << i;
     ASSERT_FALSE(std::isnan(one[5][i]) || std::isnan(one[6][i]) || std::isnan(one[7][i])) << i;
     ASSERT_EQ(one[8][i], 2.5f) << i;
+    ASSERT_EQ(one[9][i], a[i] - b[i]) << i;
+    ASSERT_EQ(one[10][i], -1.5f * a[i]) << i;
   }
   const char* names[] = {"relu",         "relu backward",  "add", "mul", "add in place", "sgd w",
-                         "sgd velocity", "sgd from start", "fill"};
+                         "sgd velocity", "sgd from start", "fill", "sub", "scale"};
   for (int threads : {2, 3}) {
     const auto many = run(threads);
     for (size_t k = 0; k < one.size(); ++k) EXPECT_TRUE(bitwise_equal(one[k], many[k])) << names[k] << ", " << threads;

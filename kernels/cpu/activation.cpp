@@ -7,8 +7,8 @@ namespace bastion {
 namespace {
 
 // The loops over one thread's range, as plain functions of their pointers: written inside
-// parallel_elements' lambda, relu_backward's loop did not vectorise (7.9 % of a 1-thread ResNet18 step
-// against 1.4 %, perf, 2026-11-29).
+// parallel_elements' lambda, relu_backward's loop took 7.9 % of a 1-thread ResNet18 step against 1.4 %
+// (perf, 2026-11-29); as these functions, objdump shows its AVX-512 loop in the parallel body.
 void relu_forward_range(float* out, const float* in, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
 }
