@@ -472,7 +472,7 @@ TEST(KernelsCpuDeterminism, ElementwisePassesWriteEveryElementAndDoNotDependOnTh
     ASSERT_EQ(one[9][i], a[i] - b[i]) << i;
     ASSERT_EQ(one[10][i], -1.5f * a[i]) << i;
   }
-  const char* names[] = {"relu",         "relu backward",  "add", "mul", "add in place", "sgd w",
+  const char* names[] = {"relu",         "relu backward",  "add",  "mul", "add in place", "sgd w",
                          "sgd velocity", "sgd from start", "fill", "sub", "scale"};
   for (int threads : {2, 3}) {
     const auto many = run(threads);
