@@ -70,8 +70,10 @@ std::vector<std::pair<std::string, int64_t*>> Model::counters() const {
 // every step, 5.4 % of a 2-round FedFSA run whose last round tunes 100 clients' heads (perf, issue 38).
 void Model::zero_grad() const {
   zeroed_while_frozen_.resize(parameters_.size(), 0);
+  const bool already_zero = gradients_zeroed_;
+  gradients_zeroed_ = false;
   if (all_trainable()) {
-    grads_.fill(0.0f);
+    if (!already_zero) grads_.fill(0.0f);
     std::fill(zeroed_while_frozen_.begin(), zeroed_while_frozen_.end(), 0);
     return;
   }

@@ -75,6 +75,11 @@ class Model {
   // parameter frozen (a frozen parameter gets no gradient, so its range stays zero until it is trainable
   // again; code that writes a frozen range directly must zero it itself).
   void zero_grad() const;
+  // Sam::step zeroes the whole gradient buffer in its perturbation pass, the gradient's last read: the
+  // next zero_grad() then has nothing to write. The note holds until that zero_grad() or
+  // forget_gradients_zeroed(); Sam keeps it only around its ascent pass, in which nothing else writes g.
+  void note_gradients_zeroed() const { gradients_zeroed_ = true; }
+  void forget_gradients_zeroed() const { gradients_zeroed_ = false; }
   void reseed_dropout(uint64_t seed) { root_->reseed_dropout(seed); }
   // The module tree (a rule that needs a model's internals, e.g. FedCR's encoder: nn/fedcr_model.h).
   Module& root() const { return *root_; }
@@ -99,6 +104,7 @@ class Model {
   int64_t num_parameters_ = 0;
   std::vector<ParameterView> parameters_, buffers_;
   mutable std::vector<char> zeroed_while_frozen_;  // per parameter: frozen, and zeroed since it was frozen
+  mutable bool gradients_zeroed_ = false;          // note_gradients_zeroed()
 };
 
 }  // namespace bastion

@@ -204,7 +204,8 @@ const std::vector<double>& Sam::scales_from_squared_norms() {
   return scales;
 }
 
-void Sam::perturb(float* w, float* out, const float* grad) {
+// Returns whether it zeroed the gradient (the last read of g, when e goes straight into `out`).
+bool Sam::perturb(float* w, float* out, float* grad) {
   const float* mu = options_.dual.empty() ? nullptr : options_.dual.data();
   const float* s = options_.dual_correction.empty() ? nullptr : options_.dual_correction.data();
   // The direction d = g - mu - s on the trainable tensors, 0 on the frozen ones. Without FedSMOO's mu and
@@ -233,6 +234,7 @@ void Sam::perturb(float* w, float* out, const float* grad) {
   const bool adaptive = options_.perturbation == SamOptions::Perturbation::Adaptive;
   const bool keep_e = mu || adaptive || options_.record_perturbation;
   if (!out) saved_weights_.resize(perturbation_.size());
+  const bool zero_grad = out && direction == grad && !keep_e;
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
     float* e = keep_e ? perturbation_.data() + p.begin : nullptr;
@@ -248,7 +250,9 @@ void Sam::perturb(float* w, float* out, const float* grad) {
       for (int64_t i = 0; i < n; ++i) e[i] = scale * (wk[i] * wk[i] * d[i]);
       d = e, scale = 1.0f;  // 1 * e is e exactly
     }
-    if (out)
+    if (zero_grad)
+      sam_perturb_into_zeroing_cpu(out + p.begin, wk, grad + p.begin, scale, n);
+    else if (out)
       sam_perturb_into_cpu(out + p.begin, wk, e, d, scale, n);
     else
       sam_perturb_cpu(wk, saved_weights_.data() + p.begin, e, d, scale, n);
@@ -256,6 +260,7 @@ void Sam::perturb(float* w, float* out, const float* grad) {
   const int64_t P = static_cast<int64_t>(perturbation_.size());
   if (mu)
     for (int64_t i = 0; i < P; ++i) options_.dual[i] += perturbation_[i] - (s ? s[i] : 0.0f);
+  return zero_grad;
 }
 
 std::span<const float> Sam::last_perturbation() const {
@@ -313,13 +318,20 @@ void Sam::finish_direction(float* grad) const {
 }
 
 namespace {
-// Swaps the model onto `spare` for its lifetime, and back also when the ascent pass throws.
-class SwappedState {
+// Swaps the model onto `spare` for the ascent pass, and back at its end, also when the pass throws. The
+// note that the gradients are zero (Model::note_gradients_zeroed) lasts as long.
+class AscentState {
  public:
-  SwappedState(Model& model, Tensor& spare) : model_(model), spare_(spare) { model_.swap_state(spare_); }
-  ~SwappedState() { model_.swap_state(spare_); }
-  SwappedState(const SwappedState&) = delete;
-  SwappedState& operator=(const SwappedState&) = delete;
+  AscentState(Model& model, Tensor& spare, bool gradients_zeroed) : model_(model), spare_(spare) {
+    model_.swap_state(spare_);
+    if (gradients_zeroed) model_.note_gradients_zeroed();
+  }
+  ~AscentState() {
+    model_.forget_gradients_zeroed();
+    model_.swap_state(spare_);
+  }
+  AscentState(const AscentState&) = delete;
+  AscentState& operator=(const AscentState&) = delete;
 
  private:
   Model& model_;
@@ -333,6 +345,8 @@ class SwappedState {
 // to the spare before the pass and come back after it, as the pass updates them. With a frozen tensor,
 // whose values the spare would have to copy at every step, w is saved and perturbed in place instead, and
 // the SGD step restores it from the copy. Both give the same weights bit for bit.
+// The perturbation zeroes g as it reads it for the last time, so the ascent pass's zero_grad writes
+// nothing (a fill of P floats less a step).
 float Sam::step(const std::function<float()>& loss_and_backward) {
   if (model_.device() == Device::CUDA) return step_on_device(loss_and_backward);
   const float loss = loss_and_backward();
@@ -349,10 +363,10 @@ float Sam::step(const std::function<float()>& loss_and_backward) {
   const Tensor& state = model_.state_tensor();
   if (!spare_state_.defined() || spare_state_.numel() != state.numel()) spare_state_ = Tensor::empty({state.numel()});
   const int64_t P = model_.num_parameters(), S = state.numel();
-  perturb(w, spare_state_.data(), grad);
+  const bool gradients_zeroed = perturb(w, spare_state_.data(), grad);
   std::copy(state.data() + P, state.data() + S, spare_state_.data() + P);
   {
-    const SwappedState at_w_plus_e(model_, spare_state_);
+    const AscentState at_w_plus_e(model_, spare_state_, gradients_zeroed);
     loss_and_backward();
   }
   std::copy(spare_state_.data() + P, spare_state_.data() + S, model_.state_tensor().data() + P);

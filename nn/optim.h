@@ -127,7 +127,7 @@ class Sam {
   void squared_norms_on_device(const float* grad);
   void perturb_with_dual_on_device(float* w, const float* grad);
   void clip_before_measuring(float* grad);
-  void perturb(float* w, float* out, const float* grad);
+  bool perturb(float* w, float* out, float* grad);
   void finish_direction(float* grad) const;
 };
 

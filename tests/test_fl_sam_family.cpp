@@ -12,6 +12,7 @@
 #include "fl/clients/method_server.h"
 #include "fl/clients/sam_family.h"
 #include "nn/models.h"
+#include "kernels/cpu/sam.h"
 #include "nn/optim.h"
 #include "cuda_test_support.h"
 #include "personalized_test_support.h"
@@ -177,6 +178,44 @@ TEST(SamStep, TheAscentPassSeesWPlusEThroughEveryViewAndKeepsItsBufferUpdates) {
   for (const ParameterView& b : model->buffers())
     EXPECT_TRUE(std::all_of(b.value.data(), b.value.data() + b.value.numel(), [](float v) { return v == 7.0f; }))
         << b.name;
+}
+
+// With every tensor trainable the perturbation zeroes g as it reads it for the last time, and the ascent
+// pass's zero_grad writes nothing (Model::note_gradients_zeroed). A loss that adds its gradient into g
+// (+=) shows a g left unzeroed: on a gradient that is the same at w and w + e each step must give bit for
+// bit the SGD step on the direction (a model stepped by hand), and the note must not outlive the pass.
+TEST(SamStep, ThePerturbationZeroesTheGradientForTheAscentPass) {
+  auto with_sam = small_model(), by_hand = small_model();
+  const size_t P = static_cast<size_t>(with_sam->num_parameters());
+  const std::vector<float> linear = random_values(P, 20);
+  const SgdOptions sgd_options{0.05f, 0.0f, 1e-3f, false};
+  Sgd sgd_sam(*with_sam, sgd_options), sgd_hand(*by_hand, sgd_options);
+  SamOptions options;
+  options.rho = 0.2f;
+  options.ascent_scale = 0.1f;
+  options.linear_term = linear;
+  Sam sam(*with_sam, sgd_sam, options);
+  std::vector<float> g;
+  auto adding_gradient = [&] {
+    with_sam->zero_grad();
+    const std::span<float> grad = with_sam->flat_gradients();
+    for (size_t i = 0; i < P; ++i) grad[i] += g[i];
+    return 0.0f;
+  };
+  for (uint64_t step = 0; step < 3; ++step) {
+    g = random_values(P, 30 + step);
+    sam.step(adding_gradient);
+    by_hand->zero_grad();
+    std::copy(g.begin(), g.end(), by_hand->flat_gradients().begin());
+    sam_direction_cpu(by_hand->flat_gradients().data(), linear.data(), options.ascent_scale, static_cast<int64_t>(P));
+    sgd_hand.step();
+    const std::span<const float> a = with_sam->flat_parameters(), b = by_hand->flat_parameters();
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin())) << "step " << step;
+  }
+  const std::span<float> grad = with_sam->flat_gradients();
+  std::fill(grad.begin(), grad.end(), 7.0f);
+  with_sam->zero_grad();  // no note left over from the last step: this one writes
+  EXPECT_TRUE(std::all_of(grad.begin(), grad.end(), [](float v) { return v == 0.0f; }));
 }
 
 TEST(SamStep, AscentScaleAndLinearTermFormTheDirectionWhichIsClippedAfter) {

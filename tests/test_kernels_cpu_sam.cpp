@@ -125,5 +125,17 @@ TEST(SamKernels, SgdStepFromSavedWeightsIsTheCopyThenTheStep) {
   }
 }
 
+// The perturbation that zeroes d as it reads it: the out of sam_perturb_into_cpu, and d all zeros.
+TEST(SamKernels, PerturbIntoThatZeroesTheDirectionWritesTheSamePerturbation) {
+  Generator gen(15);
+  const std::vector<float> w = randn(kLength, gen), d0 = randn(kLength, gen, 1e-3);
+  std::vector<float> want(kLength);
+  sam_perturb_into_cpu(want.data(), w.data(), nullptr, d0.data(), 0.37f, kLength);
+  std::vector<float> out(kLength, testing::kNaN), d = d0;
+  sam_perturb_into_zeroing_cpu(out.data(), w.data(), d.data(), 0.37f, kLength);
+  EXPECT_TRUE(bitwise_equal(out, want));
+  EXPECT_TRUE(bitwise_equal(d, std::vector<float>(kLength, 0.0f)));
+}
+
 }  // namespace
 }  // namespace bastion

@@ -166,6 +166,31 @@ TEST(Model, ZeroGradZeroesAFrozenGradientOnceAndTheTrainableOnesAlways) {
   for (const ParameterView& p : model->parameters()) EXPECT_TRUE(range_is(p, 0.0f)) << p.name;
 }
 
+// Model::note_gradients_zeroed (Sam::step zeroes g in its perturbation pass): the next zero_grad writes
+// nothing, the one after writes again; forget_gradients_zeroed drops the note; a frozen model zeroes as
+// before whatever the note says.
+TEST(Model, ANoteThatTheGradientsAreZeroSkipsOneZeroGradOnly) {
+  auto model = make_model("mlp", {1, 4, 4}, 3, 9);
+  const std::span<float> grad = model->flat_gradients();
+  const auto all_are = [&](float v) { return std::all_of(grad.begin(), grad.end(), [v](float g) { return g == v; }); };
+  std::fill(grad.begin(), grad.end(), 7.0f);  // not zero: shows whether zero_grad wrote
+  model->note_gradients_zeroed();
+  model->zero_grad();
+  EXPECT_TRUE(all_are(7.0f));
+  model->zero_grad();
+  EXPECT_TRUE(all_are(0.0f));
+  std::fill(grad.begin(), grad.end(), 7.0f);
+  model->note_gradients_zeroed();
+  model->forget_gradients_zeroed();
+  model->zero_grad();
+  EXPECT_TRUE(all_are(0.0f));
+  model->set_trainable(/*head=*/true, false);
+  std::fill(grad.begin(), grad.end(), 7.0f);
+  model->note_gradients_zeroed();
+  model->zero_grad();
+  EXPECT_TRUE(all_are(0.0f));
+}
+
 // The models compute max_pool2d(relu(x)) as relu(max_pool2d(x)); it must be the same function with the
 // same gradient, bit for bit, including the cases where the two orders route differently: windows whose
 // maximum is 0 or negative (ReLU ties them all at 0) and ties between equal positive values.

@@ -59,4 +59,12 @@ void sam_direction_norm_cpu(float* g, const float* linear, float alpha, int64_t 
   }
 }
 
+void sam_perturb_into_zeroing_cpu(float* __restrict out, const float* __restrict w, float* __restrict d, float scale,
+                                  int64_t D) {
+  for (int64_t i = 0; i < D; ++i) {
+    out[i] = w[i] + scale * d[i];
+    d[i] = 0.0f;
+  }
+}
+
 }  // namespace bastion

@@ -8,6 +8,9 @@
 //   sam_direction_norm_cpu: the same, and adds the squares of the new g to the norm lanes (vector.h's
 //   vector_squared_norm_lanes_cpu at `first`), chunk by chunk while each chunk is in L1: the clip after
 //   the ascent measures g without a pass of its own.
+//   sam_perturb_into_zeroing_cpu: out = w + scale * d;  d = 0   (e not kept)        ASSIGNS out, d
+//   the gradient's last read is this pass (its norms were measured before), so the zeroing before the
+//   ascent pass's backward is done here, on lines already in cache, instead of in a fill of its own.
 // d and e may be the same array (FedSMOO's direction is computed into e's buffer); the others are
 // distinct. e may be null: e is then not stored (Sam keeps it only when asked or for FedSMOO's dual). Each product is rounded before it is added, exactly as the unfused passes did (a scaling
 // pass, then an adding pass): sam.cpp is compiled with -ffp-contract=off, so the compiler cannot merge a
@@ -25,6 +28,7 @@ void sam_perturb_cpu(float* w, float* saved, float* e, const float* d, float sca
 void sam_perturb_into_cpu(float* out, const float* w, float* e, const float* d, float scale, int64_t D);
 void sam_direction_cpu(float* g, const float* linear, float alpha, int64_t D);
 void sam_direction_norm_cpu(float* g, const float* linear, float alpha, int64_t D, double* lanes, int64_t first);
+void sam_perturb_into_zeroing_cpu(float* out, const float* w, float* d, float scale, int64_t D);
 inline constexpr int64_t kSamChunk = 4096;  // 16 KiB of g: half of a Zen 4 core's 32 KiB L1d, a third of 48 KiB
 
 }  // namespace bastion
