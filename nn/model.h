@@ -76,8 +76,9 @@ class Model {
   // again; code that writes a frozen range directly must zero it itself).
   void zero_grad() const;
   // Sam::step zeroes the whole gradient buffer in its perturbation pass, the gradient's last read: the
-  // next zero_grad() then has nothing to write. The note holds until that zero_grad() or
-  // forget_gradients_zeroed(); Sam keeps it only around its ascent pass, in which nothing else writes g.
+  // next zero_grad() then has nothing to write (with every tensor trainable; otherwise it zeroes as
+  // always). The note holds until that zero_grad() or forget_gradients_zeroed(): Sam sets it just before
+  // its ascent pass, whose loss calls zero_grad() first, and drops it after the pass.
   void note_gradients_zeroed() const { gradients_zeroed_ = true; }
   void forget_gradients_zeroed() const { gradients_zeroed_ = false; }
   void reseed_dropout(uint64_t seed) { root_->reseed_dropout(seed); }
