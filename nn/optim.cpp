@@ -234,7 +234,7 @@ bool Sam::perturb(float* w, float* out, float* grad) {
   const bool adaptive = options_.perturbation == SamOptions::Perturbation::Adaptive;
   const bool keep_e = mu || adaptive || options_.record_perturbation;
   if (!out) saved_weights_.resize(perturbation_.size());
-  const bool zero_grad = out && direction == grad && !keep_e;
+  const bool zeroes_grad = out && direction == grad && !keep_e;
   for (size_t k = 0; k < parameters.size(); ++k) {
     const ParameterView& p = parameters[k];
     float* e = keep_e ? perturbation_.data() + p.begin : nullptr;
@@ -250,7 +250,7 @@ bool Sam::perturb(float* w, float* out, float* grad) {
       for (int64_t i = 0; i < n; ++i) e[i] = scale * (wk[i] * wk[i] * d[i]);
       d = e, scale = 1.0f;  // 1 * e is e exactly
     }
-    if (zero_grad)
+    if (zeroes_grad)
       sam_perturb_into_zeroing_cpu(out + p.begin, wk, grad + p.begin, scale, n);
     else if (out)
       sam_perturb_into_cpu(out + p.begin, wk, e, d, scale, n);
@@ -260,7 +260,7 @@ bool Sam::perturb(float* w, float* out, float* grad) {
   const int64_t P = static_cast<int64_t>(perturbation_.size());
   if (mu)
     for (int64_t i = 0; i < P; ++i) options_.dual[i] += perturbation_[i] - (s ? s[i] : 0.0f);
-  return zero_grad;
+  return zeroes_grad;
 }
 
 std::span<const float> Sam::last_perturbation() const {
