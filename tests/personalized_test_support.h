@@ -12,8 +12,21 @@
 #include "data/synthetic.h"
 #include "fl/registry.h"
 #include "nn/model.h"
+#include "nn/models.h"
+#include "tensor/random.h"
 
 namespace bastion::pfl_testing {
+
+// n values drawn from N(0, 1) by a Generator of `seed` (the SAM step's gradients, linear terms and duals).
+inline std::vector<float> normal_values(size_t n, uint64_t seed) {
+  Generator gen(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(gen.normal());
+  return v;
+}
+
+// A two-class MLP on 1x1x1 inputs: six parameter tensors, small enough for hand computations.
+inline std::unique_ptr<Model> small_mlp() { return make_model("mlp", {1, 1, 1}, 2, 3); }
 
 inline const InputShape kInput{1, 8, 8};
 
