@@ -172,13 +172,15 @@ void box_muller_cpu(float* out, const double* u1, const double* u2, int64_t coun
   }
 }
 
-#else  // no AVX-512: the scalar formula
+#else  // no AVX-512: the AVX2 path where the CPU has it, else the scalar formula
 
 void box_muller_doubles_cpu(double* x, double* y, const double* u1, const double* u2, int64_t pairs) {
+  if (box_muller_avx2_available()) return box_muller_doubles_avx2_cpu(x, y, u1, u2, pairs);
   for (int64_t i = 0; i < pairs; ++i) formula_doubles(x + i, y + i, u1[i], u2[i]);
 }
 
 void box_muller_cpu(float* out, const double* u1, const double* u2, int64_t count) {
+  if (box_muller_avx2_available()) return box_muller_avx2_cpu(out, u1, u2, count);
   for (int64_t i = 0; 2 * i < count; ++i) formula_pair_into(out, count, u1, u2, i);
 }
 

@@ -7,8 +7,9 @@
 // How (AVX-512): eight pairs at a time with vector log, cos and sin (polynomials in double, accurate to
 // a few units in the last place of the double, tests/test_kernels_cpu_normal.cpp); a lane whose double
 // result lies within 2^12 double ulps of a float rounding midpoint, or whose cosine or sine is below
-// 2^-10, is recomputed with the C library, so every float equals the scalar formula's. Without AVX-512
-// the scalar formula runs. There is no CUDA twin: the noise is drawn on the host (docs/decisions.md).
+// 2^-10, is recomputed with the C library, so every float equals the scalar formula's. Without AVX-512,
+// the same algorithm four pairs at a time where the CPU has AVX2 and FMA (normal_avx2.cpp, chosen at run
+// time), else the scalar formula. There is no CUDA twin: the noise is drawn on the host (docs/decisions.md).
 // PyTorch equivalent: none (torch.randn uses its own generator).
 #pragma once
 
@@ -22,7 +23,13 @@ void box_muller_cpu(float* out, const double* u1, const double* u2, int64_t coun
 void box_muller_pair_scalar(float* cosine, float* sine, double u1, double u2);
 
 // The vector path's doubles x = r cos a, y = r sin a before any check (the scalar formula's doubles
-// without AVX-512): for the test of its error bound, on which the fallback's margin rests.
+// without a vector path): for the test of its error bound, on which the fallback's margin rests.
 void box_muller_doubles_cpu(double* x, double* y, const double* u1, const double* u2, int64_t pairs);
+
+// The AVX2 + FMA path itself, compiled on every x86-64 build so the tests can reach it on any CPU that
+// has it (box_muller_cpu takes it only where AVX-512 was not compiled in). Call only when available.
+bool box_muller_avx2_available();
+void box_muller_avx2_cpu(float* out, const double* u1, const double* u2, int64_t count);
+void box_muller_doubles_avx2_cpu(double* x, double* y, const double* u1, const double* u2, int64_t pairs);
 
 }  // namespace bastion
