@@ -9,6 +9,7 @@
 #include "autograd/flops.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "kernels/cpu/vector.h"
 #include "nn/layers.h"
 #include "nn/models.h"
 #include "nn/optim.h"
@@ -138,6 +139,33 @@ TEST(Model, FrozenBodyGetsNoGradientAndNoUpdate) {
     for (int64_t i = p.begin; i < p.end; ++i) changed = changed || model->flat_parameters()[i] != before[i];
     EXPECT_EQ(changed, p.is_head) << p.name;
   }
+}
+
+// clip_gradient_norm on a model with its body frozen: the same floats as the clip over the whole vector
+// (the frozen ranges are zero, so they add nothing), and the frozen ranges neither read nor scaled: a value
+// written there (which no code does) changes neither the head's clip nor itself.
+TEST(Optim, ClippingAPartlyFrozenModelMatchesTheWholeVectorsClipAndLeavesFrozenRangesAlone) {
+  auto model = make_model("lenet", {1, 28, 28}, 10, 12);
+  model->set_trainable(/*head=*/false, false);
+  model->zero_grad();
+  cross_entropy(model->forward(random_input({4, 1, 28, 28}, 13)), LabelTensor::from_vector({0, 1, 2, 3})).backward();
+  const std::span<float> grad = model->flat_gradients();
+  const std::vector<float> before(grad.begin(), grad.end());
+  const double norm = vector_norm_cpu(before.data(), static_cast<int64_t>(before.size()));
+  ASSERT_GT(norm, 0.0);
+  const double max_norm = 0.5 * norm;  // so the clip scales
+  std::vector<float> want = before;
+  vector_scale_cpu(want.data(), static_cast<float>(max_norm / norm), static_cast<int64_t>(want.size()));
+  clip_gradient_norm(*model, max_norm);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(grad[i]), std::bit_cast<uint32_t>(want[i]));
+  std::copy(before.begin(), before.end(), grad.begin());
+  for (const ParameterView& p : model->parameters())
+    if (!p.is_head) std::fill(grad.begin() + p.begin, grad.begin() + p.end, 7.0f);
+  clip_gradient_norm(*model, max_norm);
+  for (const ParameterView& p : model->parameters())
+    for (int64_t i = p.begin; i < p.end; ++i)
+      ASSERT_EQ(grad[i], p.is_head ? want[i] : 7.0f) << p.name << " [" << i - p.begin << "]";
 }
 
 // zero_grad zeroes a frozen parameter's gradient once, when it first sees it frozen, and not again while it
