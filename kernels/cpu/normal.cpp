@@ -1,4 +1,5 @@
 #include "kernels/cpu/normal.h"
+#include "kernels/cpu/normal_series.h"
 
 #include <algorithm>
 #include <cmath>
@@ -41,15 +42,7 @@ constexpr int64_t kPairs = 8;  // doubles per vector
 // -Wmaybe-uninitialized; their zero-masked forms with every lane set are the same instructions.
 constexpr __mmask8 kAll = 0xFF;
 
-// pi/2 in three parts (fdlibm's __ieee754_rem_pio2): the first two have 33 significant bits, so k times
-// them is exact for the k <= 4 of an angle in [0, 2 pi), and a - k * kPio2_1 is exact; the reduced
-// argument is then within about one ulp of a - k pi / 2.
-constexpr double kPio2_1 = 1.57079632673412561417e+00;
-constexpr double kPio2_2 = 6.07710050630396597660e-11;
-constexpr double kPio2_3 = 2.02226624871116645580e-21;
-// ln 2 in two parts (fdlibm's e_log.c): e * kLn2Hi is exact for the exponents of a double in (0, 1).
-constexpr double kLn2Hi = 6.93147180369123816490e-01;
-constexpr double kLn2Lo = 1.90821492927058770002e-10;
+using namespace box_muller_series;  // the constants both vector paths share
 
 // Horner's rule in z, highest coefficient first.
 template <size_t Count>
@@ -64,16 +57,14 @@ __m512d horner(__m512d z, const double (&coefficients)[Count]) {
 __m512d log_unit(__m512d u) {
   __m512d m = _mm512_maskz_getmant_pd(kAll, u, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src);
   __m512d e = _mm512_maskz_getexp_pd(kAll, u);
-  const __mmask8 high = _mm512_cmp_pd_mask(m, _mm512_set1_pd(M_SQRT2), _CMP_GT_OQ);
+  const __mmask8 high = _mm512_cmp_pd_mask(m, _mm512_set1_pd(kSqrt2), _CMP_GT_OQ);
   m = _mm512_mask_mul_pd(m, high, m, _mm512_set1_pd(0.5));
   e = _mm512_mask_add_pd(e, high, e, _mm512_set1_pd(1.0));
   const __m512d f = _mm512_sub_pd(m, _mm512_set1_pd(1.0));  // exact: m is within a factor 2 of 1
   const __m512d s = _mm512_div_pd(f, _mm512_add_pd(_mm512_set1_pd(2.0), f));
   const __m512d z = _mm512_mul_pd(s, s);
-  static constexpr double kSeries[] = {2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11,
-                                       2.0 / 9,  2.0 / 7,  2.0 / 5,  2.0 / 3};
   const __m512d two_s = _mm512_add_pd(s, s);
-  const __m512d log_m = _mm512_fmadd_pd(_mm512_mul_pd(s, z), horner(z, kSeries), two_s);
+  const __m512d log_m = _mm512_fmadd_pd(_mm512_mul_pd(s, z), horner(z, kAtanhSeries), two_s);
   const __m512d low = _mm512_fmadd_pd(e, _mm512_set1_pd(kLn2Lo), log_m);
   return _mm512_fmadd_pd(e, _mm512_set1_pd(kLn2Hi), low);
 }
@@ -82,18 +73,13 @@ __m512d log_unit(__m512d u) {
 // sin r through r^17 and of cos r through r^16 (the first terms left out are below 2^-55 of the value).
 void sincos_turn(__m512d a, __m512d* cosine, __m512d* sine) {
   const __m512d k =
-      _mm512_maskz_roundscale_pd(kAll, _mm512_mul_pd(a, _mm512_set1_pd(M_2_PI)), _MM_FROUND_TO_NEAREST_INT);
+      _mm512_maskz_roundscale_pd(kAll, _mm512_mul_pd(a, _mm512_set1_pd(kTwoOverPi)), _MM_FROUND_TO_NEAREST_INT);
   __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(kPio2_1), a);
   r = _mm512_fnmadd_pd(k, _mm512_set1_pd(kPio2_2), r);
   r = _mm512_fnmadd_pd(k, _mm512_set1_pd(kPio2_3), r);
   const __m512d z = _mm512_mul_pd(r, r);
-  static constexpr double kSin[] = {
-      1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,
-      1.0 / 362880.0,          -1.0 / 5040.0,          1.0 / 120.0,        -1.0 / 6.0};
-  static constexpr double kCos[] = {1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0, -1.0 / 3628800.0,
-                                    1.0 / 40320.0,          -1.0 / 720.0,         1.0 / 24.0,        -0.5};
-  const __m512d sin_r = _mm512_fmadd_pd(_mm512_mul_pd(r, z), horner(z, kSin), r);
-  const __m512d cos_r = _mm512_fmadd_pd(z, horner(z, kCos), _mm512_set1_pd(1.0));
+  const __m512d sin_r = _mm512_fmadd_pd(_mm512_mul_pd(r, z), horner(z, kSinSeries), r);
+  const __m512d cos_r = _mm512_fmadd_pd(z, horner(z, kCosSeries), _mm512_set1_pd(1.0));
   // Quadrant k (0..4; 4 is 0): cos a = C, -S, -C, S and sin a = S, C, -S, -C for k = 0, 1, 2, 3.
   auto is = [&](double q) { return _mm512_cmp_pd_mask(k, _mm512_set1_pd(q), _CMP_EQ_OQ); };
   const __mmask8 swap = is(1.0) | is(3.0), cos_negative = is(1.0) | is(2.0), sin_negative = is(2.0) | is(3.0);
@@ -131,7 +117,7 @@ Pairs box_muller_vector(__mmask8 lane_mask, const double* u1, const double* u2) 
   const __m512d a2 = _mm512_maskz_loadu_pd(lane_mask, u2);
   const __m512d radius = _mm512_maskz_sqrt_pd(kAll, _mm512_mul_pd(_mm512_set1_pd(-2.0), log_unit(a1)));
   Pairs p;
-  sincos_turn(_mm512_mul_pd(_mm512_set1_pd(2.0 * M_PI), a2), &p.cosine, &p.sine);
+  sincos_turn(_mm512_mul_pd(_mm512_set1_pd(2.0 * kPi), a2), &p.cosine, &p.sine);
   p.x = _mm512_mul_pd(radius, p.cosine);
   p.y = _mm512_mul_pd(radius, p.sine);
   return p;

@@ -5,8 +5,9 @@
 // This file is compiled with -mavx2 -mfma on x86-64 whatever BASTION_NATIVE says (CMakeLists.txt), and
 // box_muller_avx2_available() decides at run time. As in gemm_small.cpp, it includes no C++ library
 // header: an inline function instantiated here would carry AVX2 instructions, and the linker may keep this
-// copy for the whole program. So no <cmath> either: the constants are spelled out.
+// copy for the whole program. So no <cmath> either: the constants are in normal_series.h.
 #include "kernels/cpu/normal.h"
+#include "kernels/cpu/normal_series.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -18,15 +19,8 @@ namespace bastion {
 
 namespace {
 
-constexpr int64_t kPairs = 4;  // doubles per vector
-// The literals of M_PI, M_2_PI and M_SQRT2, so the doubles are the ones normal.cpp uses.
-constexpr double kPi = 3.14159265358979323846, kTwoOverPi = 0.63661977236758134308, kSqrt2 = 1.41421356237309504880;
-// pi/2 in three parts and ln 2 in two (fdlibm), as normal.cpp: why they are exact is said there.
-constexpr double kPio2_1 = 1.57079632673412561417e+00;
-constexpr double kPio2_2 = 6.07710050630396597660e-11;
-constexpr double kPio2_3 = 2.02226624871116645580e-21;
-constexpr double kLn2Hi = 6.93147180369123816490e-01;
-constexpr double kLn2Lo = 1.90821492927058770002e-10;
+constexpr int64_t kPairs = 4;       // doubles per vector
+using namespace box_muller_series;  // the constants both vector paths share
 
 __m256d all(double x) { return _mm256_set1_pd(x); }
 
@@ -59,10 +53,8 @@ __m256d log_unit(__m256d u) {
   const __m256d f = _mm256_sub_pd(m, all(1.0));
   const __m256d s = _mm256_div_pd(f, _mm256_add_pd(all(2.0), f));
   const __m256d z = _mm256_mul_pd(s, s);
-  static constexpr double kSeries[] = {2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11,
-                                       2.0 / 9,  2.0 / 7,  2.0 / 5,  2.0 / 3};
   const __m256d two_s = _mm256_add_pd(s, s);
-  const __m256d log_m = _mm256_fmadd_pd(_mm256_mul_pd(s, z), horner(z, kSeries), two_s);
+  const __m256d log_m = _mm256_fmadd_pd(_mm256_mul_pd(s, z), horner(z, kAtanhSeries), two_s);
   const __m256d low = _mm256_fmadd_pd(e, all(kLn2Lo), log_m);
   return _mm256_fmadd_pd(e, all(kLn2Hi), low);
 }
@@ -74,13 +66,8 @@ void sincos_turn(__m256d a, __m256d* cosine, __m256d* sine) {
   r = _mm256_fnmadd_pd(k, all(kPio2_2), r);
   r = _mm256_fnmadd_pd(k, all(kPio2_3), r);
   const __m256d z = _mm256_mul_pd(r, r);
-  static constexpr double kSin[] = {
-      1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,
-      1.0 / 362880.0,          -1.0 / 5040.0,          1.0 / 120.0,        -1.0 / 6.0};
-  static constexpr double kCos[] = {1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0, -1.0 / 3628800.0,
-                                    1.0 / 40320.0,          -1.0 / 720.0,         1.0 / 24.0,        -0.5};
-  const __m256d sin_r = _mm256_fmadd_pd(_mm256_mul_pd(r, z), horner(z, kSin), r);
-  const __m256d cos_r = _mm256_fmadd_pd(z, horner(z, kCos), all(1.0));
+  const __m256d sin_r = _mm256_fmadd_pd(_mm256_mul_pd(r, z), horner(z, kSinSeries), r);
+  const __m256d cos_r = _mm256_fmadd_pd(z, horner(z, kCosSeries), all(1.0));
   // Quadrant k (0..4; 4 is 0): cos a = C, -S, -C, S and sin a = S, C, -S, -C for k = 0, 1, 2, 3.
   auto is = [&](double q) { return _mm256_cmp_pd(k, all(q), _CMP_EQ_OQ); };
   const __m256d swap = _mm256_or_pd(is(1.0), is(3.0)), cos_negative = _mm256_or_pd(is(1.0), is(2.0)),
