@@ -364,23 +364,19 @@ float StepDecay::lr_at(int64_t epoch) const {
 
 namespace {
 // Clips the trainable tensors' gradients. A frozen tensor's gradient is zero (Model::zero_grad): its
-// squares add nothing to the norm and scaling leaves it zero. So with the model partly frozen, each
-// trainable range is summed into the lanes of its offset in the whole vector (vector_squared_norm_lanes_cpu),
-// which is vector_norm_cpu's number to the bit, and only those ranges are scaled. Head tuning then reads
-// the head's few KiB a step instead of the whole model's 5 MB (the norm was 8 % of FedFSA Table 1's final
-// FedAvg-FT round on a Zen 3, in perf).
-void clip_trainable_gradients_cpu(const Model& model, float* grad, int64_t D, double max_norm) {
-  if (model.all_trainable()) {
-    scale_to_max_norm(grad, D, vector_norm_cpu(grad, D), max_norm);
-    return;
-  }
+// squares add nothing to the norm and scaling leaves it zero. So each run of trainable tensors is summed
+// into the lanes of its offset in the whole vector (vector_squared_norm_lanes_cpu), which is
+// vector_norm_cpu's number to the bit (one run, [0, D), when every tensor is trainable), and only those
+// runs are scaled. Head tuning then reads the head's few KiB a step instead of the whole model's 5 MB (the
+// norm was 8 % of FedFSA Table 1's final FedAvg-FT round on a Zen 3, in perf).
+void clip_trainable_gradients_cpu(const Model& model, float* grad, double max_norm) {
   double lanes[kNormLanes] = {};
-  for (const ParameterView& p : model.parameters())
-    if (p.value.requires_grad())
-      vector_squared_norm_lanes_cpu(lanes, nullptr, grad + p.begin, p.end - p.begin, p.begin);
+  for_each_trainable_range(model, [&](int64_t begin, int64_t end) {
+    vector_squared_norm_lanes_cpu(lanes, nullptr, grad + begin, end - begin, begin);
+  });
   const double norm = std::sqrt(vector_reduce_norm_lanes(lanes));
-  for (const ParameterView& p : model.parameters())
-    if (p.value.requires_grad()) scale_to_max_norm(grad + p.begin, p.end - p.begin, norm, max_norm);
+  for_each_trainable_range(
+      model, [&](int64_t begin, int64_t end) { scale_to_max_norm(grad + begin, end - begin, norm, max_norm); });
 }
 }  // namespace
 
@@ -390,7 +386,7 @@ void clip_gradient_norm(Model& model, double max_norm) {
   const int64_t D = grad.numel();
   switch (model.device()) {
     case Device::CPU:
-      clip_trainable_gradients_cpu(model, grad.data(), D, max_norm);
+      clip_trainable_gradients_cpu(model, grad.data(), max_norm);
       break;
     case Device::CUDA: {
       DeviceDoubles norm(1);

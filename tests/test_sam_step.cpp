@@ -33,18 +33,24 @@ std::function<float()> constant_gradient(Model& model, const std::vector<float>&
   };
 }
 
+// One SAM step with `options` on the constant gradient g at lr 0 (the step leaves w exactly as SAM restored
+// it): the perturbation e it recorded.
+std::vector<float> recorded_perturbation(Model& model, SamOptions options, const std::vector<float>& g) {
+  Sgd sgd(model, {0.0f, 0.0f, 0.0f, false});
+  options.record_perturbation = true;
+  Sam sam(model, sgd, options);
+  sam.step(constant_gradient(model, g));
+  return {sam.last_perturbation().begin(), sam.last_perturbation().end()};
+}
+
 TEST(SamStep, GlobalPerturbationHasNormRhoAndTheWeightsComeBackBitForBit) {
   auto model = small_mlp();
   const std::vector<float> g = normal_values(model->num_parameters(), 1);
   const std::vector<float> before(model->flat_parameters().begin(), model->flat_parameters().end());
-  Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});  // lr 0: the step leaves w exactly as SAM restored it
   SamOptions options;
   options.rho = 0.3f;
-  options.record_perturbation = true;
-  Sam sam(*model, sgd, options);
-  sam.step(constant_gradient(*model, g));
-  EXPECT_NEAR(norm(sam.last_perturbation()), 0.3, 1e-6);
-  const std::span<const float> e = sam.last_perturbation();
+  const std::vector<float> e = recorded_perturbation(*model, options, g);
+  EXPECT_NEAR(norm(e), 0.3, 1e-6);
   for (size_t i = 0; i < g.size(); i += 997) EXPECT_NEAR(e[i], 0.3 * g[i] / norm(g), 1e-6);
   EXPECT_TRUE(same_columns(before, {model->flat_parameters().begin(), model->flat_parameters().end()}, 0,
                            model->num_parameters()));
@@ -53,19 +59,14 @@ TEST(SamStep, GlobalPerturbationHasNormRhoAndTheWeightsComeBackBitForBit) {
 TEST(SamStep, PerTensorRadiiScaleEachTensorOfTheGlobalDirection) {
   auto model = small_mlp();
   const std::vector<float> g = normal_values(model->num_parameters(), 2);
-  Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});
   SamOptions options;
   options.tensor_rho = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
-  options.record_perturbation = true;
   ASSERT_EQ(model->parameters().size(), options.tensor_rho.size());
-  Sam sam(*model, sgd, options);
-  sam.step(constant_gradient(*model, g));
+  const std::vector<float> e = recorded_perturbation(*model, options, g);
   const double g_norm = norm(g);
   for (size_t k = 0; k < model->parameters().size(); ++k) {
     const ParameterView& p = model->parameters()[k];
-    EXPECT_NEAR(norm(sam.last_perturbation(), p.begin, p.end), options.tensor_rho[k] * norm(g, p.begin, p.end) / g_norm,
-                1e-6)
-        << p.name;
+    EXPECT_NEAR(norm(e, p.begin, p.end), options.tensor_rho[k] * norm(g, p.begin, p.end) / g_norm, 1e-6) << p.name;
   }
 }
 
@@ -78,14 +79,10 @@ TEST(SamStep, PerTensorUnnormalisedAndAdaptivePerturbations) {
   const std::vector<float> w(model->flat_parameters().begin(), model->flat_parameters().end());
   const std::vector<ParameterView>& parameters = model->parameters();
   auto perturbation = [&](SamOptions::Perturbation mode) {
-    Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});
     SamOptions options;
     options.rho = 0.2f;
     options.perturbation = mode;
-    options.record_perturbation = true;
-    Sam sam(*model, sgd, options);
-    sam.step(constant_gradient(*model, g));
-    return std::vector<float>(sam.last_perturbation().begin(), sam.last_perturbation().end());
+    return recorded_perturbation(*model, options, g);
   };
   const std::vector<float> per_tensor = perturbation(SamOptions::Perturbation::PerTensor);
   for (const ParameterView& p : parameters) EXPECT_NEAR(norm(per_tensor, p.begin, p.end), 0.2, 1e-6) << p.name;
@@ -232,23 +229,21 @@ TEST(SamStep, DualCorrectsTheAscentDirectionAndAccumulatesThePerturbation) {
   const std::vector<float> g = normal_values(P, 5), s = normal_values(P, 6);
   std::vector<float> mu = normal_values(P, 7);
   const std::vector<float> mu_before = mu;
-  Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});
   SamOptions options;
   options.rho = 0.1f;
   options.dual = mu;
   options.dual_correction = s;
-  Sam sam(*model, sgd, options);
-  sam.step(constant_gradient(*model, g));
+  const std::vector<float> e = recorded_perturbation(*model, options, g);  // a dual keeps e anyway
   std::vector<float> d(P);
   for (size_t i = 0; i < P; ++i) d[i] = g[i] - mu_before[i] - s[i];
   const double d_norm = norm(d);
-  const std::span<const float> e = sam.last_perturbation();
   for (size_t i = 0; i < P; i += 503) {
     EXPECT_NEAR(e[i], 0.1 * d[i] / d_norm, 1e-6) << i;
     EXPECT_NEAR(mu[i], mu_before[i] + e[i] - s[i], 1e-5) << i;  // mu += e - s
   }
   SamOptions one_radius;
   one_radius.tensor_rho = {1.0f};
+  Sgd sgd(*model, {0.0f, 0.0f, 0.0f, false});
   EXPECT_THROW(Sam(*model, sgd, one_radius), Error);  // one radius for six tensors
 }
 

@@ -99,9 +99,14 @@ struct Pairs {
   __m256d x, y, cosine, sine;
 };
 
+// All bits set in lanes 0 .. lanes - 1 (lane < lanes): the mask of maskload and maskstore.
+__m256i active_lanes(int64_t lanes) {
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(lanes), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
 // The first `lanes` pairs from u1, u2 (1 to 4); unused lanes compute u1 = 0.5, u2 = 0 and are never stored.
 Pairs box_muller_vector(int64_t lanes, const double* u1, const double* u2) {
-  const __m256i active = _mm256_cmpgt_epi64(_mm256_set1_epi64x(lanes), _mm256_setr_epi64x(0, 1, 2, 3));  // lane < lanes
+  const __m256i active = active_lanes(lanes);
   const __m256d a1 = _mm256_blendv_pd(all(0.5), _mm256_maskload_pd(u1, active), _mm256_castsi256_pd(active));
   const __m256d a2 = _mm256_maskload_pd(u2, active);
   const __m256d radius = _mm256_sqrt_pd(_mm256_mul_pd(all(-2.0), log_unit(a1)));
@@ -128,7 +133,7 @@ void box_muller_doubles_avx2_cpu(double* x, double* y, const double* u1, const d
   for (int64_t i0 = 0; i0 < pairs; i0 += kPairs) {
     const int64_t lanes = smaller(kPairs, pairs - i0);
     const Pairs p = box_muller_vector(lanes, u1 + i0, u2 + i0);
-    const __m256i active = _mm256_cmpgt_epi64(_mm256_set1_epi64x(lanes), _mm256_setr_epi64x(0, 1, 2, 3));
+    const __m256i active = active_lanes(lanes);
     _mm256_maskstore_pd(x + i0, active, p.x);
     _mm256_maskstore_pd(y + i0, active, p.y);
   }
