@@ -62,3 +62,14 @@ TEST_F(FileIoTest, SweepRemovesOnlyTemporariesOfThisFolder) {
   EXPECT_FALSE(fs::exists(dir_ / "rounds.csv.tmp.123"));
   EXPECT_EQ(remove_stale_temporaries((dir_ / "absent").string()), 0);
 }
+
+// A parameterised suite's names hold '/': its folder must still sit directly in the temp folder, so that
+// TearDown's remove_all takes all of it (it used to leave a "bastion-<pid>-Prefix" folder per test).
+class TempDirNames : public TempDirTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(TempDirNames, FolderSitsDirectlyInTheTempFolder) {
+  EXPECT_EQ(dir_.parent_path(), fs::temp_directory_path());
+  EXPECT_TRUE(fs::is_directory(dir_));
+}
+
+INSTANTIATE_TEST_SUITE_P(Prefix, TempDirNames, ::testing::Values(0));
