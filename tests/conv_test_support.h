@@ -3,7 +3,6 @@
 // loops and the double-precision backward reference.
 #pragma once
 
-#include <cstring>
 #include <ostream>
 #include <vector>
 
@@ -63,10 +62,6 @@ inline void expect_forward_matches_reference(const std::vector<float>& out, cons
   std::vector<double> want(direct.begin(), direct.end()), magnitude(out_numel);
   for (int64_t i = 0; i < out_numel; ++i) magnitude[i] = 2.0 * magnitude_f[i];
   expect_close(out, want, magnitude, g.crs() + 1, what);
-}
-
-inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // Direct backward in double: gradients and the sums of |terms| they are made of.

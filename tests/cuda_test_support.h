@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -84,5 +85,31 @@ inline void expect_agree(const std::vector<float>& got, const std::vector<float>
                          << tolerance << ")";
   ::testing::Test::RecordProperty(std::string(what) + "_max_relative_error", std::to_string(worst));
 }
+
+// A device copy of `host` starting `offset` floats into its buffer, between NaN guards: with offset 1
+// the view is 4-byte but not 16-byte aligned. view() is the pointer the kernels get.
+class OffsetBuffer {
+ public:
+  OffsetBuffer(const std::vector<float>& host, int64_t offset)
+      : offset_(offset), size_(host.size()), buffer_(padded(host, offset)) {}
+  float* view() const { return buffer_.get() + offset_; }
+  // The view's elements; fails if a guard element before or after the view was written.
+  std::vector<float> download_view() const {
+    const std::vector<float> all = buffer_.download();
+    for (int64_t i = 0; i < offset_; ++i) EXPECT_TRUE(std::isnan(all[i])) << "guard before the view written";
+    EXPECT_TRUE(std::isnan(all.back())) << "guard after the view written";
+    return std::vector<float>(all.begin() + offset_, all.begin() + offset_ + static_cast<int64_t>(size_));
+  }
+
+ private:
+  static std::vector<float> padded(const std::vector<float>& host, int64_t offset) {
+    std::vector<float> all = sentinels(host.size() + offset + 1);
+    std::copy(host.begin(), host.end(), all.begin() + offset);
+    return all;
+  }
+  int64_t offset_;
+  size_t size_;
+  DeviceBuffer<float> buffer_;
+};
 
 }  // namespace bastion::testing

@@ -17,6 +17,9 @@
 
 namespace bastion::testing {
 
+// Sums of a few float rows taken in a different row order differ by a few float ulps of values of order 1.
+inline constexpr float kSumOrderTolerance = 1e-5f;
+
 // A server with a root dataset for the rules that need one (fltrust, sageflow, finetune): "training"
 // moves every column by `step`; a model within distance 1 of `good` scores entropy and loss 0.1, any
 // other entropy 5 and loss 10 (sageflow drops it). Distances in double, so a huge model is far, never NaN.

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "tensor/random.h"
+#include "tests/test_support.h"
 
 namespace bastion::testing {
 
@@ -48,11 +50,11 @@ inline void expect_close(const std::vector<float>& got, const std::vector<double
   }
 }
 
-inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
-// Hand-computed examples are exact in a few float operations (or come from libm): 1e-6 relative covers
-// a handful of roundings of O(1) values.
-inline constexpr float kHandTolerance = 1e-6f;
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 inline std::vector<float> randn(int64_t n, Generator& gen, double stddev = 1.0) {
   std::vector<float> v(n);

@@ -17,7 +17,11 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::DeviceBuffer;
+using testing::expect_agree;
+using testing::OffsetBuffer;
+using testing::random_floats;
+using testing::sentinels;
 
 // See the top of the file.
 constexpr double kExact = 0.0;
@@ -32,32 +36,6 @@ std::vector<float> away_from_zero(int64_t n, uint64_t seed) {
     if (gen.uniform() < 0.5) x = -x;
   return v;
 }
-
-// A device copy of `host` starting `offset` floats into its buffer, between NaN guards: with offset 1
-// the view is 4-byte but not 16-byte aligned. view() is the pointer the kernels get.
-class OffsetBuffer {
- public:
-  OffsetBuffer(const std::vector<float>& host, int64_t offset)
-      : offset_(offset), size_(host.size()), buffer_(padded(host, offset)) {}
-  float* view() const { return buffer_.get() + offset_; }
-  // The view's elements; fails if a guard element before or after the view was written.
-  std::vector<float> download_view() const {
-    const std::vector<float> all = buffer_.download();
-    for (int64_t i = 0; i < offset_; ++i) EXPECT_TRUE(std::isnan(all[i])) << "guard before the view written";
-    EXPECT_TRUE(std::isnan(all.back())) << "guard after the view written";
-    return std::vector<float>(all.begin() + offset_, all.begin() + offset_ + static_cast<int64_t>(size_));
-  }
-
- private:
-  static std::vector<float> padded(const std::vector<float>& host, int64_t offset) {
-    std::vector<float> all = sentinels(host.size() + offset + 1);
-    std::copy(host.begin(), host.end(), all.begin() + offset);
-    return all;
-  }
-  int64_t offset_;
-  size_t size_;
-  DeviceBuffer<float> buffer_;
-};
 
 // Runs relu forward and backward with every array at `offset` floats into its buffer.
 void expect_relu_agrees(int64_t offset) {

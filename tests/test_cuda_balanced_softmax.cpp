@@ -17,16 +17,18 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::expect_agree;
+using testing::kUnitRoundoff;
+using testing::random_floats;
 
 constexpr double kLogProbTolerance = 16 * kUnitRoundoff;  // see test_cuda_softmax.cpp
 constexpr double kGradTolerance = 16 * kUnitRoundoff;
 
-struct Shape {
+struct SoftmaxShape {
   int64_t N, C;
 };
-const Shape kNarrow{37, 10};
-const Shape kWide{5, 1000};
+const SoftmaxShape kNarrow{37, 10};
+const SoftmaxShape kWide{5, 1000};
 
 double max_abs(const std::vector<float>& v) {
   double m = 0.0;
@@ -35,7 +37,7 @@ double max_abs(const std::vector<float>& v) {
   return m;
 }
 
-std::vector<float> random_logits(Shape s, uint64_t seed, float spread, float shift = 0.0f) {
+std::vector<float> random_logits(SoftmaxShape s, uint64_t seed, float spread, float shift = 0.0f) {
   Generator gen(seed);
   std::vector<float> x = random_floats(s.N * s.C, gen, -spread, spread);
   for (int64_t n = 0; n < s.N; ++n)
@@ -44,7 +46,7 @@ std::vector<float> random_logits(Shape s, uint64_t seed, float spread, float shi
 }
 
 // log of random counts in [1, 50], with every third class absent (-inf).
-std::vector<float> random_log_prior(Shape s, uint64_t seed) {
+std::vector<float> random_log_prior(SoftmaxShape s, uint64_t seed) {
   Generator gen(seed);
   std::vector<float> prior(s.C);
   for (int64_t c = 0; c < s.C; ++c)
@@ -53,7 +55,7 @@ std::vector<float> random_log_prior(Shape s, uint64_t seed) {
 }
 
 // Labels of present classes only (the op refuses the others).
-std::vector<int32_t> random_labels(Shape s, const std::vector<float>& prior, uint64_t seed) {
+std::vector<int32_t> random_labels(SoftmaxShape s, const std::vector<float>& prior, uint64_t seed) {
   Generator gen(seed);
   std::vector<int32_t> y(s.N);
   for (int32_t& label : y) {
@@ -66,7 +68,7 @@ std::vector<int32_t> random_labels(Shape s, const std::vector<float>& prior, uin
 // The op end to end on the device (the prior uploaded by the op, the loss and gradient through autograd:
 // add + cross_entropy's CUDA kernels) against the same op on the CPU; an absent class's gradient must be
 // exactly 0 on both.
-void expect_op_agrees(Shape s, const std::vector<float>& x, uint64_t seed) {
+void expect_op_agrees(SoftmaxShape s, const std::vector<float>& x, uint64_t seed) {
   const std::vector<float> prior = random_log_prior(s, seed);
   const LabelTensor y = LabelTensor::from_vector(random_labels(s, prior, seed + 1));
   Tensor cpu = Tensor::from_vector({s.N, s.C}, x).set_requires_grad(true);

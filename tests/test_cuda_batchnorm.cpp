@@ -15,7 +15,12 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::DeviceBuffer;
+using testing::expect_agree;
+using testing::kSentinel;
+using testing::kUnitRoundoff;
+using testing::random_floats;
+using testing::sentinels;
 
 // ---- tolerances ----
 // Statistics (save_mean, save_invstd, running stats) and the parameter gradients (dgamma, dbeta) are

@@ -21,22 +21,28 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::absolute;
+using testing::DeviceBuffer;
+using testing::expect_agree;
+using testing::expect_close;
+using testing::random_floats;
+using testing::sentinels;
+using testing::sum_tolerance;
 
 // Both sides within one sum_tolerance bound of the exact sum: see the file comment.
 constexpr double kBothSidesRounded = 2.0;
 
-struct ConvCase {
+struct CudaConvCase {
   int64_t N, C, H, W, K, R, S, stride, padding;
 };
 
-std::ostream& operator<<(std::ostream& os, const ConvCase& c) {
+std::ostream& operator<<(std::ostream& os, const CudaConvCase& c) {
   return os << "N" << c.N << " C" << c.C << " " << c.H << "x" << c.W << " K" << c.K << " " << c.R << "x" << c.S
             << " stride " << c.stride << " pad " << c.padding;
 }
 
 // Odd sizes (no multiple of any tile), batch > 1.
-const ConvCase kCases[] = {
+const CudaConvCase kCases[] = {
     {3, 5, 11, 9, 7, 3, 3, 1, 1},   // 3x3 "same" convolution
     {3, 5, 11, 9, 7, 3, 3, 2, 0},   // stride 2 without padding: a remainder row and column
     {2, 3, 9, 8, 6, 5, 5, 1, 2},    // 5x5, padding 2
@@ -50,7 +56,7 @@ struct HostConv {
   std::vector<float> in, weight, bias;
 };
 
-HostConv make_conv(const ConvCase& c, uint64_t seed) {
+HostConv make_host_conv(const CudaConvCase& c, uint64_t seed) {
   Generator gen(seed);
   HostConv h{conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding), {}, {}, {}};
   h.in = random_floats(c.N * c.C * c.H * c.W, gen);
@@ -89,9 +95,9 @@ void expect_forward_agrees(const std::vector<float>& out, const HostConv& h, boo
 TEST(CudaAgreement, ConvForwardVariantsMatchCpu) {
   BASTION_REQUIRE_CUDA();
   uint64_t seed = 100;
-  for (const ConvCase& c : kCases) {
+  for (const CudaConvCase& c : kCases) {
     SCOPED_TRACE(::testing::Message() << c);
-    const HostConv h = make_conv(c, seed++);
+    const HostConv h = make_host_conv(c, seed++);
     const DeviceBuffer<float> in(h.in), weight(h.weight), bias(h.bias);
     for (int variant = 1; variant <= conv2d_forward_cuda_variant_count(); ++variant) {
       SCOPED_TRACE(conv2d_forward_cuda_variant_name(variant));
@@ -109,9 +115,9 @@ TEST(CudaAgreement, ConvForwardVariantsMatchCpu) {
 TEST(CudaAgreement, ConvForwardImplicitGemmEveryTileMatchesCpu) {
   BASTION_REQUIRE_CUDA();
   uint64_t seed = 200;
-  for (const ConvCase& c : kCases) {
+  for (const CudaConvCase& c : kCases) {
     SCOPED_TRACE(::testing::Message() << c);
-    const HostConv h = make_conv(c, seed++);
+    const HostConv h = make_host_conv(c, seed++);
     const DeviceBuffer<float> in(h.in), weight(h.weight), bias(h.bias);
     for (const ConvTile tile : {ConvTile::Tile128x128, ConvTile::Tile64x128, ConvTile::Tile64x64}) {
       SCOPED_TRACE(static_cast<int>(tile));
@@ -123,13 +129,13 @@ TEST(CudaAgreement, ConvForwardImplicitGemmEveryTileMatchesCpu) {
 }
 
 // A workspace cap of two samples: chunks of 2, 2 and 1 (the last takes the single-sample path).
-constexpr ConvCase kChunkedCase = {5, 3, 7, 6, 4, 3, 3, 1, 1};
+constexpr CudaConvCase kChunkedCase = {5, 3, 7, 6, 4, 3, 3, 1, 1};
 
 int64_t two_sample_cap(const Conv2dGeometry& g) { return 2 * g.out_plane() * (g.crs() + g.K) + 1; }
 
 TEST(CudaAgreement, ConvForwardSeveralChunksMatchesCpu) {
   BASTION_REQUIRE_CUDA();
-  const HostConv h = make_conv(kChunkedCase, 300);
+  const HostConv h = make_host_conv(kChunkedCase, 300);
   const int64_t cap = two_sample_cap(h.g);
   ASSERT_EQ(conv2d_cuda_chunk_samples(h.g, cap), 2);
   const DeviceBuffer<float> in(h.in), weight(h.weight), bias(h.bias);
@@ -181,9 +187,9 @@ void expect_backward_agrees(const Grads& got, const HostConv& h, const std::vect
 TEST(CudaAgreement, ConvBackwardMatchesCpu) {
   BASTION_REQUIRE_CUDA();
   uint64_t seed = 400;
-  for (const ConvCase& c : kCases) {
+  for (const CudaConvCase& c : kCases) {
     SCOPED_TRACE(::testing::Message() << c);
-    const HostConv h = make_conv(c, seed++);
+    const HostConv h = make_host_conv(c, seed++);
     Generator gen(seed * 7);
     const std::vector<float> grad_out = random_floats(out_numel(h.g), gen);
     expect_backward_agrees(cuda_backward(h, grad_out, kConvCudaMaxWorkspaceFloats, true, true, true), h, grad_out);
@@ -192,7 +198,7 @@ TEST(CudaAgreement, ConvBackwardMatchesCpu) {
 
 TEST(CudaAgreement, ConvBackwardSeveralChunksMatchesCpu) {
   BASTION_REQUIRE_CUDA();
-  const HostConv h = make_conv(kChunkedCase, 500);
+  const HostConv h = make_host_conv(kChunkedCase, 500);
   Generator gen(501);
   const std::vector<float> grad_out = random_floats(out_numel(h.g), gen);
   expect_backward_agrees(cuda_backward(h, grad_out, two_sample_cap(h.g), true, true, true), h, grad_out);
@@ -206,7 +212,7 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 // gives: the kernels are deterministic and the skipped work does not feed the rest.
 TEST(CudaAgreement, ConvBackwardNullOutputsAreSkipped) {
   BASTION_REQUIRE_CUDA();
-  const HostConv h = make_conv(kChunkedCase, 600);
+  const HostConv h = make_host_conv(kChunkedCase, 600);
   Generator gen(601);
   const std::vector<float> grad_out = random_floats(out_numel(h.g), gen);
   const int64_t cap = two_sample_cap(h.g);
@@ -225,7 +231,7 @@ TEST(CudaAgreement, ConvBackwardNullOutputsAreSkipped) {
 // An empty batch still ASSIGNS the weight and bias gradients (zeros), as the contract says.
 TEST(CudaAgreement, ConvBackwardEmptyBatchAssignsZeroGradients) {
   BASTION_REQUIRE_CUDA();
-  const HostConv h = make_conv({0, 2, 5, 5, 3, 3, 3, 1, 1}, 700);
+  const HostConv h = make_host_conv({0, 2, 5, 5, 3, 3, 3, 1, 1}, 700);
   const Grads got = cuda_backward(h, {}, kConvCudaMaxWorkspaceFloats, true, true, true);
   EXPECT_EQ(got.weight, std::vector<float>(h.weight.size(), 0.0f));
   EXPECT_EQ(got.bias, std::vector<float>(h.g.K, 0.0f));
@@ -236,9 +242,9 @@ TEST(CudaAgreement, ConvBackwardEmptyBatchAssignsZeroGradients) {
 TEST(CudaAgreement, ConvIm2colMatchesCpu) {
   BASTION_REQUIRE_CUDA();
   uint64_t seed = 800;
-  for (const ConvCase& c : kCases) {
+  for (const CudaConvCase& c : kCases) {
     SCOPED_TRACE(::testing::Message() << c);
-    const HostConv h = make_conv(c, seed++);
+    const HostConv h = make_host_conv(c, seed++);
     const int64_t n_begin = 1, n_count = h.g.N - 1;
     const size_t numel = static_cast<size_t>(h.g.crs() * n_count * h.g.out_plane());
     std::vector<float> want(numel);
@@ -254,9 +260,9 @@ TEST(CudaAgreement, ConvIm2colMatchesCpu) {
 TEST(CudaAgreement, ConvCol2imAddMatchesCpu) {
   BASTION_REQUIRE_CUDA();
   uint64_t seed = 900;
-  for (const ConvCase& c : kCases) {
+  for (const CudaConvCase& c : kCases) {
     SCOPED_TRACE(::testing::Message() << c);
-    const HostConv h = make_conv(c, seed++);
+    const HostConv h = make_host_conv(c, seed++);
     const int64_t n_begin = 1, n_count = h.g.N - 1;
     Generator gen(seed * 3);
     const std::vector<float> cols = random_floats(static_cast<size_t>(h.g.crs() * n_count * h.g.out_plane()), gen);

@@ -17,37 +17,16 @@ namespace {
 
 using testing::DeviceBuffer;
 using testing::expect_agree;
+using testing::OffsetBuffer;
 using testing::random_floats;
 using testing::sentinels;
 
 // add, sub, mul, scale, row bias and scale-by-device-scalar are one correctly rounded float operation
 // per element on both sides (nothing for nvcc to contract into an FMA): the results must be bitwise equal.
-constexpr double kExact = 0.0;
+constexpr double kElementwiseExact = 0.0;
 
 // 1 and 7 are all tail (fewer than one float4, or one float4 and three scalars); 1001 = 250 float4 + 1.
 const std::vector<int64_t> kSizes = {1, 7, 1001};
-
-// Uploads `values` one float past the start of a fresh allocation: the device pointer (get() + 1) is
-// 4-byte aligned but never 16-byte aligned (cudaMalloc returns 256-byte aligned blocks), which forces the
-// scalar path. The float before it is a guard that must stay NaN.
-class OffsetBuffer {
- public:
-  explicit OffsetBuffer(const std::vector<float>& values) : buffer_(with_guard(values)) {}
-  float* get() const { return buffer_.get() + 1; }
-  std::vector<float> download() const {
-    std::vector<float> all = buffer_.download();
-    EXPECT_TRUE(std::isnan(all[0])) << "a kernel wrote before the start of its range";
-    return std::vector<float>(all.begin() + 1, all.end());
-  }
-
- private:
-  static std::vector<float> with_guard(const std::vector<float>& values) {
-    std::vector<float> all = {testing::kSentinel};
-    all.insert(all.end(), values.begin(), values.end());
-    return all;
-  }
-  DeviceBuffer<float> buffer_;
-};
 
 using BinaryCuda = void (*)(float*, const float*, const float*, int64_t, CudaStream);
 using BinaryCpu = void (*)(float*, const float*, const float*, int64_t);
@@ -71,7 +50,7 @@ TEST(CudaAgreement, ElementwiseBinaryOpsMatchCpu) {
       op.cuda(out.get(), a_dev.get(), b_dev.get(), n, cuda_stream());
       std::vector<float> want(n);
       op.cpu(want.data(), a.data(), b.data(), n);
-      expect_agree(out.download(), want, kExact, op.name);
+      expect_agree(out.download(), want, kElementwiseExact, op.name);
     }
   }
 }
@@ -87,12 +66,12 @@ TEST(CudaAgreement, ElementwiseScaleAndAddInplaceMatchCpu) {
     scale_cuda(out.get(), in_dev.get(), kAlpha, n, cuda_stream());
     std::vector<float> want(n);
     scale_cpu(want.data(), in.data(), kAlpha, n);
-    expect_agree(out.download(), want, kExact, "scale");
+    expect_agree(out.download(), want, kElementwiseExact, "scale");
 
     add_inplace_cuda(in_dev.get(), other_dev.get(), n, cuda_stream());
     want = in;
     add_inplace_cpu(want.data(), other.data(), n);
-    expect_agree(in_dev.download(), want, kExact, "add_inplace");
+    expect_agree(in_dev.download(), want, kElementwiseExact, "add_inplace");
   }
 }
 
@@ -101,24 +80,24 @@ TEST(CudaAgreement, ElementwiseMisalignedPointersTakeTheScalarPath) {
   Generator gen(13);
   constexpr int64_t n = 1001;
   const std::vector<float> a = random_floats(n, gen), b = random_floats(n, gen);
-  OffsetBuffer a_dev(a), b_dev(b);
+  OffsetBuffer a_dev(a, 1), b_dev(b, 1);  // one float in: 4-byte but not 16-byte aligned
   std::vector<float> want(n);
   for (const BinaryOp& op : kBinaryOps) {
-    OffsetBuffer out(sentinels(n));
-    op.cuda(out.get(), a_dev.get(), b_dev.get(), n, cuda_stream());
+    OffsetBuffer out(sentinels(n), 1);
+    op.cuda(out.view(), a_dev.view(), b_dev.view(), n, cuda_stream());
     op.cpu(want.data(), a.data(), b.data(), n);
-    expect_agree(out.download(), want, kExact, op.name);
+    expect_agree(out.download_view(), want, kElementwiseExact, op.name);
   }
   // One misaligned pointer among aligned ones is enough to leave the float4 path.
   DeviceBuffer<float> aligned_out(sentinels(n));
-  scale_cuda(aligned_out.get(), a_dev.get(), 3.0f, n, cuda_stream());
+  scale_cuda(aligned_out.get(), a_dev.view(), 3.0f, n, cuda_stream());
   scale_cpu(want.data(), a.data(), 3.0f, n);
-  expect_agree(aligned_out.download(), want, kExact, "scale (input misaligned)");
+  expect_agree(aligned_out.download(), want, kElementwiseExact, "scale (input misaligned)");
 
-  add_inplace_cuda(a_dev.get(), b_dev.get(), n, cuda_stream());
+  add_inplace_cuda(a_dev.view(), b_dev.view(), n, cuda_stream());
   std::vector<float> a_plus_b = a;
   add_inplace_cpu(a_plus_b.data(), b.data(), n);
-  expect_agree(a_dev.download(), a_plus_b, kExact, "add_inplace (misaligned)");
+  expect_agree(a_dev.download_view(), a_plus_b, kElementwiseExact, "add_inplace (misaligned)");
 }
 
 // sum_cuda adds in double in another order than sum_cpu, then rounds to float: the two differ by the
@@ -158,7 +137,7 @@ TEST(CudaAgreement, ElementwiseAddRowBiasMatchesCpu) {
     add_row_bias_cuda(out.get(), bias_dev.get(), rows, cols, cuda_stream());
     std::vector<float> want = y;
     add_row_bias_cpu(want.data(), bias.data(), rows, cols);
-    expect_agree(out.download(), want, kExact, "add_row_bias");
+    expect_agree(out.download(), want, kElementwiseExact, "add_row_bias");
   }
 }
 
@@ -194,11 +173,11 @@ TEST(CudaAgreement, ElementwiseScaleByDeviceScalarMatchesCpu) {
 
     DeviceBuffer<float> in_dev(in), out(sentinels(n));
     scale_by_device_scalar_cuda(out.get(), in_dev.get(), alpha.get(), kFactor, n, cuda_stream());
-    expect_agree(out.download(), want, kExact, "scale_by_device_scalar");
+    expect_agree(out.download(), want, kElementwiseExact, "scale_by_device_scalar");
 
-    OffsetBuffer in_offset(in), out_offset(sentinels(n));
-    scale_by_device_scalar_cuda(out_offset.get(), in_offset.get(), alpha.get(), kFactor, n, cuda_stream());
-    expect_agree(out_offset.download(), want, kExact, "scale_by_device_scalar (misaligned)");
+    OffsetBuffer in_offset(in, 1), out_offset(sentinels(n), 1);
+    scale_by_device_scalar_cuda(out_offset.view(), in_offset.view(), alpha.get(), kFactor, n, cuda_stream());
+    expect_agree(out_offset.download_view(), want, kElementwiseExact, "scale_by_device_scalar (misaligned)");
   }
 }
 

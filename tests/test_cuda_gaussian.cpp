@@ -36,7 +36,12 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::DeviceBuffer;
+using testing::expect_agree;
+using testing::expect_error;
+using testing::kUnitRoundoff;
+using testing::random_floats;
+using testing::sentinels;
 
 constexpr double kExactTolerance = 0.0;
 constexpr double kRoundedOnceTolerance = 4 * kUnitRoundoff;

@@ -19,7 +19,11 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::DeviceBuffer;
+using testing::kSentinel;
+using testing::random_floats;
+using testing::sentinels;
+using testing::sum_tolerance;
 
 // TF32 keeps 10 of float32's 23 mantissa bits: each operand is rounded to a relative error of at most
 // 2^-11 (round to nearest) or 2^-10 (truncation), so a product a * b is off by up to ~2 * 2^-10 of
@@ -44,9 +48,9 @@ struct GemmLayout {
   int64_t pad = 4;         // then this many extra columns, holding NaN in A and B
   int64_t offset = 0;      // floats before each matrix in its buffer (1: not 16-byte aligned)
 };
-constexpr GemmLayout kPadded{};                // float4 path, with padding to ignore
-constexpr GemmLayout kTight{false, 0, 0};      // ld = minimum: odd, so scalar loads
-constexpr GemmLayout kMisaligned{true, 4, 1};  // aligned leading dimensions, misaligned pointers
+constexpr GemmLayout kPadded{};                  // float4 path, with padding to ignore
+constexpr GemmLayout kTightLayout{false, 0, 0};  // ld = minimum: odd, so scalar loads
+constexpr GemmLayout kMisaligned{true, 4, 1};    // aligned leading dimensions, misaligned pointers
 
 struct GemmCall {
   int variant;  // 1..4, or 0 for gemm_cuda
@@ -179,7 +183,7 @@ TEST(CudaAgreement, GemmTightAndMisalignedOperandsUseScalarLoads) {
   for (const GemmShape& shape : {GemmShape{67, 45, 33}, GemmShape{130, 131, 129}})
     for (const bool trans_a : {false, true})
       for (const bool trans_b : {false, true})
-        for (const GemmLayout& layout : {kTight, kMisaligned})
+        for (const GemmLayout& layout : {kTightLayout, kMisaligned})
           check_call({3, trans_a, trans_b, shape, 0.5f, 0.0f, layout}, sum_tolerance(shape.K), gen);
 }
 
@@ -187,7 +191,7 @@ TEST(CudaAgreement, GemmRung4Tf32AgreesWithinTf32Rounding) {
   BASTION_REQUIRE_CUDA();
   if (cuda_emulated()) GTEST_SKIP() << "rung 4 uses tensor cores, which the emulator does not have";
   check_rung_on_shapes(4, kTf32ProductError, kPadded);
-  check_rung_on_shapes(4, kTf32ProductError, kTight);
+  check_rung_on_shapes(4, kTf32ProductError, kTightLayout);
   check_rung_on_shapes(4, kTf32ProductError, kMisaligned);
   check_rung_with_beta(4, kTf32ProductError);
 }
@@ -206,7 +210,7 @@ TEST(CudaAgreement, GemmSplitKAgreesWithDoubleReference) {
     const double extra_error = variant == 4 ? kTf32ProductError : 0.0;
     for (const bool trans_a : {false, true})
       for (const bool trans_b : {false, true})
-        for (const GemmLayout& layout : {kPadded, kTight, kMisaligned})
+        for (const GemmLayout& layout : {kPadded, kTightLayout, kMisaligned})
           check_call({variant, trans_a, trans_b, shape, -1.5f, 0.5f, layout}, extra_error + sum_tolerance(shape.K),
                      gen);
   }

@@ -19,7 +19,13 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::absolute;
+using testing::DeviceBuffer;
+using testing::expect_agree;
+using testing::expect_close;
+using testing::random_floats;
+using testing::sentinels;
+using testing::sum_tolerance;
 
 // Both sides within one sum_tolerance bound of the exact sum.
 constexpr double kBothSidesRounded = 2.0;

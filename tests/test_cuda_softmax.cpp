@@ -18,7 +18,12 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::absolute;
+using testing::DeviceBuffer;
+using testing::expect_agree;
+using testing::kUnitRoundoff;
+using testing::random_floats;
+using testing::sentinels;
 
 // ---- tolerances ----
 // A log-probability x - log_total carries a few roundings of the row's largest logit: log_total is
@@ -35,11 +40,11 @@ constexpr double kGradTolerance = 16 * kUnitRoundoff;
 // An upstream gradient that is not 1, so a kernel that ignores *grad fails.
 constexpr float kUpstreamGrad = 0.7f;
 
-struct Shape {
+struct SoftmaxShape {
   int64_t N, C;
 };
-const Shape kNarrow{37, 10};  // C below a warp: most lanes idle, rows spread over 5 blocks
-const Shape kWide{5, 1000};   // C far above a warp: each lane strides over ~31 columns
+const SoftmaxShape kNarrow{37, 10};  // C below a warp: most lanes idle, rows spread over 5 blocks
+const SoftmaxShape kWide{5, 1000};   // C far above a warp: each lane strides over ~31 columns
 
 double max_abs(const std::vector<float>& v) {
   double m = 0.0;
@@ -48,7 +53,7 @@ double max_abs(const std::vector<float>& v) {
 }
 
 // Random logits of scale `spread`; with `shift`, row n is also moved by +shift or -shift alternately.
-std::vector<float> random_logits(Shape s, uint64_t seed, float spread, float shift = 0.0f) {
+std::vector<float> random_logits(SoftmaxShape s, uint64_t seed, float spread, float shift = 0.0f) {
   Generator gen(seed);
   std::vector<float> x = random_floats(s.N * s.C, gen, -spread, spread);
   for (int64_t n = 0; n < s.N; ++n)
@@ -56,7 +61,7 @@ std::vector<float> random_logits(Shape s, uint64_t seed, float spread, float shi
   return x;
 }
 
-std::vector<int32_t> random_labels(Shape s, uint64_t seed) {
+std::vector<int32_t> random_labels(SoftmaxShape s, uint64_t seed) {
   Generator gen(seed);
   std::vector<int32_t> y(s.N);
   for (int32_t& label : y) label = static_cast<int32_t>(gen.below(static_cast<uint64_t>(s.C)));
@@ -72,7 +77,7 @@ float download_scalar(const DeviceBuffer<float>& scalar) { return scalar.downloa
 
 // ---- log-softmax ----
 
-void expect_log_softmax_forward_agrees(Shape s, const std::vector<float>& x) {
+void expect_log_softmax_forward_agrees(SoftmaxShape s, const std::vector<float>& x) {
   std::vector<float> want = sentinels(x.size());
   log_softmax_forward_cpu(want.data(), x.data(), s.N, s.C);
   DeviceBuffer<float> d_x(x), d_out(sentinels(x.size()));
@@ -94,7 +99,7 @@ TEST(CudaAgreement, SoftmaxLogForwardLargeLogits) {
 
 TEST(CudaAgreement, SoftmaxLogBackward) {
   BASTION_REQUIRE_CUDA();
-  for (Shape s : {kNarrow, kWide}) {
+  for (SoftmaxShape s : {kNarrow, kWide}) {
     const std::vector<float> x = random_logits(s, 5, 3.0f);
     std::vector<float> out = sentinels(x.size()), want = sentinels(x.size());
     log_softmax_forward_cpu(out.data(), x.data(), s.N, s.C);
@@ -109,7 +114,7 @@ TEST(CudaAgreement, SoftmaxLogBackward) {
 
 // ---- cross-entropy ----
 
-void expect_cross_entropy_forward_agrees(Shape s, const std::vector<float>& x, uint64_t seed) {
+void expect_cross_entropy_forward_agrees(SoftmaxShape s, const std::vector<float>& x, uint64_t seed) {
   const std::vector<int32_t> y = random_labels(s, seed);
   std::vector<float> probs = sentinels(x.size());
   const double loss = cross_entropy_forward_cpu(probs.data(), x.data(), y.data(), s.N, s.C);
@@ -137,7 +142,7 @@ TEST(CudaAgreement, CrossEntropyForwardLargeLogits) {
 
 TEST(CudaAgreement, CrossEntropyBackward) {
   BASTION_REQUIRE_CUDA();
-  for (Shape s : {kNarrow, kWide}) {
+  for (SoftmaxShape s : {kNarrow, kWide}) {
     const std::vector<float> x = random_logits(s, 15, 3.0f);
     const std::vector<int32_t> y = random_labels(s, 16);
     std::vector<float> probs = sentinels(x.size()), want = sentinels(x.size());
@@ -153,7 +158,7 @@ TEST(CudaAgreement, CrossEntropyBackward) {
 // ---- KL distillation ----
 
 struct KlCase {
-  Shape s;
+  SoftmaxShape s;
   float T;
 };
 const KlCase kKlCases[] = {{kNarrow, 2.5f}, {kWide, 4.0f}};

@@ -20,10 +20,8 @@ using testing::expect_error;
 using testing::rule_params;
 using testing::Uploads;
 
-// Sums of a few float rows taken in a different row order differ by a few float ulps of values of order 1.
-constexpr float kSumOrderTolerance = 1e-5f;
-// Hand-computed values pass through double sums and one float rounding: a few float ulps.
-constexpr float kHandTolerance = 1e-6f;
+using testing::kHandTolerance;
+using testing::kSumOrderTolerance;
 
 using testing::expect_near_all;
 using testing::MakeRule;

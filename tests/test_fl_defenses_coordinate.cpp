@@ -18,9 +18,7 @@ using testing::expect_error;
 using testing::rule_params;
 using testing::Uploads;
 
-// Float results of hand examples: the rules sum in double and round once, so a value like 13/3 is the
-// float nearest to it; 1e-6 relative covers that single rounding (float epsilon 1.2e-7) with margin.
-constexpr float kHandTolerance = 1e-6f;
+using testing::kHandTolerance;  // a value like 13/3 is the float nearest to it
 
 std::vector<float> aggregate(const char* name, const std::vector<ParamSpec>& specs,
                              std::unique_ptr<ServerRule> (*make)(const Params&), const Uploads& u,

@@ -29,7 +29,7 @@ using testing::Uploads;
 // Similarities are sums of at most four terms computed in double from a handful of values: exact to 1e-12.
 constexpr double kMathTolerance = 1e-12;
 // A mean of a few O(1) float rows, summed in double in another row order, then rounded to float.
-constexpr float kSumOrderTolerance = 1e-6f;
+constexpr float kMeanOrderTolerance = 1e-6f;
 
 CriticalSet set_of(std::vector<int64_t> index, std::vector<float> value) {
   return {std::move(index), std::move(value)};
@@ -152,7 +152,7 @@ TEST(Fedcpa, KnownCaseKeepsTheHonestMeanAndFlagsTheAttacker) {
     const AggregationOutput out =
         run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}, {"correlation", std::string(correlation)}});
     EXPECT_EQ(out.flagged, (std::vector<uint8_t>{0, 0, 0, 1})) << correlation;
-    expect_near_all(out.update, u.mean_rows({0, 1, 2}), kSumOrderTolerance);
+    expect_near_all(out.update, u.mean_rows({0, 1, 2}), kMeanOrderTolerance);
   }
 }
 
@@ -169,7 +169,7 @@ TEST(Fedcpa, AblationsChangeWhatCounts) {
   const AggregationOutput local_off =
       run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}, {"ablation", std::string("without-local")}});
   EXPECT_EQ(local_off.flagged, (std::vector<uint8_t>{0, 0, 0, 0}));
-  expect_near_all(local_off.update, u.mean_rows({0, 1, 2, 3}), kSumOrderTolerance);
+  expect_near_all(local_off.update, u.mean_rows({0, 1, 2, 3}), kMeanOrderTolerance);
 }
 
 // Eq. 9 on random uploads with fractional weights: sum lambda_i Delta_i / #{lambda > 0}, not / sum lambda,
@@ -194,7 +194,7 @@ TEST(Fedcpa, UpdateDividesByTheNumberOfKeptClients) {
     want[d] = static_cast<float>(sum / static_cast<double>(kept));
   }
   const AggregationOutput out = run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.1}});
-  expect_near_all(out.update, want, kSumOrderTolerance);
+  expect_near_all(out.update, want, kMeanOrderTolerance);
   for (int64_t i = 0; i < u.n; ++i) EXPECT_EQ(out.flagged[i], lambda[i] > 0.0 ? 0 : 1) << i;
 }
 
@@ -223,7 +223,7 @@ TEST(Fedcpa, RowPermutationAndThreadCountDoNotChangeTheResult) {
   const AggregationOutput a = run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u, {{"k", 0.05}});
   const std::vector<int64_t> order = {4, 8, 0, 2, 7, 1, 6, 3, 5};
   const AggregationOutput b = run_rule(make_fedcpa, "fedcpa", fedcpa_params(), u.permuted(order), {{"k", 0.05}});
-  expect_near_all(b.update, a.update, kSumOrderTolerance);
+  expect_near_all(b.update, a.update, kMeanOrderTolerance);
   for (size_t k = 0; k < order.size(); ++k) EXPECT_EQ(b.flagged[k], a.flagged[order[k]]) << k;
   ThreadPool pool(3);
   u.pool = &pool;
@@ -285,7 +285,7 @@ TEST(Fedcpa, FirstRoundVariantsRememberTheirReference) {
       const std::vector<float> mean = u.mean_rows({0, 1, 2, 3});
       for (int64_t d = 0; d < u.D; ++d) want[d] = static_cast<float>(double{u.global[d]} + mean[d]);
     }
-    expect_near_all(state, want, kSumOrderTolerance);
+    expect_near_all(state, want, kMeanOrderTolerance);
     // A restored rule answers round 2 like the one that ran round 1.
     std::unique_ptr<ServerRule> restored =
         make_fedcpa(rule_params("fedcpa", fedcpa_params(), {{"k", 0.1}, {"first_round", std::string(mode)}}));

@@ -18,9 +18,7 @@ using testing::expect_error;
 using testing::rule_params;
 using testing::Uploads;
 
-// Float results of hand examples: means are summed in double and rounded once to float (float epsilon
-// 1.2e-7), so 1e-6 relative is a single rounding with margin.
-constexpr float kHandTolerance = 1e-6f;
+using testing::kHandTolerance;  // means are summed in double and rounded once to float
 // Distances come from GEMM on centred rows (kernels/cpu/vector.h): absolute error about
 // sqrt(P) * 6e-8 * |row - mean|^2, here |row - mean|^2 <= 200 for P = 1: 1e-5 relative is ample.
 constexpr double kGemmTolerance = 1e-5;

@@ -25,7 +25,7 @@ using testing::TinyRun;
 constexpr double kLossTolerance = 2e-3;
 constexpr double kAccuracyTolerance = 0.01;
 
-void expect_close(double cpu, double cuda, double tolerance, bool relative, const std::string& what) {
+void expect_device_close(double cpu, double cuda, double tolerance, bool relative, const std::string& what) {
   if (std::isnan(cpu)) {
     EXPECT_TRUE(std::isnan(cuda)) << what;
     return;
@@ -44,14 +44,14 @@ void expect_rounds_agree(const std::string& cpu_csv, const std::string& cuda_csv
     EXPECT_EQ(cpu[r].sampled, cuda[r].sampled) << at;
     EXPECT_EQ(cpu[r].bytes_up, cuda[r].bytes_up) << at;
     EXPECT_EQ(cpu[r].bytes_down, cuda[r].bytes_down) << at;
-    expect_close(cpu[r].train_loss, cuda[r].train_loss, kLossTolerance, true, at + "train_loss");
-    expect_close(cpu[r].loss, cuda[r].loss, kLossTolerance, true, at + "loss");
-    expect_close(cpu[r].acc, cuda[r].acc, kAccuracyTolerance, false, at + "acc");
-    expect_close(cpu[r].asr, cuda[r].asr, kAccuracyTolerance, false, at + "asr");
+    expect_device_close(cpu[r].train_loss, cuda[r].train_loss, kLossTolerance, true, at + "train_loss");
+    expect_device_close(cpu[r].loss, cuda[r].loss, kLossTolerance, true, at + "loss");
+    expect_device_close(cpu[r].acc, cuda[r].acc, kAccuracyTolerance, false, at + "acc");
+    expect_device_close(cpu[r].asr, cuda[r].asr, kAccuracyTolerance, false, at + "asr");
     EXPECT_EQ(cpu[r].personal.present, cuda[r].personal.present) << at;
-    expect_close(cpu[r].personal.acc.mean, cuda[r].personal.acc.mean, kAccuracyTolerance, false, at + "p_acc");
-    expect_close(cpu[r].personal.acc.weighted, cuda[r].personal.acc.weighted, kAccuracyTolerance, false,
-                 at + "p_acc_w");
+    expect_device_close(cpu[r].personal.acc.mean, cuda[r].personal.acc.mean, kAccuracyTolerance, false, at + "p_acc");
+    expect_device_close(cpu[r].personal.acc.weighted, cuda[r].personal.acc.weighted, kAccuracyTolerance, false,
+                        at + "p_acc_w");
   }
 }
 

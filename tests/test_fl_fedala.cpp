@@ -60,7 +60,7 @@ TEST(FedAla, WeightsOfOneGiveTheGlobalModelAndZeroTheLocalOneOnTheUpperTensorsOn
     const auto [upper, lower] = f.split(p);
     const int64_t count = ala_weight_count(*f.model, p);
     for (const float w : {1.0f, 0.0f}) {
-      SCOPED_TRACE(testing::Message() << "p " << p << ", W = " << w);
+      SCOPED_TRACE(::testing::Message() << "p " << p << ", W = " << w);
       std::vector<float> weights(static_cast<size_t>(count), w);
       const AlaOutcome outcome =
           adaptive_local_aggregation(*f.model, f.global, f.local, weights, false, f.ala_data(), options);

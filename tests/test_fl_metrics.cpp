@@ -15,7 +15,6 @@ namespace {
 
 // The functions under test are one or two floating-point operations away from the exact decimal
 // answers, so EXPECT_DOUBLE_EQ (4 ulps) holds; a formula error shows up in the first digits.
-const double kNaN = kNoValue;
 
 RoundRecord record_with_acc(int64_t round, double acc) {
   RoundRecord r;
@@ -67,19 +66,19 @@ TEST(FlMetrics, ParseReportModeRejectsEverythingElse) {
 
 TEST(FlMetrics, ReportedValueLastSkipsTrailingNaN) {
   // The final round was not evaluated for this metric: "last" is the latest measured value.
-  EXPECT_DOUBLE_EQ(reported_value({0.1, 0.5, kNaN}, {1, 2, 3}, parse_report_mode("last")), 0.5);
+  EXPECT_DOUBLE_EQ(reported_value({0.1, 0.5, kNoValue}, {1, 2, 3}, parse_report_mode("last")), 0.5);
   EXPECT_DOUBLE_EQ(reported_value({0.3}, {1}, parse_report_mode("last")), 0.3);
 }
 
 TEST(FlMetrics, ReportedValueBestIsTheMaximum) {
-  EXPECT_DOUBLE_EQ(reported_value({0.1, kNaN, 0.7, 0.3}, {1, 2, 3, 4}, parse_report_mode("best")), 0.7);
+  EXPECT_DOUBLE_EQ(reported_value({0.1, kNoValue, 0.7, 0.3}, {1, 2, 3, 4}, parse_report_mode("best")), 0.7);
 }
 
 TEST(FlMetrics, ReportedValueLastKAveragesTheValuesOfTheLastKRounds) {
   // Rounds 3 and 4 form the window; round 3 was not measured, so only round 4 counts.
-  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, kNaN, 0.6}, {1, 2, 3, 4}, parse_report_mode("last:2")), 0.6);
+  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, kNoValue, 0.6}, {1, 2, 3, 4}, parse_report_mode("last:2")), 0.6);
   // A window longer than the run: every measured value, (0.2 + 0.4 + 0.6) / 3.
-  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, kNaN, 0.6}, {1, 2, 3, 4}, parse_report_mode("last:10")), 0.4);
+  EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, kNoValue, 0.6}, {1, 2, 3, 4}, parse_report_mode("last:10")), 0.4);
   EXPECT_DOUBLE_EQ(reported_value({0.2, 0.4, 0.6}, {1, 2, 3}, parse_report_mode("last:1")), 0.6);
 }
 
@@ -101,7 +100,7 @@ TEST(FlMetrics, ReportedValueNeedsOneNonDecreasingRoundPerValue) {
 TEST(FlMetrics, ReportedValueIsNaNWithoutValues) {
   for (const char* mode : {"last", "best", "last:3"}) {
     EXPECT_TRUE(std::isnan(reported_value({}, {}, parse_report_mode(mode)))) << mode;
-    EXPECT_TRUE(std::isnan(reported_value({kNaN, kNaN}, {1, 2}, parse_report_mode(mode)))) << mode;
+    EXPECT_TRUE(std::isnan(reported_value({kNoValue, kNoValue}, {1, 2}, parse_report_mode(mode)))) << mode;
   }
 }
 
@@ -115,22 +114,22 @@ TEST(FlMetrics, MeanStdUsesTheSampleStd) {
 }
 
 TEST(FlMetrics, MeanStdSkipsNaNAndHandlesFewValues) {
-  const MeanStd with_nan = mean_std({kNaN, 1, 3});  // {1, 3}: mean 2, std sqrt(2 / 1)
+  const MeanStd with_nan = mean_std({kNoValue, 1, 3});  // {1, 3}: mean 2, std sqrt(2 / 1)
   EXPECT_DOUBLE_EQ(with_nan.mean, 2.0);
   EXPECT_DOUBLE_EQ(with_nan.std, std::sqrt(2.0));
   EXPECT_EQ(with_nan.count, 2);
-  const MeanStd one = mean_std({0.7, kNaN});
+  const MeanStd one = mean_std({0.7, kNoValue});
   EXPECT_DOUBLE_EQ(one.mean, 0.7);
   EXPECT_EQ(one.std, 0.0);
   EXPECT_EQ(one.count, 1);
-  const MeanStd none = mean_std({kNaN});
+  const MeanStd none = mean_std({kNoValue});
   EXPECT_TRUE(std::isnan(none.mean) && std::isnan(none.std));
   EXPECT_EQ(none.count, 0);
 }
 
 TEST(FlMetrics, RoundToAccuracyIsTheFirstRoundReachingTheTarget) {
   // Rounds numbered as stored (evaluation every 5 rounds), a NaN acc in between.
-  const std::vector<RoundRecord> records = {record_with_acc(5, 0.5), record_with_acc(10, kNaN),
+  const std::vector<RoundRecord> records = {record_with_acc(5, 0.5), record_with_acc(10, kNoValue),
                                             record_with_acc(15, 0.8), record_with_acc(20, 0.75),
                                             record_with_acc(25, 0.9)};
   EXPECT_EQ(round_to_accuracy(records, 0.8), 15);  // >= : reaching the target exactly counts
@@ -144,6 +143,6 @@ TEST(FlMetrics, RoundToAccuracyIsTheFirstRoundReachingTheTarget) {
 TEST(FlMetrics, BackdoorFailureRateAndVScore) {
   EXPECT_DOUBLE_EQ(backdoor_failure_rate(0.25), 0.75);
   EXPECT_DOUBLE_EQ(v_score(0.8, 0.2), 0.8);  // (0.8 + 0.8) / 2
-  EXPECT_TRUE(std::isnan(backdoor_failure_rate(kNaN)));
-  EXPECT_TRUE(std::isnan(v_score(0.8, kNaN)));
+  EXPECT_TRUE(std::isnan(backdoor_failure_rate(kNoValue)));
+  EXPECT_TRUE(std::isnan(v_score(0.8, kNoValue)));
 }

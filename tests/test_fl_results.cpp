@@ -18,7 +18,6 @@ namespace {
 // Hand-computed values are one or two floating-point operations from exact decimals (EXPECT_DOUBLE_EQ,
 // 4 ulps); figures read back from text carry the printed digits' rounding, hence this tolerance.
 constexpr double kPrintedTolerance = 1e-12;
-const double kNaN = kNoValue;
 
 size_t count_of(const std::string& text, const std::string& needle) {
   size_t count = 0;
@@ -111,7 +110,7 @@ TEST(FlResults, RoundsCsvRoundTripIsByteExact) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::vector<RoundRecord> records;
   for (int64_t round = 1; round <= 500; ++round) {
-    RoundRecord r = record(round, unit(rng), round % 7 == 0 ? kNaN : unit(rng));
+    RoundRecord r = record(round, unit(rng), round % 7 == 0 ? kNoValue : unit(rng));
     r.loss = std::exp(20 * unit(rng) - 10), r.local_acc = unit(rng), r.train_loss = 1.0 / 3.0;
     r.sampled = round, r.bytes_up = round * 1000003;
     records.push_back(r);
@@ -126,7 +125,7 @@ TEST(FlResults, RoundsCsvRoundTripIsByteExact) {
 TEST(FlResults, ReceivedColumnsRoundTripAndTaccTakesTheBetterWeightedFigure) {
   std::vector<RoundRecord> records;
   for (int64_t round = 1; round <= 2; ++round) {
-    RoundRecord r = record(round, 0.5, kNaN);
+    RoundRecord r = record(round, 0.5, kNoValue);
     r.personal.present = true;
     r.personal.clients = 4;
     r.personal.acc = {0.7, 0.6 + 0.1 * static_cast<double>(round), 0.5, 0.7, 0.9};  // p_acc_w 0.7, 0.8
@@ -201,7 +200,7 @@ TEST(FlResults, TimingCsvWithoutCpuSecondsStillParses) {
 
 TEST(FlResults, SummarizeRunAppliesTheReportMode) {
   // acc 0.5 0.7 0.9 0.8; asr 0.6 0.4 (NaN) 0.2; detection counts summed over rounds.
-  std::vector<RoundRecord> records = {record(1, 0.5, 0.6), record(2, 0.7, 0.4), record(3, 0.9, kNaN),
+  std::vector<RoundRecord> records = {record(1, 0.5, 0.6), record(2, 0.7, 0.4), record(3, 0.9, kNoValue),
                                       record(4, 0.8, 0.2)};
   for (RoundRecord& r : records) {
     r.true_positive = 1, r.false_positive = r.round == 2 ? 1 : 0, r.true_negative = 3, r.false_negative = 1;
@@ -244,7 +243,7 @@ TEST(FlResults, SummarizeRunWithoutRecords) {
 }
 
 TEST(FlResults, SummaryJsonParsesBackWithNullForNaN) {
-  RunSummary first = run_summary(1, 0.8, kNaN), second = run_summary(2, 0.9, kNaN);
+  RunSummary first = run_summary(1, 0.8, kNoValue), second = run_summary(2, 0.9, kNoValue);
   first.detection = detection_rates(0, 1, 3, 0);  // no attacker judged
   first.bytes_up = 123456789012, first.seconds_per_round = 1.5;
   const std::string text = summary_json("demo \"x\"", "last:5", {first, second});
@@ -290,7 +289,7 @@ TEST(FlResults, CurvesSvgSingleRun) {
 }
 
 TEST(FlResults, CurvesSvgWithoutAsrDrawsOnlyAcc) {
-  const std::vector<RoundRecord> records = {record(1, 0.2, kNaN), record(2, 0.5, kNaN)};
+  const std::vector<RoundRecord> records = {record(1, 0.2, kNoValue), record(2, 0.5, kNoValue)};
   const std::string svg = curves_svg("clean", {records, records});
   EXPECT_EQ(count_of(svg, "<polyline"), 3u);          // two runs and their mean
   EXPECT_EQ(svg.find("#d62728"), std::string::npos);  // no asr colour anywhere, legend included
@@ -323,8 +322,9 @@ TEST(FlResults, CurvesSvgAddsTheClientsOwnModelsForPersonalisedRuns) {
 }
 
 TEST(FlResults, CurvesSvgBreaksLinesAtNaN) {
-  const std::vector<RoundRecord> records = {record(1, 0.1, kNaN), record(2, 0.2, 0.5), record(3, kNaN, kNaN),
-                                            record(4, 0.4, 0.6),  record(5, 0.5, 0.7), record(6, 0.6, kNaN)};
+  const std::vector<RoundRecord> records = {record(1, 0.1, kNoValue),      record(2, 0.2, 0.5),
+                                            record(3, kNoValue, kNoValue), record(4, 0.4, 0.6),
+                                            record(5, 0.5, 0.7),           record(6, 0.6, kNoValue)};
   const std::string svg = curves_svg("gaps", {records});
   // acc: rounds 1-2 and 4-6 (two polylines); asr: round 2 alone (a dot) and rounds 4-5 (a polyline).
   EXPECT_EQ(count_of(svg, "<polyline"), 3u);
@@ -334,16 +334,16 @@ TEST(FlResults, CurvesSvgBreaksLinesAtNaN) {
 
 TEST(FlResults, SummaryLineOneRun) {
   EXPECT_EQ(summary_line({run_summary(1, 0.81234, 0.04116)}), "acc=0.8123 asr=0.0412");
-  EXPECT_EQ(summary_line({run_summary(1, 0.81234, kNaN)}), "acc=0.8123 asr=-");  // no backdoor: not measured
+  EXPECT_EQ(summary_line({run_summary(1, 0.81234, kNoValue)}), "acc=0.8123 asr=-");  // no backdoor: not measured
 }
 
 // The personalised figures follow the same rule: p_asr without a backdoor prints "-", not "nan".
 TEST(FlResults, SummaryLinePersonalFiguresWithoutABackdoor) {
-  RunSummary run = run_summary(1, 0.5, kNaN);
-  run.personal = {{"p_acc", 0.61234}, {"p_asr", kNaN}};
+  RunSummary run = run_summary(1, 0.5, kNoValue);
+  run.personal = {{"p_acc", 0.61234}, {"p_asr", kNoValue}};
   EXPECT_EQ(summary_line({run}), "acc=0.5000 asr=- p_acc=0.6123 p_asr=-");
-  RunSummary other = run_summary(2, 0.5, kNaN);
-  other.personal = {{"p_acc", 0.63234}, {"p_asr", kNaN}};
+  RunSummary other = run_summary(2, 0.5, kNoValue);
+  other.personal = {{"p_acc", 0.63234}, {"p_asr", kNoValue}};
   EXPECT_EQ(summary_line({run, other}), "acc=0.5000\u00b10.0000 asr=- p_acc=0.6223\u00b10.0141 p_asr=-");
 }
 
@@ -351,5 +351,6 @@ TEST(FlResults, SummaryLineSeveralRunsShowsMeanAndSampleStd) {
   // acc {0.8, 0.82}: mean 0.81, std sqrt(2 * 0.01² / 1) = 0.014142; asr {0.05, 0.052}: 0.051 ± 0.001414.
   EXPECT_EQ(summary_line({run_summary(1, 0.8, 0.05), run_summary(2, 0.82, 0.052)}),
             "acc=0.8100\u00b10.0141 asr=0.0510\u00b10.0014");
-  EXPECT_EQ(summary_line({run_summary(1, 0.8, kNaN), run_summary(2, 0.82, kNaN)}), "acc=0.8100\u00b10.0141 asr=-");
+  EXPECT_EQ(summary_line({run_summary(1, 0.8, kNoValue), run_summary(2, 0.82, kNoValue)}),
+            "acc=0.8100\u00b10.0141 asr=-");
 }

@@ -30,7 +30,18 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::bitwise_equal;
+using testing::conv_backward_reference;
+using testing::ConvCase;
+using testing::ConvData;
+using testing::ConvGrads;
+using testing::expect_close;
+using testing::expect_forward_matches_reference;
+using testing::kConvCases;
+using testing::kNaN;
+using testing::make_conv;
+using testing::randn;
+using testing::sum_tolerance;
 
 // ================================================================================================ GEMM
 

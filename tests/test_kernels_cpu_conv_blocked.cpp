@@ -14,7 +14,16 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::bitwise_equal;
+using testing::conv_backward_reference;
+using testing::ConvCase;
+using testing::ConvData;
+using testing::ConvGrads;
+using testing::expect_close;
+using testing::expect_forward_matches_reference;
+using testing::kNaN;
+using testing::make_conv;
+using testing::randn;
 
 // Each case exercises a different part of the plan: register blocks of 1, 2 and 4 output-channel vectors
 // (K or C = 16 / 48, 32, 64 / 128); rows split into blocks of unequal width (W = 13, 20); planes whose

@@ -17,7 +17,17 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::bitwise_equal;
+using testing::conv_backward_reference;
+using testing::ConvCase;
+using testing::ConvData;
+using testing::ConvGrads;
+using testing::expect_close;
+using testing::expect_forward_matches_reference;
+using testing::kConvCases;
+using testing::kNaN;
+using testing::make_conv;
+using testing::randn;
 
 // ---- the direct path (kernels/cpu/conv_direct.h): the same oracles, on every case it supports plus the
 // FL layer shapes it was written for. Each shape exercises a different register-block choice: K = 6

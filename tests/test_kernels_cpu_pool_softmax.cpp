@@ -17,7 +17,11 @@
 namespace bastion {
 namespace {
 
-using namespace bastion::testing;
+using testing::absolute;
+using testing::expect_close;
+using testing::kHandTolerance;
+using testing::kNaN;
+using testing::randn;
 
 // ================================================================================================ pool
 

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/optim.h"
@@ -16,13 +15,10 @@
 namespace bastion {
 namespace {
 
+using testing::bitwise_equal;
 using testing::randn;
 
 constexpr int64_t kLength = 1031;  // odd: the vector loops' remainder runs too
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 TEST(SamKernels, PerturbRoundsTheStepBeforeAddingItAsTwoPassesDo) {
   Generator gen(7);
@@ -62,7 +58,9 @@ TEST(SamKernels, PerturbIntoAnotherBufferIsThePerturbationInPlace) {
     sam_perturb_into_cpu(out.data(), w.data(), keep_e ? e.data() : nullptr, d.data(), 0.37f, kLength);
     EXPECT_TRUE(bitwise_equal(out, in_place));
     EXPECT_TRUE(bitwise_equal(w, w0));
-    if (keep_e) EXPECT_TRUE(bitwise_equal(e, e_in_place));
+    if (keep_e) {
+      EXPECT_TRUE(bitwise_equal(e, e_in_place));
+    }
   }
 }
 

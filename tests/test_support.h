@@ -27,6 +27,11 @@ namespace bastion::testing {
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
+// Hand-computed examples are exact in a few float operations (or come from libm; the server rules sum in
+// double and round once): 1e-6 relative covers a handful of roundings of O(1) values (float epsilon
+// 1.2e-7) with margin.
+inline constexpr float kHandTolerance = 1e-6f;
+
 // Whether a dataset is installed where find_dataset_dir looks (BASTION_DATA, /usr/share/datasets):
 // tests that need real data skip without it.
 inline bool dataset_installed(const std::string& name) {
