@@ -86,6 +86,13 @@ inline void expect_agree(const std::vector<float>& got, const std::vector<float>
   ::testing::Test::RecordProperty(std::string(what) + "_max_relative_error", std::to_string(worst));
 }
 
+// The largest |v[i]|, in double: the scale a tolerance is taken relative to.
+inline double max_abs(const std::vector<float>& v) {
+  double m = 0.0;
+  for (float x : v) m = std::max(m, static_cast<double>(std::abs(x)));
+  return m;
+}
+
 // A device copy of `host` starting `offset` floats into its buffer, between NaN guards: with offset 1
 // the view is 4-byte but not 16-byte aligned. view() is the pointer the kernels get.
 class OffsetBuffer {

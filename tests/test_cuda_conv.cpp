@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
@@ -22,6 +21,7 @@ namespace bastion {
 namespace {
 
 using testing::absolute;
+using testing::bitwise_equal;
 using testing::DeviceBuffer;
 using testing::expect_agree;
 using testing::expect_close;
@@ -202,10 +202,6 @@ TEST(CudaAgreement, ConvBackwardSeveralChunksMatchesCpu) {
   Generator gen(501);
   const std::vector<float> grad_out = random_floats(out_numel(h.g), gen);
   expect_backward_agrees(cuda_backward(h, grad_out, two_sample_cap(h.g), true, true, true), h, grad_out);
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // A null output is skipped (its buffer keeps its sentinels) and the others are bitwise what the full call

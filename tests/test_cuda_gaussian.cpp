@@ -40,6 +40,7 @@ using testing::DeviceBuffer;
 using testing::expect_agree;
 using testing::expect_error;
 using testing::kUnitRoundoff;
+using testing::max_abs;
 using testing::random_floats;
 using testing::sentinels;
 
@@ -56,12 +57,6 @@ struct Sizes {
 };
 const Sizes kSmall{3, 7, 37, 0.0f};
 const Sizes kStrided{2, 5, 301, 0.7f};  // N*d = 1505 > 4 blocks x 256 threads of the emulator
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0.0;
-  for (float x : v) m = std::max(m, static_cast<double>(std::abs(x)));
-  return m;
-}
 
 // E (N, 2d): mu in [-2, 2]; sigma inputs in [-3, 3], every 11th at 21 to 25 (softplus = identity there).
 std::vector<float> random_encoding(Sizes s, uint64_t seed) {

@@ -22,6 +22,7 @@ using testing::absolute;
 using testing::DeviceBuffer;
 using testing::expect_agree;
 using testing::kUnitRoundoff;
+using testing::max_abs;
 using testing::random_floats;
 using testing::sentinels;
 
@@ -45,12 +46,6 @@ struct SoftmaxShape {
 };
 const SoftmaxShape kNarrow{37, 10};  // C below a warp: most lanes idle, rows spread over 5 blocks
 const SoftmaxShape kWide{5, 1000};   // C far above a warp: each lane strides over ~31 columns
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0.0;
-  for (float x : v) m = std::max(m, static_cast<double>(std::abs(x)));
-  return m;
-}
 
 // Random logits of scale `spread`; with `shift`, row n is also moved by +shift or -shift alternately.
 std::vector<float> random_logits(SoftmaxShape s, uint64_t seed, float spread, float shift = 0.0f) {
