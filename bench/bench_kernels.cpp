@@ -5,9 +5,11 @@
 //   gemm_cpu/<shape>/threads:T        gemm_cpu, the path every op uses: shape-determined panels over T
 //                                     OpenMP threads, each one single-threaded OpenBLAS call
 //   gemm_blocked/<shape>/threads:1    gemm_blocked_cpu (single-threaded by contract, so 1 thread only)
-//   gemm_small/<shape>/threads:T      gemm_small_cpu, the AVX-512 small-batch path (no packing), on the
-//                                     trans combinations it serves and only where the CPU has AVX-512F:
-//                                     the ladder behind gemm_cpu's choice (kernels/cpu/gemm.cpp)
+//   gemm_small/<shape>/threads:T      gemm_small_cpu, the small-batch path (no packing) on the widest
+//                                     instruction set the CPU has (AVX-512F, else AVX2 + FMA), on the trans
+//                                     combinations it serves: the ladder behind gemm_cpu's choice
+//                                     (kernels/cpu/gemm.cpp)
+//   gemm_small_avx2/<shape>/T         its AVX2 instance, where the CPU has AVX-512F too (else gemm_small is it)
 //   conv_forward/<layer>/threads:T    conv2d_forward_cpu  (im2col + one GEMM per chunk + bias scatter)
 //   conv_backward/<layer>/threads:T   conv2d_backward_cpu (grad_in null for first layers, as in training;
 //                                     workspace_holds_cols = false, i.e. it redoes its im2col)
@@ -157,6 +159,11 @@ void register_all() {
             ->UseRealTime();
       if (gemm_small_available() && gemm_small_supports(s.trans_a, s.trans_b))
         benchmark::RegisterBenchmark(("gemm_small" + suffix(s.name, t)).c_str(), bm_gemm, gemm_small_cpu, s, t, 0)
+            ->UseRealTime();
+      if (gemm_small_isa() == GemmSmallIsa::avx512 && gemm_small_avx2_available() &&
+          gemm_small_supports(s.trans_a, s.trans_b))
+        benchmark::RegisterBenchmark(("gemm_small_avx2" + suffix(s.name, t)).c_str(), bm_gemm, gemm_small_avx2_cpu, s,
+                                     t, 0)
             ->UseRealTime();
     }
   }

@@ -6,7 +6,8 @@
 //       -I/usr/include/x86_64-linux-gnu/openblas-pthread bench/conv_blocked_ladder.cpp
 //       kernels/cpu/conv_blocked.cpp kernels/cpu/conv_blocked_weight.cpp kernels/cpu/conv_direct.cpp
 //       kernels/cpu/conv_direct_channels.cpp kernels/cpu/conv.cpp kernels/cpu/gemm.cpp
-//       kernels/cpu/gemm_small.cpp tensor/error.cpp -lopenblas -o /tmp/conv_blocked_ladder
+//       kernels/cpu/gemm_small.cpp kernels/cpu/gemm_small_avx512.cpp kernels/cpu/gemm_small_avx2.cpp
+//       tensor/error.cpp -lopenblas -o /tmp/conv_blocked_ladder
 //   OPENBLAS_NUM_THREADS=1 /tmp/conv_blocked_ladder [batch=64] [threads=1] [repetitions=5] [peak GFLOP/s=245]
 // LADDER_ONLY=<substring> keeps the layers whose name contains it. Each timing is the mean over calls for
 // at least 0.15 s after one warm-up call; rel.diff = max |new - old| / max |old| (both float32).

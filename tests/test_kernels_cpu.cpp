@@ -101,10 +101,14 @@ void check_gemm(bool trans_a, bool trans_b, const GemmCase& c, float alpha, floa
   };
   const std::vector<float> blocked = run_and_check(gemm_blocked_cpu, "gemm_blocked_cpu");
   run_and_check(gemm_cpu, "gemm_cpu");  // the dispatch everyone calls, with its panel split
-  // The AVX-512 small-batch path on every shape, not only those gemm_cpu sends it: its blocks have edge
-  // cases (rows, vectors, lanes of K) that any shape can hit. Its sums are no longer than a sequential
-  // one (16 lanes of K/16 terms, then a 4-level tree), so the same sum_tolerance(K) bounds it.
-  if (gemm_small_available() && gemm_small_supports(trans_a, trans_b)) run_and_check(gemm_small_cpu, "gemm_small_cpu");
+  // The small-batch path on every shape, not only those gemm_cpu sends it, in each instruction set this CPU
+  // runs: its blocks have edge cases (rows, vectors, lanes of K) that any shape can hit. Its sums are no
+  // longer than a sequential one (16 or 8 lanes of K/16 or K/8 terms, then a 4- or 3-level tree), so the
+  // same sum_tolerance(K) bounds it.
+  if (gemm_small_supports(trans_a, trans_b)) {
+    if (gemm_small_avx512_available()) run_and_check(gemm_small_avx512_cpu, "gemm_small_avx512_cpu");
+    if (gemm_small_avx2_available()) run_and_check(gemm_small_avx2_cpu, "gemm_small_avx2_cpu");
+  }
   if (!gemm_has_openblas()) return;
   const std::vector<float> openblas = run_and_check(gemm_openblas_cpu, "gemm_openblas_cpu");
   // The two implementations agree with each other within twice the reference tolerance.
@@ -129,14 +133,17 @@ TEST(KernelsCpuGemm, BlockedAndOpenBlasAgreeWithDoubleReference) {
 }
 
 // The small-batch path's own shapes: FedFSA's linear layers at batch 48 and odd neighbours that leave
-// partial register blocks in every dimension (3 rows and 8 columns in the dot form, 6 rows and 4 vectors of
-// 16 in the broadcast form, K not a multiple of 16), at the three trans combinations it serves.
+// partial register blocks in every dimension (AVX-512: 3 x 8 dot blocks, 6 rows x 4 vectors of 16 in the
+// broadcast form; AVX2: 3 x 4 and 6 x 2 vectors of 8; K not a multiple of 16 or 8), at the three trans
+// combinations it serves; K deeper than one copied slice of B (AVX2's broadcast slices are 256 rows, both
+// dot slices 1024 floats); a convolution's weight gradient (6 rows, K in the tens of thousands).
 TEST(KernelsCpuGemm, SmallPathAgreesWithDoubleReference) {
-  if (!gemm_small_available()) GTEST_SKIP() << "no AVX-512F on this CPU: the small path is never chosen";
+  if (!gemm_small_available()) GTEST_SKIP() << "no AVX2 + FMA on this CPU: the small path is never chosen";
   Generator gen(2);
-  const GemmCase forward[] = {{48, 1024, 192}, {47, 1031, 193}, {49, 10, 1024}, {1, 9, 17},
-                              {2, 7, 15},      {128, 40, 300},  {82, 37, 257}};  // the last two: evaluation
-  const GemmCase input_grad[] = {{48, 192, 1024}, {47, 193, 1030}, {10, 1024, 10}, {5, 65, 3}, {1, 1, 1}};
+  const GemmCase forward[] = {{48, 1024, 192}, {47, 1031, 193}, {49, 10, 1024}, {1, 9, 17},   {2, 7, 15},
+                              {128, 40, 300},  {82, 37, 257},   {13, 6, 2100},  {6, 25, 9000}};  // 128, 82: evaluation
+  const GemmCase input_grad[] = {{48, 192, 1024}, {47, 193, 1030}, {10, 1024, 10},
+                                 {5, 65, 3},      {1, 1, 1},       {25, 70, 530}};
   const GemmCase weight_grad[] = {{1024, 192, 48}, {1031, 193, 47}, {10, 1024, 48}, {7, 17, 1}, {3, 100, 9}};
   for (const float beta : {0.0f, 1.0f, -2.0f})
     for (const float alpha : {1.0f, 0.5f}) {
@@ -150,7 +157,8 @@ TEST(KernelsCpuGemm, SmallPathAgreesWithDoubleReference) {
 // and keeps thinner ones (K = 192: cnn-fedfsa's fc1, where OpenBLAS won) on OpenBLAS: the dispatched result
 // is the small path's bit for bit only where the rule takes it.
 TEST(KernelsCpuGemm, EvaluationForwardsUpTo128RowsTakeTheSmallPathWhereDeep) {
-  if (!gemm_small_available() || !gemm_has_openblas()) GTEST_SKIP() << "needs the small path and OpenBLAS";
+  if (gemm_small_isa() != GemmSmallIsa::avx512 || !gemm_has_openblas())
+    GTEST_SKIP() << "needs the AVX-512 small path and OpenBLAS";
   Generator gen(3);
   auto same_as_small = [&](int64_t M, int64_t N, int64_t K) {
     const std::vector<float> A = randn(M * K, gen), B = randn(N * K, gen);
@@ -164,6 +172,31 @@ TEST(KernelsCpuGemm, EvaluationForwardsUpTo128RowsTakeTheSmallPathWhereDeep) {
   EXPECT_TRUE(same_as_small(48, 64, 192));    // a training batch: the small path at any depth
   EXPECT_FALSE(same_as_small(128, 64, 192));  // fc1 at the evaluation's batch stays on OpenBLAS
   EXPECT_FALSE(same_as_small(129, 64, 1024));
+}
+
+// Without AVX-512, gemm_cpu's rule takes the AVX2 path for the dot form only (y = x W^T, and a convolution's
+// weight gradient), up to 48 rows and K >= 256: the dispatched result is the AVX2 path's bit for bit there
+// and OpenBLAS's elsewhere (the two sum in different orders, so they differ in the last bits on these inputs).
+TEST(KernelsCpuGemm, WithoutAvx512OnlyDeepDotFormsUpTo48RowsTakeTheAvx2Path) {
+  if (gemm_small_isa() != GemmSmallIsa::avx2 || !gemm_has_openblas())
+    GTEST_SKIP() << "needs the AVX2 small path (a CPU with AVX2 but not AVX-512F) and OpenBLAS";
+  Generator gen(4);
+  auto same_as_avx2 = [&](bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
+    const std::vector<float> A = randn(M * K, gen), B = randn(N * K, gen);
+    const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
+    std::vector<float> dispatched(M * N), small(M * N), openblas(M * N);
+    gemm_cpu(trans_a, trans_b, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, dispatched.data(), N);
+    gemm_small_avx2_cpu(trans_a, trans_b, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, small.data(), N);
+    gemm_openblas_cpu(trans_a, trans_b, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, openblas.data(), N);
+    EXPECT_FALSE(bitwise_equal(small, openblas)) << "inputs that cannot tell the two paths apart";
+    return bitwise_equal(dispatched, small);
+  };
+  EXPECT_TRUE(same_as_avx2(false, true, 48, 64, 1024));    // cnn-fedfsa's fc2 forward at batch 48
+  EXPECT_TRUE(same_as_avx2(false, true, 6, 25, 4096));     // a convolution's weight gradient
+  EXPECT_FALSE(same_as_avx2(false, true, 49, 64, 1024));   // more rows
+  EXPECT_FALSE(same_as_avx2(false, true, 48, 64, 192));    // fc1's shallow forward
+  EXPECT_FALSE(same_as_avx2(false, false, 48, 64, 1024));  // the broadcast forms stay on OpenBLAS
+  EXPECT_FALSE(same_as_avx2(true, false, 64, 64, 48));
 }
 
 TEST(KernelsCpuGemm, TwoByTwoKnownAnswer) {
@@ -390,7 +423,7 @@ TEST(KernelsCpuDeterminism, ConvAndBatchNormDoNotDependOnThreadCount) {
 // in gemm_small.cpp is 2^18 multiply-adds) with partial blocks at the edges; beta = 1 as the weight
 // gradient accumulates.
 TEST(KernelsCpuDeterminism, SmallGemmDoesNotDependOnThreadCount) {
-  if (!gemm_small_available()) GTEST_SKIP() << "no AVX-512F on this CPU: the small path is never chosen";
+  if (!gemm_small_available()) GTEST_SKIP() << "no AVX2 + FMA on this CPU: the small path is never chosen";
   ThreadCountGuard guard;
   struct Shape {
     bool trans_a, trans_b;
@@ -408,7 +441,12 @@ TEST(KernelsCpuDeterminism, SmallGemmDoesNotDependOnThreadCount) {
       return C;
     };
     SCOPED_TRACE(::testing::Message() << "trans_a " << s.trans_a << " trans_b " << s.trans_b << " M " << s.M);
-    EXPECT_TRUE(bitwise_equal(run(gemm_small_cpu, 1), run(gemm_small_cpu, 2))) << "gemm_small_cpu";
+    if (gemm_small_avx512_available()) {
+      EXPECT_TRUE(bitwise_equal(run(gemm_small_avx512_cpu, 1), run(gemm_small_avx512_cpu, 2))) << "AVX-512";
+    }
+    if (gemm_small_avx2_available()) {
+      EXPECT_TRUE(bitwise_equal(run(gemm_small_avx2_cpu, 1), run(gemm_small_avx2_cpu, 2))) << "AVX2";
+    }
     EXPECT_TRUE(bitwise_equal(run(gemm_cpu, 1), run(gemm_cpu, 2))) << "gemm_cpu";
   }
 }

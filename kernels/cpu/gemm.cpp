@@ -51,14 +51,35 @@ constexpr int64_t kSmallMinWidth = 32;
 constexpr int64_t kSmallForwardRows = 128;
 constexpr int64_t kSmallForwardMinDepth = 256;
 
-bool small_path_wins(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float beta) {
-  if (!gemm_small_available() || !gemm_small_supports(trans_a, trans_b)) return false;
+// On AVX2 (no AVX-512), the ladder of 2026-11-30 (bench/RESULTS.md, "The small-batch GEMM on AVX2", AMD EPYC
+// Zen 3) measured the dot form (NT) faster than OpenBLAS's Haswell kernels where op(A) has at most 48 rows and
+// K is deep: cnn-fedfsa's fc2 and fc3 forwards at batch 48 (1.20x, 1.98x) and 10 (1.52x), the convolutions'
+// weight gradients with 6-32 output channels (1.07-3.96x); even or slower at 64 rows (mlp and LeNet fc1
+// forwards 1.03x and 0.97x, 64-channel weight gradients 0.84-0.87x) and at K = 192 (fc1, 0.81x). Its broadcast
+// form (NN, TN) lost on the large shapes (fc2's input gradient 0.87x, weight gradient 0.67x), so it is not taken.
+constexpr int64_t kAvx2DotRows = 48;
+constexpr int64_t kAvx2DotMinDepth = 256;
+
+bool avx512_path_wins(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float beta) {
   if (!trans_a && trans_b)  // y = x W^T
     return (M <= kSmallBatch || (M <= kSmallForwardRows && K >= kSmallForwardMinDepth)) && N >= kSmallMinWidth &&
            K >= kSmallMinWidth;
   if (!trans_a) return M <= kSmallBatch && N >= kSmallMinWidth && K >= kSmallMinWidth;      // dx = dy W
   return beta == 0.0f && K <= kSmallBatch && K >= kSmallMinWidth && M >= kSmallMinWidth &&  // dW = dy^T x
          N >= kSmallMinWidth;
+}
+
+bool small_path_wins(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float beta) {
+  if (!gemm_small_supports(trans_a, trans_b)) return false;
+  switch (gemm_small_isa()) {
+    case GemmSmallIsa::avx512:
+      return avx512_path_wins(trans_a, trans_b, M, N, K, beta);
+    case GemmSmallIsa::avx2:
+      return !trans_a && trans_b && M <= kAvx2DotRows && K >= kAvx2DotMinDepth;
+    case GemmSmallIsa::none:
+      break;
+  }
+  return false;
 }
 
 void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {

@@ -5,9 +5,10 @@
 // Three implementations, kept in agreement by tests/test_kernels_cpu.cpp:
 //   gemm_openblas_cpu  cblas_sgemm (only when built with OpenBLAS)
 //   gemm_blocked_cpu   a plain cache-blocked fallback, always built
-//   gemm_small_cpu     AVX-512, unpacked, for small-batch linear layers (kernels/cpu/gemm_small.h)
-// gemm_cpu takes the small path for the shapes where bench/RESULTS.md's ladder measured it faster (the
-// rule is in gemm.cpp; never on a CPU without AVX-512F), else OpenBLAS when present. Threads: OpenBLAS itself always runs single-threaded
+//   gemm_small_cpu     AVX-512 or AVX2, unpacked, for small-batch linear layers (kernels/cpu/gemm_small.h)
+// gemm_cpu takes the small path for the shapes where bench/RESULTS.md's ladders measured it faster (the
+// rules, one per instruction set, are in gemm.cpp; never on a CPU without AVX2 + FMA), else OpenBLAS when
+// present. Threads: OpenBLAS itself always runs single-threaded
 // (its threaded driver sums in a thread-count-dependent order); gemm_cpu splits C into shape-determined
 // panels over set_num_threads() OpenMP threads instead, so results are bitwise independent of the thread
 // count. The blocked version is single-threaded (it is a fallback and a test oracle).

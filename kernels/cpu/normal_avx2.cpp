@@ -3,7 +3,7 @@
 // instructions it uses rebuilt from exact bit operations (exponent and mantissa from the bits, blends for
 // masks). Every float equals the scalar formula's by the same fallback.
 // This file is compiled with -mavx2 -mfma on x86-64 whatever BASTION_NATIVE says (CMakeLists.txt), and
-// box_muller_avx2_available() decides at run time. As in gemm_small.cpp, it includes no C++ library
+// box_muller_avx2_available() decides at run time. As in gemm_small_avx2.cpp, it includes no C++ library
 // header: an inline function instantiated here would carry AVX2 instructions, and the linker may keep this
 // copy for the whole program. So no <cmath> either: the constants are in normal_series.h.
 #include "kernels/cpu/normal.h"
