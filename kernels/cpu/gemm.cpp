@@ -1,4 +1,5 @@
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_small.h"
 
 #include <omp.h>
@@ -196,9 +197,7 @@ const char* gemm_select_blas_core(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr || argv == nullptr) return core;
   const bool fell_back = std::strcmp(core, "Prescott") == 0 || std::strcmp(core, "Core2") == 0 ||
                          std::strcmp(core, "Nehalem") == 0 || std::strcmp(core, "Unknown") == 0;
-  const char* wanted = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                       : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                         : nullptr;
+  const char* wanted = cpu_has_avx512f() ? "SkylakeX" : cpu_has_avx2_fma() ? "Haswell" : nullptr;
   if (!fell_back || wanted == nullptr) return core;
   setenv("OPENBLAS_CORETYPE", wanted, 1);
   execv("/proc/self/exe", argv);

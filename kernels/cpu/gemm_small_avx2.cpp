@@ -3,6 +3,7 @@
 // gemm_small_blocks.h over 8-lane vectors. Compiled with -mavx2 -mfma on x86-64 whatever BASTION_NATIVE
 // says (CMakeLists.txt) and chosen at run time by gemm_small_avx2_available(); for that reason it includes
 // no C++ library header (gemm_small_blocks.h says why).
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_small.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -70,13 +71,7 @@ struct Avx2 {
 
 }  // namespace
 
-bool gemm_small_avx2_available() {
-  static const bool available = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
-  }();
-  return available;
-}
+bool gemm_small_avx2_available() { return cpu_has_avx2_fma(); }
 
 void gemm_small_avx2_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

@@ -3,6 +3,7 @@
 // BASTION_NATIVE says (CMakeLists.txt), so the code exists on every x86-64 build and
 // gemm_small_avx512_available() decides at run time. For that reason it includes no C++ library header
 // (gemm_small_blocks.h says why): only C headers, intrinsics and our own plain declarations.
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_small.h"
 
 #if defined(__AVX512F__)
@@ -79,13 +80,7 @@ struct Avx512 {
 
 }  // namespace
 
-bool gemm_small_avx512_available() {
-  static const bool available = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return available;
-}
+bool gemm_small_avx512_available() { return cpu_has_avx512f(); }
 
 void gemm_small_avx512_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

@@ -6,6 +6,7 @@
 // box_muller_avx2_available() decides at run time. As in gemm_small_avx2.cpp, it includes no C++ library
 // header: an inline function instantiated here would carry AVX2 instructions, and the linker may keep this
 // copy for the whole program. So no <cmath> either: the constants are in normal_series.h.
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/normal.h"
 #include "kernels/cpu/normal_series.h"
 
@@ -121,13 +122,7 @@ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
 }  // namespace
 
-bool box_muller_avx2_available() {
-  static const bool available = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
-  }();
-  return available;
-}
+bool box_muller_avx2_available() { return cpu_has_avx2_fma(); }
 
 void box_muller_doubles_avx2_cpu(double* x, double* y, const double* u1, const double* u2, int64_t pairs) {
   for (int64_t i0 = 0; i0 < pairs; i0 += kPairs) {
