@@ -39,7 +39,7 @@ struct Avx2 {
   // 41.4 % with 8 rows ahead into L1, 35.8 and 35.2 % with 16 and 32 into L2 (bench/RESULTS.md, "The
   // small-batch GEMM on AVX2").
   static constexpr int64_t kPrefetchRows = 32;
-  static constexpr _mm_hint kPrefetchHint = _MM_HINT_T1;
+  static constexpr auto kPrefetchHint = _MM_HINT_T1;  // an enum in GCC, an int in clang
   static constexpr bool kCheapMasks = false;
 
   [[gnu::always_inline]] static Vec zero() { return _mm256_setzero_ps(); }

@@ -41,7 +41,7 @@ struct Avx512 {
   static constexpr int64_t kBroadcastDepth = 128;
   static constexpr int64_t kDotDepth = 1024;
   static constexpr int64_t kPrefetchRows = 8;
-  static constexpr _mm_hint kPrefetchHint = _MM_HINT_T0;
+  static constexpr auto kPrefetchHint = _MM_HINT_T0;  // an enum in GCC, an int in clang
   static constexpr bool kCheapMasks = true;
 
   [[gnu::always_inline]] static Vec zero() { return _mm512_setzero_ps(); }
