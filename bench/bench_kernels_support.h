@@ -46,6 +46,8 @@ inline std::vector<ConvLayer> conv_layers() {
       {"lenet28.conv2", conv2d_geometry(64, 6, 12, 12, 16, 5, 5, 1, 0), false},
       {"lenet32.conv1", conv2d_geometry(64, 3, 32, 32, 6, 5, 5, 1, 0), true},
       {"lenet32.conv2", conv2d_geometry(64, 6, 14, 14, 16, 5, 5, 1, 0), false},
+      {"fedfsa.conv1", conv2d_geometry(48, 1, 28, 28, 4, 5, 5, 1, 0), true},  // cnn-fedfsa on FMNIST, batch 48
+      {"fedfsa.conv2", conv2d_geometry(48, 4, 12, 12, 12, 5, 5, 1, 0), false},
       {"fedcap.conv1", conv2d_geometry(64, 3, 32, 32, 32, 5, 5, 1, 0), true},
       {"fedcap.conv2", conv2d_geometry(64, 32, 14, 14, 64, 5, 5, 1, 0), false},
       {"resnet18.layer1", conv2d_geometry(16, 64, 32, 32, 64, 3, 3, 1, 1), false},
