@@ -1,5 +1,6 @@
 // Helpers shared by the kernels/cpu test files: a NaN sentinel for "unwritten" outputs, the tolerance of
-// hand-computed examples, seeded Gaussian inputs and element-wise magnitudes (for relative tolerances).
+// hand-computed examples, seeded Gaussian inputs and element-wise magnitudes (for relative tolerances), and
+// a guard that restores the thread count.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/cpu/gemm.h"
 #include "tensor/random.h"
 #include "tests/test_support.h"
 
@@ -67,5 +69,15 @@ inline std::vector<float> absolute(const std::vector<float>& v) {
   std::transform(v.begin(), v.end(), out.begin(), [](float x) { return std::abs(x); });
   return out;
 }
+
+// Restores the thread count (set_num_threads) even when an assertion returns early.
+class ThreadCountGuard {
+ public:
+  ThreadCountGuard() : saved_(num_threads()) {}
+  ~ThreadCountGuard() { set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
 
 }  // namespace bastion::testing

@@ -1,5 +1,5 @@
 // CUDA agreement table, GEMM family (kernels/cuda/gemm.h): every rung of the ladder against a double
-// reference computed here on the CPU (the same reference tests/test_kernels_cpu.cpp holds gemm_cpu to),
+// reference computed here on the CPU (the same reference tests/test_kernels_cpu_gemm.cpp holds gemm_cpu to),
 // over the four transpose combinations, odd shapes that cross the 32- and 128-wide tiles, K = 1,
 // padded, tight and misaligned operands (the float4 and scalar load paths of rungs 3 and 4), alpha != 1,
 // beta = 0 on a NaN-filled C, beta != 0 accumulation, and the K = 0 / alpha = 0 / empty cases.

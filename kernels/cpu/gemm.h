@@ -2,7 +2,7 @@
 // op(A) is (M, K): A is (M, K) with lda >= K, or (K, M) with lda >= M when trans_a.
 // op(B) is (K, N): B is (K, N) with ldb >= N, or (N, K) with ldb >= K when trans_b.
 // C is (M, N) with ldc >= N. beta = 0 ASSIGNS C (its old contents may be NaN); beta = 1 accumulates.
-// Three implementations, kept in agreement by tests/test_kernels_cpu.cpp:
+// Three implementations, kept in agreement by tests/test_kernels_cpu_gemm.cpp:
 //   gemm_openblas_cpu  cblas_sgemm (only when built with OpenBLAS)
 //   gemm_blocked_cpu   a plain cache-blocked fallback, always built
 //   gemm_small_cpu     AVX-512 or AVX2, unpacked, for small-batch linear layers (kernels/cpu/gemm_small.h)
