@@ -9,8 +9,10 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/softmax.h"
+#include "tensor/error.h"
 #include "tensor/random.h"
 #include "tests/kernel_test_support.h"
 
@@ -114,6 +116,34 @@ TEST(KernelsCpuPool, TwoByTwoTiesInLongRowsGoToTheFirstElement) {
       for (int64_t ow = 0; ow < g.OW; ++ow)
         want[(p * g.H + 2 * oh) * g.W + 2 * ow] = grad_out[(p * g.OH + oh) * g.OW + ow];
   EXPECT_EQ(grad_in, want);
+}
+
+// The AVX2 row (pool_avx2.cpp) routes every gradient where the op's own path does, bit for bit, on random
+// planes (full 8-window blocks and partial ones) and on ties; on a build without AVX-512 the op runs it, so
+// the tests above cover it there too, and on one with AVX-512 this checks it against the AVX-512 row.
+TEST(KernelsCpuPool, TwoByTwoBackwardOnAvx2MatchesTheOpsPath) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU lacks AVX2 or FMA";
+  Generator gen(33);
+  for (const int64_t W : {2, 14, 16, 18, 30, 48, 50}) {
+    SCOPED_TRACE(::testing::Message() << "W " << W);
+    const Pool2dGeometry g = pool2d_geometry(3, 6, W, 2, 2, 0);
+    std::vector<float> in = randn(g.planes * g.H * g.W, gen);
+    for (size_t i = 0; i < in.size(); i += 7) in[i] = in[i + 1 < in.size() ? i + 1 : i];  // some ties
+    const std::vector<float> grad_out = randn(g.planes * g.OH * g.OW, gen);
+    std::vector<float> want(in.size(), kNaN), got(in.size(), kNaN);
+    max_pool2d_backward_cpu(want.data(), grad_out.data(), in.data(), g);
+    max_pool2d_backward_avx2_cpu(got.data(), grad_out.data(), in.data(), g);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+  }
+  const Pool2dGeometry odd = pool2d_geometry(1, 5, 5, 2, 2, 0);
+  const std::vector<float> flat(25, 3.0f), grad_out = {1, 2, 3, 4};
+  std::vector<float> grad_in(25, kNaN), want(25, 0.0f);
+  max_pool2d_backward_avx2_cpu(grad_in.data(), grad_out.data(), flat.data(), odd);
+  want[0] = 1, want[2] = 2, want[10] = 3, want[12] = 4;
+  EXPECT_EQ(grad_in, want);
+  EXPECT_THROW(
+      max_pool2d_backward_avx2_cpu(grad_in.data(), grad_out.data(), flat.data(), pool2d_geometry(1, 5, 5, 3, 2, 1)),
+      Error);
 }
 
 // Plain loops over the clipped window, in double, as the oracle for every pooling geometry.

@@ -7,7 +7,9 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/pool_avx2.h"
 #include "tensor/error.h"
 
 namespace bastion {
@@ -110,8 +112,9 @@ void max_pool_2x2_backward_row(float* dtop, float* dbottom, const float* top, co
   }
 }
 #else
-void max_pool_2x2_backward_row(float* dtop, float* dbottom, const float* top, const float* bottom, const float* src,
-                               int64_t OW) {
+// Without AVX-512: pool_avx2.cpp's row where the CPU has AVX2, else this one.
+void max_pool_2x2_backward_row_scalar(float* dtop, float* dbottom, const float* top, const float* bottom,
+                                      const float* src, int64_t OW) {
   for (int64_t ow = 0; ow < OW; ++ow) {
     const float a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
     const float grad = src[ow];
@@ -126,6 +129,10 @@ void max_pool_2x2_backward_row(float* dtop, float* dbottom, const float* top, co
 }
 #endif
 
+using BackwardRowFn = void (*)(float*, float*, const float*, const float*, const float*, int64_t);
+
+// The row is a template argument, so that a build's own row is inlined as before.
+template <BackwardRowFn row>
 void max_pool_2x2_backward(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g) {
   // Every input element of the covered rows and columns is written (no separate fill).
 #pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
@@ -137,7 +144,7 @@ void max_pool_2x2_backward(float* grad_in, const float* grad_out, const float* i
     for (int64_t oh = 0; oh < g.OH; ++oh) {
       const float* top = plane + 2 * oh * g.W;
       float* dtop = dst + 2 * oh * g.W;
-      max_pool_2x2_backward_row(dtop, dtop + g.W, top, top + g.W, src + oh * g.OW, g.OW);
+      row(dtop, dtop + g.W, top, top + g.W, src + oh * g.OW, g.OW);
     }
   }
 }
@@ -156,7 +163,13 @@ void max_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g
 }
 
 void max_pool2d_backward_cpu(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g) {
-  if (is_2x2_stride2(g)) return max_pool_2x2_backward(grad_in, grad_out, in, g);
+#if defined(__AVX512F__)
+  if (is_2x2_stride2(g)) return max_pool_2x2_backward<max_pool_2x2_backward_row>(grad_in, grad_out, in, g);
+#else
+  if (is_2x2_stride2(g) && cpu_has_avx2_fma())
+    return max_pool_2x2_backward<max_pool_2x2_backward_row_avx2>(grad_in, grad_out, in, g);
+  if (is_2x2_stride2(g)) return max_pool_2x2_backward<max_pool_2x2_backward_row_scalar>(grad_in, grad_out, in, g);
+#endif
 #pragma omp parallel for schedule(static) if (g.planes * g.H * g.W >= kParallelMinWork)
   for (int64_t p = 0; p < g.planes; ++p) {
     const float* plane = in + p * g.H * g.W;
@@ -167,6 +180,14 @@ void max_pool2d_backward_cpu(float* grad_in, const float* grad_out, const float*
       for (int64_t ow = 0; ow < g.OW; ++ow)
         dst[argmax_in_window(plane, g, window_of(g, oh, ow))] += src[oh * g.OW + ow];
   }
+}
+
+void max_pool2d_backward_avx2_cpu(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g) {
+  BASTION_CHECK(is_2x2_stride2(g),
+                "max_pool2d_backward_avx2_cpu: only the 2x2 / stride 2 / no-padding pool, got kernel ", g.kernel,
+                ", stride ", g.stride, ", padding ", g.padding);
+  BASTION_CHECK(cpu_has_avx2_fma(), "max_pool2d_backward_avx2_cpu: this CPU lacks AVX2 or FMA");
+  max_pool_2x2_backward<max_pool_2x2_backward_row_avx2>(grad_in, grad_out, in, g);
 }
 
 void avg_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g) {

@@ -25,6 +25,9 @@ Pool2dGeometry pool2d_geometry(int64_t planes, int64_t H, int64_t W, int64_t ker
 
 void max_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g);
 void max_pool2d_backward_cpu(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g);
+// The 2x2 / stride 2 backward with pool_avx2.cpp's row, which max_pool2d_backward_cpu runs on CPUs with AVX2
+// but a build without AVX-512; exposed so the tests run it on every CPU with AVX2 and FMA (else it throws).
+void max_pool2d_backward_avx2_cpu(float* grad_in, const float* grad_out, const float* in, const Pool2dGeometry& g);
 void avg_pool2d_forward_cpu(float* out, const float* in, const Pool2dGeometry& g);
 void avg_pool2d_backward_cpu(float* grad_in, const float* grad_out, const Pool2dGeometry& g);
 void global_avg_pool_forward_cpu(float* out, const float* in, int64_t planes, int64_t plane_size);
