@@ -20,6 +20,8 @@
 //                                     same shapes and work, values irrelevant to the timing.
 //   conv_direct_rows_{forward,backward}/<layer>       rung 1 of the conv ladder: the direct AVX-512 path
 //                                     over row-strided planes (kernels/cpu/conv_direct.h)
+//   conv_direct_rows_avx2_{forward,backward}/<layer>  rung 1 on AVX2 + FMA (conv_direct_avx2.cpp): the
+//                                     only direct rung of a build without AVX-512
 //   conv_direct_channels_{forward,backward}/<layer>   rung 2: 16 output channels per vector
 //                                     (conv_direct_channels.cpp), layers with K % 16 == 0; the product
 //                                     picks per layer and pass (ConvDirectVariant::Auto)

@@ -51,6 +51,11 @@ inline std::vector<ConvLayer> conv_layers() {
       {"fedcap.conv1", conv2d_geometry(64, 3, 32, 32, 32, 5, 5, 1, 0), true},
       {"fedcap.conv2", conv2d_geometry(64, 32, 14, 14, 64, 5, 5, 1, 0), false},
       {"resnet18.layer1", conv2d_geometry(16, 64, 32, 32, 64, 3, 3, 1, 1), false},
+      // Where the AVX2 direct path's rule (conv_direct.cpp) was drawn: reductions C R S of 27, 75, 500, 1600.
+      {"resnet18.stem", conv2d_geometry(64, 3, 32, 32, 64, 3, 3, 1, 1), true},
+      {"fedrep.conv1", conv2d_geometry(64, 3, 32, 32, 64, 5, 5, 1, 0), true},
+      {"bapfl.conv2", conv2d_geometry(64, 20, 12, 12, 50, 5, 5, 1, 0), false},
+      {"fedrep.conv2", conv2d_geometry(64, 64, 14, 14, 64, 5, 5, 1, 0), false},
   };
 }
 

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   for (const Shape& sh : kShapes) {
     if (only && std::string(sh.name).find(only) == std::string::npos) continue;
     const Conv2dGeometry g = conv2d_geometry(batch, sh.C, sh.H, sh.H, sh.K, 3, 3, sh.stride, 1);
-    const bool direct = conv2d_direct_supported(g);
+    const bool direct = conv2d_direct_preferred(g);
     const std::vector<float> in = randn(g.N * g.C * g.H * g.W), weight = randn(g.K * g.crs()), bias = randn(g.K),
                              grad_out = randn(g.N * g.K * g.out_plane());
     std::vector<float> out_old(grad_out.size()), out_new(grad_out.size()), gi_old(in.size()), gi_new(in.size()),

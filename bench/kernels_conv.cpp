@@ -20,6 +20,14 @@ using namespace bastion::bench_kernels;
 
 namespace {
 
+// The direct path's AVX-512 rungs exist in a build for an AVX-512 CPU (kernels/cpu/conv_direct.cpp); without it
+// every variant runs the AVX2 kernels.
+#if defined(__AVX512F__)
+constexpr bool kAvx512Build = true;
+#else
+constexpr bool kAvx512Build = false;
+#endif
+
 // ---- candidate kernel variants (not used by the library; see bench/RESULTS.md) ----
 
 // max_pool2d_backward_v1: the 2x2 / stride 2 / no-padding backward written for the vectorizer:
@@ -291,6 +299,24 @@ void register_conv_blocked(const ConvLayer& layer, int t) {
 
 namespace bastion::bench_kernels {
 
+// A build without AVX-512 has no conv_blocked: ResNet's layers then take im2col + OpenBLAS (rung 0) or, at
+// stride 1, the AVX2 direct path (rows_avx2), which are measured side by side.
+void register_resnet_without_avx512(const ConvLayer& layer, const std::vector<int>& kThreads) {
+  for (int t : kThreads) {
+    benchmark::RegisterBenchmark(("conv_forward" + suffix(layer.name, t)).c_str(), bm_conv_forward, layer, t)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("conv_backward" + suffix(layer.name, t)).c_str(), bm_conv_backward, layer, t, false)
+        ->UseRealTime();
+    if (!conv2d_direct_supported(layer.g)) continue;
+    benchmark::RegisterBenchmark(("conv_direct_rows_avx2_forward" + suffix(layer.name, t)).c_str(),
+                                 bm_conv_direct_forward, layer, t, ConvDirectVariant::RowStridedAvx2)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("conv_direct_rows_avx2_backward" + suffix(layer.name, t)).c_str(),
+                                 bm_conv_direct_backward, layer, t, ConvDirectVariant::RowStridedAvx2)
+        ->UseRealTime();
+  }
+}
+
 void register_conv_benchmarks(const std::vector<int>& kThreads) {
   for (const ConvLayer& layer : conv_layers()) {
     for (int t : kThreads) {
@@ -304,9 +330,14 @@ void register_conv_benchmarks(const std::vector<int>& kThreads) {
             ->UseRealTime();
       for (const auto& [rung, variant] :
            {std::pair{"rows", ConvDirectVariant::RowStrided}, std::pair{"channels", ConvDirectVariant::ChannelVector},
-            std::pair{"scatter", ConvDirectVariant::ChannelScatter}}) {
+            std::pair{"scatter", ConvDirectVariant::ChannelScatter},
+            std::pair{"rows_avx2", ConvDirectVariant::RowStridedAvx2}}) {
         // channels: K % 16 == 0 (else every pass would fall back to rows); its grad_in needs C % 16 too.
-        if (!conv2d_direct_supported(layer.g) || (variant != ConvDirectVariant::RowStrided && layer.g.K % 16 != 0))
+        // Without AVX-512 every variant is rows_avx2, so only that rung is registered.
+        const bool row_strided =
+            variant == ConvDirectVariant::RowStrided || variant == ConvDirectVariant::RowStridedAvx2;
+        if (!conv2d_direct_supported(layer.g) || (!row_strided && layer.g.K % 16 != 0) ||
+            (variant != ConvDirectVariant::RowStridedAvx2 && !kAvx512Build))
           continue;
         benchmark::RegisterBenchmark((std::string("conv_direct_") + rung + "_forward" + suffix(layer.name, t)).c_str(),
                                      bm_conv_direct_forward, layer, t, variant)
@@ -333,10 +364,13 @@ void register_conv_benchmarks(const std::vector<int>& kThreads) {
   // LeNet's conv1 output at batch 64 on 28x28 input: 64 x 6 planes of 24x24, 2x2 window, stride 2.
   const Pool2dGeometry pool = pool2d_geometry(64 * 6, 24, 24, 2, 2, 0);
   for (const ConvLayer& layer : resnet18_layers()) {
-    if (!conv2d_blocked_supported(layer.g)) continue;
+    if (!conv2d_blocked_supported(layer.g)) {
+      register_resnet_without_avx512(layer, kThreads);
+      continue;
+    }
     for (int t : kThreads) {
       register_conv_blocked(layer, t);
-      if (conv2d_direct_supported(layer.g)) {
+      if (conv2d_direct_preferred(layer.g)) {
         benchmark::RegisterBenchmark(("conv_before_forward" + suffix(layer.name, t)).c_str(), bm_conv_direct_forward,
                                      layer, t, ConvDirectVariant::Auto)
             ->UseRealTime();

@@ -1,8 +1,9 @@
-// Kernel-level tests of the direct AVX-512 convolution (kernels/cpu/conv_direct.h): forward and backward
-// of every variant against the reference loops and the double backward of conv_test_support.h, on the
-// supported cases of kConvCases plus the FL layer shapes, and thread-count determinism. Outputs and
-// workspaces start as NaN so an unwritten element or an uninitialised read shows. Without AVX-512 the
-// tests are reported skipped.
+// Kernel-level tests of the direct convolution (kernels/cpu/conv_direct.h): forward and backward of every
+// variant, the AVX2 one included, against the reference loops and the double backward of
+// conv_test_support.h, on the supported cases of kConvCases plus the FL layer shapes, and thread-count
+// determinism. Outputs and workspaces start as NaN so an unwritten element or an uninitialised read shows.
+// On a build without AVX-512 every variant runs the AVX2 kernels; on a CPU with neither the tests are
+// reported skipped.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,6 +42,8 @@ const ConvCase kDirectConvCases[] = {
     {1, 2, 3, 40, 5, 3, 2, 1, 1},    // wide, short plane: many vectors per row block
     {2, 4, 6, 5, 50, 3, 3, 1, 2},    // padding R - 1
     {9, 2, 5, 5, 3, 2, 2, 1, 0},     // N not a multiple of the weight-gradient sample chunk
+    {3, 1, 28, 28, 4, 5, 5, 1, 0},   // cnn-fedfsa conv1 (AVX2: 4 channels x 3 vectors)
+    {2, 4, 12, 12, 12, 5, 5, 1, 0},  // cnn-fedfsa conv2 (AVX2: 6 channels x 2 vectors; grad_in 4 channels)
     // channel vectors (K % 16 == 0; grad_in also C % 16 == 0): 1, 2 and 4 vectors per block
     {3, 16, 14, 14, 64, 5, 5, 1, 0},  // cnn-fedcap conv2 shape, smaller C
     {2, 16, 7, 9, 32, 3, 3, 1, 1},    // padding 1, rows split into unequal blocks
@@ -56,9 +59,13 @@ const ConvCase kDirectConvCases[] = {
 };
 
 const ConvDirectVariant kDirectVariants[] = {ConvDirectVariant::RowStrided, ConvDirectVariant::ChannelVector,
-                                             ConvDirectVariant::ChannelScatter, ConvDirectVariant::Auto};
+                                             ConvDirectVariant::ChannelScatter, ConvDirectVariant::RowStridedAvx2,
+                                             ConvDirectVariant::Auto};
 
-// False on a build without AVX-512 (-march of a CPU that lacks it): the direct path is then never taken.
+constexpr const char* kNoDirectPath = "no direct path: a build without AVX-512 on a CPU without AVX2 and FMA";
+
+// False on a build without AVX-512 (-march of a CPU that lacks it) running on a CPU without AVX2 + FMA: the
+// direct path is then never taken.
 bool direct_path_built() { return conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 0)); }
 
 std::vector<ConvCase> direct_cases() {
@@ -71,14 +78,31 @@ std::vector<ConvCase> direct_cases() {
 }
 
 TEST(KernelsCpuConvDirect, SupportsStrideOneWithPaddingBelowTheKernel) {
-  if (!direct_path_built()) GTEST_SKIP() << "built without AVX-512";
+  if (!direct_path_built()) GTEST_SKIP() << kNoDirectPath;
   EXPECT_TRUE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 2)));
   EXPECT_FALSE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 2, 0)));  // stride 2
   EXPECT_FALSE(conv2d_direct_supported(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 1, 3)));  // padding = R
 }
 
+// The op's choice: every supported layer with AVX-512; on AVX2 only layers of at most 32 output channels and
+// a reduction C R S of at most 150 (the ladder's wins, conv_direct.cpp).
+TEST(KernelsCpuConvDirect, TheOpPrefersItWhereItsLadderWon) {
+  if (!direct_path_built()) GTEST_SKIP() << kNoDirectPath;
+#if defined(__AVX512F__)
+  constexpr bool kEverySupportedLayer = true;
+#else
+  constexpr bool kEverySupportedLayer = false;
+#endif
+  EXPECT_TRUE(conv2d_direct_preferred(conv2d_geometry(64, 6, 12, 12, 16, 5, 5, 1, 0)));  // LeNet conv2: C R S 150
+  EXPECT_TRUE(conv2d_direct_preferred(conv2d_geometry(64, 3, 32, 32, 32, 5, 5, 1, 0)));  // cnn-fedcap conv1
+  EXPECT_FALSE(conv2d_direct_preferred(conv2d_geometry(1, 1, 5, 5, 1, 3, 3, 2, 0)));     // stride 2: unsupported
+  EXPECT_EQ(conv2d_direct_preferred(conv2d_geometry(64, 3, 32, 32, 64, 5, 5, 1, 0)), kEverySupportedLayer);  // 64 out
+  EXPECT_EQ(conv2d_direct_preferred(conv2d_geometry(64, 7, 12, 12, 16, 5, 5, 1, 0)),
+            kEverySupportedLayer);  // C R S 175
+}
+
 TEST(KernelsCpuConvDirect, ForwardMatchesReference) {
-  if (!direct_path_built()) GTEST_SKIP() << "built without AVX-512";
+  if (!direct_path_built()) GTEST_SKIP() << kNoDirectPath;
   uint64_t seed = 70;
   for (const ConvCase& c : direct_cases()) {
     SCOPED_TRACE(::testing::Message() << c);
@@ -89,6 +113,7 @@ TEST(KernelsCpuConvDirect, ForwardMatchesReference) {
          {std::pair{true, ConvDirectVariant::RowStrided}, std::pair{false, ConvDirectVariant::RowStrided},
           std::pair{true, ConvDirectVariant::ChannelVector}, std::pair{false, ConvDirectVariant::ChannelVector},
           std::pair{true, ConvDirectVariant::ChannelScatter}, std::pair{false, ConvDirectVariant::ChannelScatter},
+          std::pair{true, ConvDirectVariant::RowStridedAvx2}, std::pair{false, ConvDirectVariant::RowStridedAvx2},
           std::pair{true, ConvDirectVariant::Auto}}) {
       SCOPED_TRACE(::testing::Message() << "variant " << static_cast<int>(variant) << " bias " << with_bias);
       const float* bias = with_bias ? d.bias.data() : nullptr;
@@ -100,7 +125,7 @@ TEST(KernelsCpuConvDirect, ForwardMatchesReference) {
 }
 
 TEST(KernelsCpuConvDirect, BackwardMatchesReference) {
-  if (!direct_path_built()) GTEST_SKIP() << "built without AVX-512";
+  if (!direct_path_built()) GTEST_SKIP() << kNoDirectPath;
   uint64_t seed = 90;
   for (const ConvCase& c : direct_cases()) {
     SCOPED_TRACE(::testing::Message() << c);
@@ -137,7 +162,7 @@ TEST(KernelsCpuConvDirect, ResultsDoNotDependOnTheThreadCount) {
     SCOPED_TRACE(::testing::Message() << c);
     const ConvData d = make_conv(c, 123);
     const Conv2dGeometry& g = d.g;
-    if (!conv2d_direct_supported(g)) GTEST_SKIP() << "built without AVX-512";
+    if (!conv2d_direct_supported(g)) GTEST_SKIP() << kNoDirectPath;
     Generator gen(124);
     const std::vector<float> grad_out = randn(g.N * g.K * g.OH * g.OW, gen);
     for (const ConvDirectVariant variant : kDirectVariants) {

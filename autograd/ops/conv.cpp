@@ -64,7 +64,7 @@ Tensor conv2d_blocked_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
 
 Tensor conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
   if (conv2d_blocked_preferred(g)) return conv2d_blocked_cpu(x, weight, bias, g);
-  if (conv2d_direct_supported(g)) return conv2d_direct_cpu(x, weight, bias, g);
+  if (conv2d_direct_preferred(g)) return conv2d_direct_cpu(x, weight, bias, g);
   Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
   Tensor workspace = Tensor::empty({conv2d_workspace_floats(g)});
   conv2d_forward_cpu(out.data(), x.data(), weight.data(), data_or_null(bias), g, workspace.data());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "kernels/cpu/conv_direct_avx2.h"
 #include "kernels/cpu/conv_direct_internal.h"
 #include "kernels/cpu/conv_direct_rows.h"
 #include "kernels/cpu/parallel.h"
@@ -17,6 +18,33 @@
 #endif
 
 namespace bastion {
+
+namespace {
+
+bool direct_geometry(const Conv2dGeometry& g) { return g.stride == 1 && g.padding < g.R && g.padding < g.S; }
+
+// The row-strided plan on AVX2 (kernels/cpu/conv_direct_avx2.cpp): the only variant on CPUs without
+// AVX-512, and RowStridedAvx2 on the others.
+void avx2_forward(float* out, const float* in, const float* weight, const float* bias, const Conv2dGeometry& g,
+                  float* workspace, int threads) {
+  BASTION_CHECK(conv_direct_avx2::available(), "conv2d_direct: the AVX2 kernels need a CPU with AVX2 and FMA");
+  conv_direct_avx2::forward(out, in, weight, bias, g, workspace, threads);
+}
+
+void avx2_backward(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out, const float* in,
+                   const float* weight, const Conv2dGeometry& g, float* workspace, int threads) {
+  BASTION_CHECK(conv_direct_avx2::available(), "conv2d_direct: the AVX2 kernels need a CPU with AVX2 and FMA");
+  if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
+  if (grad_weight && g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
+  if (grad_weight && g.N > 0) conv_direct_avx2::grad_weight(grad_weight, grad_out, in, g, workspace, threads);
+  if (grad_in) conv_direct_avx2::grad_in(grad_in, grad_out, weight, g, workspace, threads);
+}
+
+int64_t avx2_workspace_floats(const Conv2dGeometry& g, int threads) {
+  return conv_direct_avx2::available() ? conv_direct_avx2::workspace_floats(g, threads) : 0;
+}
+
+}  // namespace
 
 #if defined(__AVX512F__)
 
@@ -169,15 +197,19 @@ int64_t backward_shared_floats(const Conv2dGeometry& g) {
 
 }  // namespace
 
-bool conv2d_direct_supported(const Conv2dGeometry& g) { return g.stride == 1 && g.padding < g.R && g.padding < g.S; }
+bool conv2d_direct_supported(const Conv2dGeometry& g) { return direct_geometry(g); }
 
+bool conv2d_direct_preferred(const Conv2dGeometry& g) { return conv2d_direct_supported(g); }
+
+// Enough for every variant, RowStridedAvx2 included.
 int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads) {
   BASTION_CHECK(threads >= 1, "conv2d_direct: threads must be >= 1, got ", threads);
   const int64_t shared = std::max(forward_shared_floats(g), backward_shared_floats(g));
   const int64_t row_strided = shared + threads * std::max(forward_thread_floats(g), grad_in_thread_floats(g));
   const bool any_channel_pass = conv_direct_detail::channel_forward_ok(g) || conv_direct_detail::channel_grad_in_ok(g);
-  return any_channel_pass ? std::max(row_strided, conv_direct_detail::channel_workspace_floats(g, threads))
-                          : row_strided;
+  const int64_t avx512 =
+      any_channel_pass ? std::max(row_strided, conv_direct_detail::channel_workspace_floats(g, threads)) : row_strided;
+  return std::max(avx512, avx2_workspace_floats(g, threads));
 }
 
 namespace {
@@ -269,6 +301,7 @@ void row_strided_grad_in(float* grad_in, const float* grad_out, const float* wei
 void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
                                const Conv2dGeometry& g, float* workspace, int threads, ConvDirectVariant variant) {
   BASTION_ASSERT(conv2d_direct_supported(g));
+  if (variant == ConvDirectVariant::RowStridedAvx2) return avx2_forward(out, in, weight, bias, g, workspace, threads);
   if (use_channels(variant, conv_direct_detail::channel_forward_ok(g), lane_share(forward_conv(g))))
     conv_direct_detail::channel_forward(out, in, weight, bias, g, workspace, threads, use_row_scatter(variant));
   else
@@ -279,6 +312,8 @@ void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_
                                 const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
                                 int threads, ConvDirectVariant variant) {
   BASTION_ASSERT(conv2d_direct_supported(g));
+  if (variant == ConvDirectVariant::RowStridedAvx2)
+    return avx2_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, g, workspace, threads);
   if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
   if (grad_weight && g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
   if (grad_weight && g.N > 0) {
@@ -296,17 +331,38 @@ void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_
   }
 }
 
-#else  // no AVX-512: the op keeps im2col + GEMM
+#else  // no AVX-512: the row-strided plan on AVX2 where the CPU has it, else the op keeps im2col + GEMM
 
-bool conv2d_direct_supported(const Conv2dGeometry&) { return false; }
-int64_t conv2d_direct_workspace_floats(const Conv2dGeometry&, int) { return 0; }
-void conv2d_direct_forward_cpu(float*, const float*, const float*, const float*, const Conv2dGeometry&, float*, int,
-                               ConvDirectVariant) {
-  BASTION_FAIL("conv2d_direct: built without AVX-512");
+bool conv2d_direct_supported(const Conv2dGeometry& g) { return conv_direct_avx2::available() && direct_geometry(g); }
+
+// The AVX2 ladder (bench_kernels, AMD EPYC Zen 3, 1 thread, 2026-11-30; bench/RESULTS.md, "The direct
+// convolution on AVX2"): forward plus backward as training runs them, direct against im2col + OpenBLAS, won
+// on every layer with at most 32 output channels and a reduction C R S of at most 150 (LeNet's, cnn-fedfsa's,
+// cnn-fedcap's first layer: 1.07-3.25x) and tied or lost on every layer with 50 or more (ResNet18's stem
+// 1.04x, cnn-fedrep's first layer 1.00x, cnn-fedcap's second 0.83x, cnn-bapfl's second 0.67x, ResNet18's 3x3
+// layers 0.29-0.85x).
+bool conv2d_direct_preferred(const Conv2dGeometry& g) {
+  constexpr int64_t kMaxOutputChannels = 32, kMaxReduction = 150;
+  return conv2d_direct_supported(g) && g.K <= kMaxOutputChannels && g.crs() <= kMaxReduction;
 }
-void conv2d_direct_backward_cpu(float*, float*, float*, const float*, const float*, const float*, const Conv2dGeometry&,
-                                float*, int, ConvDirectVariant) {
-  BASTION_FAIL("conv2d_direct: built without AVX-512");
+
+int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads) {
+  BASTION_CHECK(threads >= 1, "conv2d_direct: threads must be >= 1, got ", threads);
+  return avx2_workspace_floats(g, threads);
+}
+
+// Every variant runs the AVX2 row-strided plan: the channel-vector passes are AVX-512 only.
+void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
+                               const Conv2dGeometry& g, float* workspace, int threads, ConvDirectVariant) {
+  BASTION_ASSERT(direct_geometry(g));
+  avx2_forward(out, in, weight, bias, g, workspace, threads);
+}
+
+void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
+                                const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
+                                int threads, ConvDirectVariant) {
+  BASTION_ASSERT(direct_geometry(g));
+  avx2_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, g, workspace, threads);
 }
 
 #endif

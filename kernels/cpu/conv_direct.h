@@ -1,5 +1,5 @@
-// conv2d_direct: the stride-1 convolution of the small CNNs FL trains, by register-blocked AVX-512 loops
-// (no im2col copy, no GEMM packing). Same math, layouts and contracts as conv2d (kernels/cpu/conv.h):
+// conv2d_direct: the stride-1 convolution of the small CNNs FL trains, by register-blocked AVX-512 loops,
+// or AVX2 + FMA loops on CPUs without AVX-512 (no im2col copy, no GEMM packing). Same math, layouts and contracts as conv2d (kernels/cpu/conv.h):
 //   out[n, k, oh, ow] = bias[k] + sum_{c, r, s} weight[k, c, r, s] * in[n, c, oh - pad + r, ow - pad + s]
 // PyTorch equivalent: F.conv2d(x, w, b, stride=1, padding=pad)
 //
@@ -15,6 +15,8 @@
 //                grad_out in the row-strided layout with zeros in the dropped columns
 // A register block holds KB output channels x NV vectors of 16 outputs (24 of the 32 zmm registers);
 // the weight gradient's block holds KB channels x TB filter taps, summed over every sample and position.
+// On AVX2 (kernels/cpu/conv_direct_avx2.cpp) the same plan runs on 8-lane vectors, 12 accumulators of 16
+// ymm registers.
 //
 // Determinism: forward and grad_in split samples over threads, grad_weight splits (channel block, input
 // channel, tap block) items; every output is computed by one thread in a fixed order, so results do
@@ -30,12 +32,14 @@
 
 namespace bastion {
 
-// True when this build has the AVX-512 kernels and g is stride 1 with padding < R and < S (the grad_in
-// transposed convolution needs R - 1 - pad >= 0). The op takes the direct path for every such layer
-// but those conv2d_blocked_preferred takes (ResNet's 3x3 layers, kernels/cpu/conv_blocked.h): it beat
-// im2col + OpenBLAS on every layer of bench_kernels' conv ladder, forward and backward
-// (bench/RESULTS.md, "CPU speed", 2026-11-23, 1 thread).
+// True when this build has the AVX-512 kernels, or the CPU has AVX2 and FMA, and g is stride 1 with
+// padding < R and < S (the grad_in transposed convolution needs R - 1 - pad >= 0).
 bool conv2d_direct_supported(const Conv2dGeometry& g);
+// Whether the op takes the direct path for g. With AVX-512: every supported layer but those
+// conv2d_blocked_preferred takes (ResNet's 3x3 layers, kernels/cpu/conv_blocked.h), since it beat im2col +
+// OpenBLAS on every layer of bench_kernels' conv ladder, forward and backward (bench/RESULTS.md, "CPU
+// speed", 2026-11-23, 1 thread). On AVX2: only the small layers where its own ladder won (conv_direct.cpp).
+bool conv2d_direct_preferred(const Conv2dGeometry& g);
 
 int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads);
 
@@ -44,8 +48,10 @@ int64_t conv2d_direct_workspace_floats(const Conv2dGeometry& g, int threads);
 // and grad_weight: K; grad_in: C); other passes fall back to RowStrided. ChannelScatter: ChannelVector
 // whose forward and grad_in take row-scatter blocks where the filters are 5 wide and a block holds 1 or
 // 2 channel vectors (conv_direct_channels.cpp). Auto: the measured choice (conv_direct.cpp,
-// use_channels). Tests and bench_kernels pin a variant; the op uses Auto.
-enum class ConvDirectVariant { Auto, RowStrided, ChannelVector, ChannelScatter };
+// use_channels). RowStridedAvx2: the plan above on AVX2 vectors, what every variant runs on a build
+// without AVX-512 (the channel-vector passes are AVX-512 only); a build with AVX-512 runs it only when
+// asked, so that its tests run there too. Tests and bench_kernels pin a variant; the op uses Auto.
+enum class ConvDirectVariant { Auto, RowStrided, ChannelVector, ChannelScatter, RowStridedAvx2 };
 
 void conv2d_direct_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
                                const Conv2dGeometry& g, float* workspace, int threads,
