@@ -6,6 +6,10 @@
 //                         vectors and one broadcast weight: 16 registers at most
 //   grad_weight           KB channels x TB filter taps, 12 accumulators (4 x 3, 6 x 2, 8 x 1), summed over
 //                         the samples and positions of one input channel
+// It is a second copy of that plan, not an instance of a shared template as the small GEMM's two files are:
+// the AVX-512 loops differ (24 accumulators, a mask per vector, the weight gradient's loop order) and were
+// tuned on hosts this file was not written on; one template over both, with the AVX-512 object code checked
+// unchanged, is left for a session on an AVX-512 host.
 // Compiled with -mavx2 -mfma on x86-64 whatever BASTION_NATIVE says (CMakeLists.txt) and run only where
 // available() says so; for that reason every function here has internal linkage or is one of the entry
 // points, and the file includes no C++ library header (kernels/cpu/gemm_small_blocks.h says why).
