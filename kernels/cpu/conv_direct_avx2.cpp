@@ -1,6 +1,6 @@
 // conv_direct_avx2: the row-strided direct convolution (the plan in conv_direct.h) on 8-lane AVX2 + FMA
 // vectors. Without it every convolution on a CPU without AVX-512 went through im2col + OpenBLAS, and the FL
-// CNNs' training steps ran at 13-26 % of the FP32 peak of an AMD EPYC Zen 3 (bench_train, 2026-11-30). The
+// CNNs' training steps ran at 14-28 % of the FP32 peak of an AMD EPYC Zen 3 (bench_train, 2026-11-30). The
 // blocking follows conv_direct.cpp and conv_direct_rows_weight.cpp, resized for 16 ymm registers:
 //   forward and grad_in   KB output channels x NV vectors, 12 accumulators (4 x 3, 6 x 2, 8 x 1), NV input
 //                         vectors and one broadcast weight: 16 registers at most
