@@ -31,11 +31,18 @@ void avx2_forward(float* out, const float* in, const float* weight, const float*
   conv_direct_avx2::forward(out, in, weight, bias, g, workspace, threads);
 }
 
+// What every backward variant does before its own passes: the bias gradient, and an empty batch's weight
+// gradient (zero; the passes assume N > 0).
+void backward_bias_and_empty_batch(float* grad_weight, float* grad_bias, const float* grad_out,
+                                   const Conv2dGeometry& g) {
+  if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
+  if (grad_weight && g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
+}
+
 void avx2_backward(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out, const float* in,
                    const float* weight, const Conv2dGeometry& g, float* workspace, int threads) {
   BASTION_CHECK(conv_direct_avx2::available(), "conv2d_direct: the AVX2 kernels need a CPU with AVX2 and FMA");
-  if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
-  if (grad_weight && g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
+  backward_bias_and_empty_batch(grad_weight, grad_bias, grad_out, g);
   if (grad_weight && g.N > 0) conv_direct_avx2::grad_weight(grad_weight, grad_out, in, g, workspace, threads);
   if (grad_in) conv_direct_avx2::grad_in(grad_in, grad_out, weight, g, workspace, threads);
 }
@@ -314,8 +321,7 @@ void conv2d_direct_backward_cpu(float* grad_in, float* grad_weight, float* grad_
   BASTION_ASSERT(conv2d_direct_supported(g));
   if (variant == ConvDirectVariant::RowStridedAvx2)
     return avx2_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, g, workspace, threads);
-  if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
-  if (grad_weight && g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
+  backward_bias_and_empty_batch(grad_weight, grad_bias, grad_out, g);
   if (grad_weight && g.N > 0) {
     if (use_channels(variant, conv_direct_detail::channel_weight_ok(g), lane_share(forward_conv(g))))
       conv_direct_detail::channel_grad_weight(grad_weight, grad_out, in, g, workspace, threads);
