@@ -1,7 +1,8 @@
-// Kernel-level tests of the channel-blocked AVX-512 convolution (kernels/cpu/conv_blocked.h): forward and
-// backward against the reference loops and the double backward of conv_test_support.h, and thread-count
+// Kernel-level tests of the channel-blocked convolution (kernels/cpu/conv_blocked.h), each instruction set
+// this build and CPU can run (AVX-512 in a build with it, AVX2 on any x86-64 CPU with AVX2 and FMA): forward
+// and backward against the reference loops and the double backward of conv_test_support.h, and thread-count
 // determinism. Outputs and workspaces start as NaN so an unwritten element or an uninitialised read shows.
-// Without AVX-512 the tests are reported skipped.
+// Where neither runs the tests are reported skipped.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,10 +47,21 @@ const ConvCase kBlockedCases[] = {
     {3, 256, 4, 5, 192, 3, 3, 2, 1},  // 1.8 MB, stride 2, KV = 4
 };
 
-bool blocked_path_built() { return conv2d_blocked_supported(conv2d_geometry(1, 16, 4, 4, 16, 3, 3, 1, 1)); }
+// The instruction sets to test: each one this build and CPU can run.
+std::vector<ConvBlockedIsa> isas() {
+  std::vector<ConvBlockedIsa> out;
+  for (const ConvBlockedIsa isa : {ConvBlockedIsa::Avx512, ConvBlockedIsa::Avx2})
+    if (conv2d_blocked_isa_available(isa)) out.push_back(isa);
+  return out;
+}
+
+const char* isa_name(ConvBlockedIsa isa) { return isa == ConvBlockedIsa::Avx512 ? "AVX-512" : "AVX2"; }
+
+bool blocked_path_built() { return !isas().empty(); }
+constexpr const char* kNoIsa = "neither AVX-512 (built) nor AVX2 + FMA (CPU) available";
 
 TEST(KernelsCpuConvBlocked, SupportsResNetsThreeByThreeLayers) {
-  if (!blocked_path_built()) GTEST_SKIP() << "built without AVX-512";
+  if (!blocked_path_built()) GTEST_SKIP() << kNoIsa;
   EXPECT_TRUE(conv2d_blocked_supported(conv2d_geometry(64, 64, 32, 32, 64, 3, 3, 1, 1)));
   EXPECT_TRUE(conv2d_blocked_supported(conv2d_geometry(64, 256, 8, 8, 512, 3, 3, 2, 1)));
   EXPECT_FALSE(conv2d_blocked_supported(conv2d_geometry(1, 3, 32, 32, 64, 3, 3, 1, 1)));  // C = 3
@@ -60,20 +72,23 @@ TEST(KernelsCpuConvBlocked, SupportsResNetsThreeByThreeLayers) {
 }
 
 TEST(KernelsCpuConvBlocked, ForwardMatchesReference) {
-  if (!blocked_path_built()) GTEST_SKIP() << "built without AVX-512";
-  uint64_t seed = 500;
-  for (const ConvCase& c : kBlockedCases) {
-    SCOPED_TRACE(::testing::Message() << c);
-    const ConvData d = make_conv(c, seed++);
-    const Conv2dGeometry& g = d.g;
-    ASSERT_TRUE(conv2d_blocked_supported(g));
-    for (const bool with_bias : {true, false}) {
-      SCOPED_TRACE(::testing::Message() << "bias " << with_bias);
-      std::vector<float> out(g.N * g.K * g.out_plane(), kNaN);
-      std::vector<float> workspace(conv2d_blocked_forward_workspace_floats(g), kNaN);
-      conv2d_blocked_forward_cpu(out.data(), d.in.data(), d.weight.data(), with_bias ? d.bias.data() : nullptr, g,
-                                 workspace.data(), 1);
-      expect_forward_matches_reference(out, d, with_bias, "conv2d_blocked_forward_cpu");
+  if (!blocked_path_built()) GTEST_SKIP() << kNoIsa;
+  for (const ConvBlockedIsa isa : isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    uint64_t seed = 500;
+    for (const ConvCase& c : kBlockedCases) {
+      SCOPED_TRACE(::testing::Message() << c);
+      const ConvData d = make_conv(c, seed++);
+      const Conv2dGeometry& g = d.g;
+      ASSERT_TRUE(conv2d_blocked_supported(g, isa));
+      for (const bool with_bias : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << "bias " << with_bias);
+        std::vector<float> out(g.N * g.K * g.out_plane(), kNaN);
+        std::vector<float> workspace(conv2d_blocked_forward_workspace_floats(g), kNaN);
+        conv2d_blocked_forward_cpu(out.data(), d.in.data(), d.weight.data(), with_bias ? d.bias.data() : nullptr, g,
+                                   workspace.data(), 1, isa);
+        expect_forward_matches_reference(out, d, with_bias, "conv2d_blocked_forward_cpu");
+      }
     }
   }
 }
@@ -82,7 +97,7 @@ TEST(KernelsCpuConvBlocked, ForwardMatchesReference) {
 // 16 channels at 280 x 280, then 1): the samples on both sides of the chunk boundary, and the first,
 // against the reference loops one sample at a time.
 TEST(KernelsCpuConvBlocked, ForwardRunsLargeBatchesInChunks) {
-  if (!blocked_path_built()) GTEST_SKIP() << "built without AVX-512";
+  if (!blocked_path_built()) GTEST_SKIP() << kNoIsa;
   const ConvCase c{5, 16, 280, 280, 16, 3, 3, 1, 1};
   const ConvData d = make_conv(c, 650);
   const Conv2dGeometry& g = d.g;
@@ -102,35 +117,38 @@ TEST(KernelsCpuConvBlocked, ForwardRunsLargeBatchesInChunks) {
 }
 
 TEST(KernelsCpuConvBlocked, BackwardMatchesReference) {
-  if (!blocked_path_built()) GTEST_SKIP() << "built without AVX-512";
-  uint64_t seed = 600;
-  for (const ConvCase& c : kBlockedCases) {
-    SCOPED_TRACE(::testing::Message() << c);
-    const ConvData d = make_conv(c, seed++);
-    const Conv2dGeometry& g = d.g;
-    Generator gen(seed * 7);
-    const std::vector<float> grad_out = randn(g.N * g.K * g.out_plane(), gen);
-    const ConvGrads want = conv_backward_reference(d, grad_out);
-    std::vector<float> grad_in(d.in.size(), kNaN), grad_w(d.weight.size(), kNaN), grad_b(g.K, kNaN);
-    std::vector<float> workspace(conv2d_blocked_workspace_floats(g), kNaN);
-    conv2d_blocked_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), grad_out.data(), d.in.data(),
-                                d.weight.data(), g, workspace.data(), 1);
-    // Same bounds as the direct path's test: each gradient element is a sum of K R S (grad_in) or
-    // N OH OW (grad_weight, grad_bias) float products, checked against sum|terms| in double.
-    expect_close(grad_in, want.in, want.in_mag, g.K * g.R * g.S, "grad_in");
-    expect_close(grad_w, want.weight, want.weight_mag, g.N * g.out_plane(), "grad_weight");
-    expect_close(grad_b, want.bias, want.bias_mag, g.N * g.out_plane(), "grad_bias");
+  if (!blocked_path_built()) GTEST_SKIP() << kNoIsa;
+  for (const ConvBlockedIsa isa : isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    uint64_t seed = 600;
+    for (const ConvCase& c : kBlockedCases) {
+      SCOPED_TRACE(::testing::Message() << c);
+      const ConvData d = make_conv(c, seed++);
+      const Conv2dGeometry& g = d.g;
+      Generator gen(seed * 7);
+      const std::vector<float> grad_out = randn(g.N * g.K * g.out_plane(), gen);
+      const ConvGrads want = conv_backward_reference(d, grad_out);
+      std::vector<float> grad_in(d.in.size(), kNaN), grad_w(d.weight.size(), kNaN), grad_b(g.K, kNaN);
+      std::vector<float> workspace(conv2d_blocked_workspace_floats(g), kNaN);
+      conv2d_blocked_backward_cpu(grad_in.data(), grad_w.data(), grad_b.data(), grad_out.data(), d.in.data(),
+                                  d.weight.data(), g, workspace.data(), 1, isa);
+      // Same bounds as the direct path's test: each gradient element is a sum of K R S (grad_in) or
+      // N OH OW (grad_weight, grad_bias) float products, checked against sum|terms| in double.
+      expect_close(grad_in, want.in, want.in_mag, g.K * g.R * g.S, "grad_in");
+      expect_close(grad_w, want.weight, want.weight_mag, g.N * g.out_plane(), "grad_weight");
+      expect_close(grad_b, want.bias, want.bias_mag, g.N * g.out_plane(), "grad_bias");
 
-    // Null outputs are skipped and the others come out bitwise the same.
-    std::vector<float> grad_w_only(d.weight.size(), kNaN), grad_in_only(d.in.size(), kNaN);
-    std::fill(workspace.begin(), workspace.end(), kNaN);
-    conv2d_blocked_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(), g,
-                                workspace.data(), 1);
-    EXPECT_TRUE(bitwise_equal(grad_w, grad_w_only));
-    std::fill(workspace.begin(), workspace.end(), kNaN);
-    conv2d_blocked_backward_cpu(grad_in_only.data(), nullptr, nullptr, grad_out.data(), d.in.data(), d.weight.data(), g,
-                                workspace.data(), 1);
-    EXPECT_TRUE(bitwise_equal(grad_in, grad_in_only));
+      // Null outputs are skipped and the others come out bitwise the same.
+      std::vector<float> grad_w_only(d.weight.size(), kNaN), grad_in_only(d.in.size(), kNaN);
+      std::fill(workspace.begin(), workspace.end(), kNaN);
+      conv2d_blocked_backward_cpu(nullptr, grad_w_only.data(), nullptr, grad_out.data(), d.in.data(), d.weight.data(),
+                                  g, workspace.data(), 1, isa);
+      EXPECT_TRUE(bitwise_equal(grad_w, grad_w_only));
+      std::fill(workspace.begin(), workspace.end(), kNaN);
+      conv2d_blocked_backward_cpu(grad_in_only.data(), nullptr, nullptr, grad_out.data(), d.in.data(), d.weight.data(),
+                                  g, workspace.data(), 1, isa);
+      EXPECT_TRUE(bitwise_equal(grad_in, grad_in_only));
+    }
   }
 }
 
@@ -138,29 +156,45 @@ TEST(KernelsCpuConvBlocked, BackwardMatchesReference) {
 // stride-1 and a stride-2 layer large enough for every pass to go parallel (kParallelMinWork), and on a
 // filter bank over 1.5 MB (output group by output group).
 TEST(KernelsCpuConvBlocked, ResultsDoNotDependOnTheThreadCount) {
-  if (!blocked_path_built()) GTEST_SKIP() << "built without AVX-512";
-  for (const ConvCase& c : {ConvCase{7, 32, 10, 10, 64, 3, 3, 1, 1}, ConvCase{5, 32, 11, 12, 64, 3, 3, 2, 1},
-                            ConvCase{5, 224, 3, 3, 224, 3, 3, 1, 1}}) {
-    SCOPED_TRACE(::testing::Message() << c);
-    const ConvData d = make_conv(c, 700 + c.stride);
-    const Conv2dGeometry& g = d.g;
-    Generator gen(710 + c.stride);
-    const std::vector<float> grad_out = randn(g.N * g.K * g.out_plane(), gen);
-    auto run = [&](int threads) {
-      std::vector<float> workspace(conv2d_blocked_workspace_floats(g), kNaN);
-      std::vector<float> out(g.N * g.K * g.out_plane()), gi(d.in.size()), gw(d.weight.size()), gb(g.K);
-      conv2d_blocked_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(), threads);
-      conv2d_blocked_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
-                                  workspace.data(), threads);
-      return std::vector<std::vector<float>>{out, gi, gw, gb};
-    };
-    const auto one = run(1);
-    for (const int threads : {2, 3}) {
-      const auto many = run(threads);
-      for (size_t i = 0; i < one.size(); ++i)
-        EXPECT_TRUE(bitwise_equal(one[i], many[i])) << i << ", " << threads << " threads";
+  if (!blocked_path_built()) GTEST_SKIP() << kNoIsa;
+  for (const ConvBlockedIsa isa : isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    for (const ConvCase& c : {ConvCase{7, 32, 10, 10, 64, 3, 3, 1, 1}, ConvCase{5, 32, 11, 12, 64, 3, 3, 2, 1},
+                              ConvCase{5, 224, 3, 3, 224, 3, 3, 1, 1}}) {
+      SCOPED_TRACE(::testing::Message() << c);
+      const ConvData d = make_conv(c, 700 + c.stride);
+      const Conv2dGeometry& g = d.g;
+      Generator gen(710 + c.stride);
+      const std::vector<float> grad_out = randn(g.N * g.K * g.out_plane(), gen);
+      auto run = [&](int threads) {
+        std::vector<float> workspace(conv2d_blocked_workspace_floats(g), kNaN);
+        std::vector<float> out(g.N * g.K * g.out_plane()), gi(d.in.size()), gw(d.weight.size()), gb(g.K);
+        conv2d_blocked_forward_cpu(out.data(), d.in.data(), d.weight.data(), d.bias.data(), g, workspace.data(),
+                                   threads, isa);
+        conv2d_blocked_backward_cpu(gi.data(), gw.data(), gb.data(), grad_out.data(), d.in.data(), d.weight.data(), g,
+                                    workspace.data(), threads, isa);
+        return std::vector<std::vector<float>>{out, gi, gw, gb};
+      };
+      const auto one = run(1);
+      for (const int threads : {2, 3}) {
+        const auto many = run(threads);
+        for (size_t i = 0; i < one.size(); ++i)
+          EXPECT_TRUE(bitwise_equal(one[i], many[i])) << i << ", " << threads << " threads";
+      }
     }
   }
+}
+
+// Without AVX-512 the op takes the AVX2 kernels where their ladder won (conv2d_blocked_preferred): every
+// stride-1 layer, and stride 2 on planes at least 16 wide.
+TEST(KernelsCpuConvBlocked, WithoutAvx512TheOpPrefersItWhereItsLadderWon) {
+  if (conv2d_blocked_isa_available(ConvBlockedIsa::Avx512)) GTEST_SKIP() << "built with AVX-512: every layer";
+  if (!conv2d_blocked_isa_available(ConvBlockedIsa::Avx2)) GTEST_SKIP() << kNoIsa;
+  EXPECT_TRUE(conv2d_blocked_preferred(conv2d_geometry(64, 64, 32, 32, 64, 3, 3, 1, 1)));
+  EXPECT_TRUE(conv2d_blocked_preferred(conv2d_geometry(64, 512, 4, 4, 512, 3, 3, 1, 1)));
+  EXPECT_TRUE(conv2d_blocked_preferred(conv2d_geometry(64, 128, 16, 16, 256, 3, 3, 2, 1)));
+  EXPECT_FALSE(conv2d_blocked_preferred(conv2d_geometry(64, 256, 8, 8, 512, 3, 3, 2, 1)));
+  EXPECT_FALSE(conv2d_blocked_preferred(conv2d_geometry(64, 3, 32, 32, 64, 3, 3, 1, 1)));  // C = 3
 }
 
 }  // namespace

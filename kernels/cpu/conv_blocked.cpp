@@ -20,58 +20,16 @@ namespace bastion {
 
 #if defined(__AVX512F__)
 
+// ---- AVX-512 kernels ---------------------------------------------------------------------------------
+
+namespace conv_blocked_detail {
+
 namespace {
 
-using conv_blocked_detail::from_blocked;
-using conv_blocked_detail::kLanes;
-using conv_blocked_detail::kTaps;
-using conv_blocked_detail::pack_weights;
-using conv_blocked_detail::run_weight;
-using conv_blocked_detail::to_blocked;
-using conv_blocked_detail::weight_pass;
-using conv_blocked_detail::WeightPass;
-
-constexpr int64_t kTile = kLanes * kLanes;  // one (input block, output block) tap of packed weights
-constexpr int kAccumulators = 24;           // of the 32 zmm registers; the rest hold weights and a broadcast
+constexpr int kAccumulators = 24;  // of the 32 zmm registers; the rest hold weights and a broadcast
 // Pixels per register block: at most 12 (with one output vector a block of 12 still hides the FMA
 // latency; wider blocks would only add template instances).
 constexpr int kMaxPixels = 12;
-constexpr int64_t kL1WeightBytes = 36 * 1024;  // packed weights a gather pass keeps in L1 per input-block chunk
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-// ---- gather passes (forward, grad_in) --------------------------------------------------------------
-
-// One class of output pixels: a grid (rows x cols) of the output plane with its own taps. The forward
-// and stride-1 grad_in have one class; stride-2 grad_in has the 4 parity classes.
-struct GatherClass {
-  int64_t rows, cols;
-  int64_t out_origin, out_row_step;  // output pixels: origin + i * row_step + j * out_col_step
-  int64_t in_row_step;               // input pixels: i * in_row_step + j * in_col_step + tap offset
-  int ntaps;
-  int64_t in_off[kTaps];  // floats, relative to the pixel's input base
-  int64_t w_off[kTaps];   // floats / KV, relative to an (output group, input block) weight slab
-};
-
-struct GatherPass {
-  int64_t N, in_blocks, out_blocks;
-  int64_t in_plane, out_plane;  // floats per channel block of a sample (padded input; output)
-  int in_col_step, out_col_step;
-  int KV;  // output blocks per register block
-  int classes;
-  GatherClass cls[4];
-  int64_t in_sample() const { return in_blocks * in_plane; }
-  int64_t out_sample() const { return out_blocks * out_plane; }
-  int64_t w_group() const { return in_blocks * kTaps * kTile * KV; }  // floats between output groups
-};
-
-struct GatherArgs {
-  int64_t out_group_stride;           // between the KV output blocks
-  int64_t in_cb_stride, w_cb_stride;  // between input blocks
-  int64_t cbs;                        // input blocks in this call
-  const GatherClass* cls;
-};
 
 // KV x T register block: out[kv][t] (+)= sum over the call's input blocks, the class's taps and 16 input
 // channels of weight vector x broadcast input. init: the start values (bias or zeros, KV x 16 floats), or
@@ -113,8 +71,6 @@ void gather_block(float* out, const float* in, const float* w, const float* init
   }
 }
 
-using GatherFn = void (*)(float*, const float*, const float*, const float*, const GatherArgs&);
-
 template <int KV, int IS, int OS, int... T>
 GatherFn gather_for(int t, std::integer_sequence<int, T...>) {
   static constexpr GatherFn table[] = {nullptr, gather_block<KV, T + 1, IS, OS>...};
@@ -139,37 +95,126 @@ GatherFn gather_fn(int KV, int T, int in_col_step, int out_col_step) {
   return gather_fn_strides<1, 1>(KV, T);
 }
 
+}  // namespace
+
+const BlockedKernels& avx512_kernels() {
+  static const BlockedKernels kernels{
+      .accumulators = kAccumulators,
+      .max_pixels = kMaxPixels,
+      .max_gather_kv = 4,
+      .max_weight_kv = 2,
+      .l1_weight_bytes = 36 * 1024,
+      .weight_group_bytes = 32 * 1024,
+      .gather = gather_fn,
+      .gather_flat = nullptr,  // rows of 4 pixels take KV = 4 blocks of 24 accumulators instead
+      .flat_below_cols = 0,
+      .weight = avx512_weight_fn,
+      .to_blocked = avx512_to_blocked,
+      .from_blocked = avx512_from_blocked,
+  };
+  return kernels;
+}
+
+}  // namespace conv_blocked_detail
+
+#endif  // __AVX512F__
+
+namespace {
+
+using conv_blocked_detail::BlockedKernels;
+using conv_blocked_detail::GatherArgs;
+using conv_blocked_detail::GatherClass;
+using conv_blocked_detail::kLanes;
+using conv_blocked_detail::kTaps;
+using conv_blocked_detail::kTile;
+using conv_blocked_detail::pack_weights;
+using conv_blocked_detail::run_weight;
+using conv_blocked_detail::weight_pass;
+using conv_blocked_detail::WeightPass;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// ---- gather passes (forward, grad_in) --------------------------------------------------------------
+
+struct GatherPass {
+  int64_t N, in_blocks, out_blocks;
+  int64_t in_plane, out_plane;  // floats per channel block of a sample (padded input; output)
+  int in_col_step, out_col_step;
+  int KV;  // output blocks per register block
+  int classes;
+  GatherClass cls[4];
+  int64_t in_sample() const { return in_blocks * in_plane; }
+  int64_t out_sample() const { return out_blocks * out_plane; }
+  int64_t w_group() const { return in_blocks * kTaps * kTile * KV; }  // floats between output groups
+  const BlockedKernels* isa;
+};
+
 // Output blocks per register block. Two (32 channels x up to 12 pixels) where rows are 8 pixels or wider,
 // four (64 channels x up to 6 pixels) on narrower rows, where two would leave most accumulators unused;
 // fewer when the blocks do not divide. Measured (bench/conv_blocked_ladder.cpp, ResNet18's layers, batch 32,
 // 1 thread, 2026-11-28): two beat four by 10-25 % on the 32-, 16- and 8-wide planes, four beat two by
-// 10-25 % on the 4-wide ones.
-int output_vectors(int64_t blocks, int64_t cols) {
-  const int want = cols >= 8 ? 2 : 4;
+// 10-25 % on the 4-wide ones. At most the instruction set's max_gather_kv (AVX2: 1).
+int output_vectors(int64_t blocks, int64_t cols, const BlockedKernels& isa) {
+  const int want = std::min(cols >= 8 ? 2 : 4, isa.max_gather_kv);
   for (int kv = want; kv > 1; kv /= 2)
     if (blocks % kv == 0) return kv;
   return 1;
 }
 
-int64_t max_pixels(int KV) { return std::min(kMaxPixels, kAccumulators / KV); }
+int64_t max_pixels(int KV, const BlockedKernels& isa) {
+  return std::min<int64_t>(isa.max_pixels, isa.accumulators / KV);
+}
+
+// gather_samples on narrow rows: the class's grid of pixels in row-major order, cut into blocks of equal
+// size (64 = 6 + 6 + 6 + 6 + 5 + ...), each pixel's offsets in the block's tables, sample by sample.
+void gather_flat_samples(float* out_blocked, const float* in_blocked, const float* w, const float* init,
+                         const GatherPass& p, const GatherClass& cls, GatherArgs a, int64_t kg, int64_t cb0, int64_t n0,
+                         int64_t n1) {
+  constexpr int kMaxFlat = 16;
+  const int64_t pixels = cls.rows * cls.cols, max_t = std::min<int64_t>(kMaxFlat, p.isa->max_pixels);
+  const int64_t blocks = ceil_div(pixels, max_t), narrow = pixels / blocks, wide_blocks = pixels % blocks;
+  int64_t pixel_in[kMaxFlat], pixel_out[kMaxFlat];
+  a.pixel_in = pixel_in;
+  a.pixel_out = pixel_out;
+  for (int64_t n = n0; n < n1; ++n) {
+    const float* in_n = in_blocked + n * p.in_sample() + cb0 * p.in_plane;
+    float* out_n = out_blocked + n * p.out_sample() + kg * p.out_plane;
+    int64_t i = 0, j = 0;  // the block's first pixel
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int t = static_cast<int>(narrow + (b < wide_blocks ? 1 : 0));
+      for (int k = 0; k < t; ++k) {
+        pixel_in[k] = (i * cls.in_row_step + j * p.in_col_step) * kLanes;
+        pixel_out[k] = (cls.out_origin + i * cls.out_row_step + j * p.out_col_step) * kLanes;
+        if (++j == cls.cols) j = 0, ++i;
+      }
+      p.isa->gather_flat(t)(out_n, in_n, w, init, a);
+    }
+  }
+}
 
 // Samples [n0, n1) of output group kg, class cls, input blocks [cb0, cb0 + chunk).
 void gather_samples(float* out_blocked, const float* in_blocked, const float* packed, const float* bias_or_zero,
                     const GatherPass& p, const GatherClass& cls, int64_t kg, int64_t cb0, int64_t chunk, int64_t n0,
                     int64_t n1) {
-  // A row in blocks of equal width (32 = 11 + 11 + 10): a narrow block holds few accumulators.
-  const int64_t blocks = ceil_div(cls.cols, max_pixels(p.KV)), narrow = cls.cols / blocks;
-  const int64_t wide_blocks = cls.cols % blocks;
-  GatherArgs a{p.out_plane, p.in_plane, kTaps * kTile * p.KV, std::min(chunk, p.in_blocks - cb0), &cls};
+  GatherArgs a{p.out_plane, p.in_plane, kTaps * kTile * p.KV, std::min(chunk, p.in_blocks - cb0), &cls,
+               nullptr,     nullptr};
   const float* w = packed + kg * p.w_group() + cb0 * kTaps * kTile * p.KV;
   const float* init = cb0 == 0 ? bias_or_zero + kg * p.KV * kLanes : nullptr;
+  if (p.isa->gather_flat != nullptr && p.KV == 1 && cls.cols < p.isa->flat_below_cols) {
+    gather_flat_samples(out_blocked, in_blocked, w, init, p, cls, a, kg, cb0, n0, n1);
+    return;
+  }
+  // A row in blocks of equal width (32 = 11 + 11 + 10): a narrow block holds few accumulators.
+  const int64_t blocks = ceil_div(cls.cols, max_pixels(p.KV, *p.isa)), narrow = cls.cols / blocks;
+  const int64_t wide_blocks = cls.cols % blocks;
   for (int64_t n = n0; n < n1; ++n) {
     const float* in_n = in_blocked + n * p.in_sample() + cb0 * p.in_plane;
     float* out_n = out_blocked + n * p.out_sample() + kg * p.KV * p.out_plane;
     for (int64_t i = 0; i < cls.rows; ++i)
       for (int64_t b = 0, j0 = 0; b < blocks; ++b) {
         const int t = static_cast<int>(narrow + (b < wide_blocks ? 1 : 0));
-        gather_fn(p.KV, t, p.in_col_step, p.out_col_step)(
+        p.isa->gather(p.KV, t, p.in_col_step, p.out_col_step)(
             out_n + (cls.out_origin + i * cls.out_row_step + j0 * p.out_col_step) * kLanes,
             in_n + (i * cls.in_row_step + j0 * p.in_col_step) * kLanes, w, init, a);
         j0 += t;
@@ -180,7 +225,7 @@ void gather_samples(float* out_blocked, const float* in_blocked, const float* pa
 // Input blocks per call: one output group's weights for them stay in L1 (one block at KV = 4).
 int64_t input_chunk(const GatherPass& p, const GatherClass& cls) {
   const int64_t slab_bytes = static_cast<int64_t>(p.KV) * cls.ntaps * kTile * 4;
-  return std::clamp<int64_t>(kL1WeightBytes / slab_bytes, 1, p.in_blocks);
+  return std::clamp<int64_t>(p.isa->l1_weight_bytes / slab_bytes, 1, p.in_blocks);
 }
 
 bool class_empty(const GatherClass& cls) { return cls.rows <= 0 || cls.cols <= 0 || cls.ntaps == 0; }
@@ -233,8 +278,9 @@ void run_gather(float* out_blocked, const float* in_blocked, const float* packed
 
 // ---- plans of the three passes ------------------------------------------------------------------------
 
-GatherPass forward_pass(const Conv2dGeometry& g) {
+GatherPass forward_pass(const Conv2dGeometry& g, const BlockedKernels& isa) {
   GatherPass p{};
+  p.isa = &isa;
   const int64_t Wp = g.W + 2;
   p.N = g.N;
   p.in_blocks = g.C / kLanes;
@@ -243,7 +289,7 @@ GatherPass forward_pass(const Conv2dGeometry& g) {
   p.out_plane = g.OH * g.OW * kLanes;
   p.in_col_step = static_cast<int>(g.stride);
   p.out_col_step = 1;
-  p.KV = output_vectors(p.out_blocks, g.OW);
+  p.KV = output_vectors(p.out_blocks, g.OW, isa);
   p.classes = 1;
   GatherClass& c = p.cls[0];
   c.rows = g.OH;
@@ -262,8 +308,9 @@ GatherPass forward_pass(const Conv2dGeometry& g) {
 // grad_in[c, ih, iw] = sum over taps (r, s) with ih + 1 - r and iw + 1 - s multiples of the stride of
 // dy[k, (ih + 1 - r) / st, (iw + 1 - s) / st] weight[k, c, r, s]. Class (ph, pw) holds the pixels
 // ih = st i + ph, iw = st j + pw; its taps read grad_out (padded by one pixel) at row i + dr, column j + ds.
-GatherPass grad_in_pass(const Conv2dGeometry& g) {
+GatherPass grad_in_pass(const Conv2dGeometry& g, const BlockedKernels& isa) {
   GatherPass p{};
+  p.isa = &isa;
   const int64_t st = g.stride, Wd = g.OW + 2;
   p.N = g.N;
   p.in_blocks = g.K / kLanes;
@@ -272,7 +319,7 @@ GatherPass grad_in_pass(const Conv2dGeometry& g) {
   p.out_plane = g.H * g.W * kLanes;
   p.in_col_step = 1;
   p.out_col_step = static_cast<int>(st);
-  p.KV = output_vectors(p.out_blocks, ceil_div(g.W, st));
+  p.KV = output_vectors(p.out_blocks, ceil_div(g.W, st), isa);
   p.classes = static_cast<int>(st * st);
   for (int64_t ph = 0; ph < st; ++ph)
     for (int64_t pw = 0; pw < st; ++pw) {
@@ -342,20 +389,63 @@ BackwardSpace backward_space(float* ws, const Conv2dGeometry& g) {
   return s;
 }
 
-void convert_in(float* dst, const float* src, int64_t N, int64_t C, int64_t H, int64_t W, int threads) {
+void convert_in(float* dst, const float* src, int64_t N, int64_t C, int64_t H, int64_t W, const BlockedKernels& isa,
+                int threads) {
   const int64_t dst_sample = C * (H + 2) * (W + 2);
 #pragma omp parallel for schedule(static) num_threads(threads) if (N * C * H * W >= kParallelMinWork)
-  for (int64_t n = 0; n < N; ++n) to_blocked(dst + n * dst_sample, src + n * C * H * W, C, H, W, 1);
+  for (int64_t n = 0; n < N; ++n) isa.to_blocked(dst + n * dst_sample, src + n * C * H * W, C, H, W, 1);
 }
 
-}  // namespace
+// The kernels of `isa`, or null where this build or this CPU cannot run them. Auto: AVX-512 in a build
+// with it, else AVX2 where the CPU has it.
+const BlockedKernels* kernels_for(ConvBlockedIsa isa) {
+#if defined(__AVX512F__)
+  const BlockedKernels* avx512 = &conv_blocked_detail::avx512_kernels();
+#else
+  const BlockedKernels* avx512 = nullptr;
+#endif
+  switch (isa) {
+    case ConvBlockedIsa::Avx512:
+      return avx512;
+    case ConvBlockedIsa::Avx2:
+      return conv_blocked_detail::avx2_kernels();
+    case ConvBlockedIsa::Auto:
+      break;
+  }
+  return avx512 != nullptr ? avx512 : conv_blocked_detail::avx2_kernels();
+}
 
-bool conv2d_blocked_supported(const Conv2dGeometry& g) {
+bool geometry_supported(const Conv2dGeometry& g) {
   return g.R == 3 && g.S == 3 && g.padding == 1 && (g.stride == 1 || g.stride == 2) && g.C % kLanes == 0 &&
          g.K % kLanes == 0 && g.C > 0 && g.K > 0 && g.H > 0 && g.W > 0;
 }
 
-bool conv2d_blocked_preferred(const Conv2dGeometry& g) { return conv2d_blocked_supported(g); }
+const BlockedKernels& checked_kernels(const Conv2dGeometry& g, ConvBlockedIsa isa) {
+  BASTION_CHECK(conv2d_blocked_supported(g, isa),
+                "conv2d_blocked: this layer or instruction set is not supported here");
+  return *kernels_for(isa);
+}
+
+}  // namespace
+
+bool conv2d_blocked_isa_available(ConvBlockedIsa isa) { return kernels_for(isa) != nullptr; }
+
+bool conv2d_blocked_supported(const Conv2dGeometry& g, ConvBlockedIsa isa) {
+  return geometry_supported(g) && kernels_for(isa) != nullptr;
+}
+
+// With AVX-512 every supported layer (conv_blocked.h). With AVX2 only, stride 1, or stride 2 on planes at
+// least 16 wide: the AVX2 ladder against im2col + OpenBLAS (bench/RESULTS.md, "The channel-blocked
+// convolution on AVX2", 2026-11-30, AMD EPYC Zen 3) won on every stride-1 layer of ResNet18 and on 64 -> 128
+// and 128 -> 256 at stride 2, and lost on 256 -> 512 at stride 2 (8x8 -> 4x4: forward 0.57x, backward 0.61x).
+bool conv2d_blocked_preferred(const Conv2dGeometry& g) {
+  if (!conv2d_blocked_supported(g)) return false;
+#if defined(__AVX512F__)
+  return true;
+#else
+  return g.stride == 1 || g.W >= 16;
+#endif
+}
 
 int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry& g) {
   return g.K * g.C * kTaps + g.K + forward_chunk_samples(g) * forward_sample_floats(g);
@@ -368,10 +458,10 @@ int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry& g) {
 }
 
 void conv2d_blocked_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
-                                const Conv2dGeometry& g, float* workspace, int threads) {
-  BASTION_ASSERT(conv2d_blocked_supported(g));
+                                const Conv2dGeometry& g, float* workspace, int threads, ConvBlockedIsa isa) {
+  const BlockedKernels& kernels = checked_kernels(g, isa);
   const ForwardSpace s = forward_space(workspace, g);
-  GatherPass p = forward_pass(g);
+  GatherPass p = forward_pass(g, kernels);
   pack_weights(s.packed, weight, g.K, g.C, p.KV, false, threads);
   if (bias)
     std::copy_n(bias, g.K, s.bias);
@@ -385,26 +475,28 @@ void conv2d_blocked_forward_cpu(float* out, const float* in, const float* weight
     float* out_chunk = out + n0 * out_sample;
     run_gather(
         s.out, s.x, s.packed, s.bias, p, threads,
-        [&](int64_t n) { to_blocked(s.x + n * x_sample, in_chunk + n * in_sample, g.C, g.H, g.W, 1); },
-        [&](int64_t n) { from_blocked(out_chunk + n * out_sample, s.out + n * out_sample, g.K, g.out_plane()); });
+        [&](int64_t n) { kernels.to_blocked(s.x + n * x_sample, in_chunk + n * in_sample, g.C, g.H, g.W, 1); },
+        [&](int64_t n) {
+          kernels.from_blocked(out_chunk + n * out_sample, s.out + n * out_sample, g.K, g.out_plane());
+        });
   }
 }
 
 void conv2d_blocked_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
                                  const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
-                                 int threads) {
-  BASTION_ASSERT(conv2d_blocked_supported(g));
+                                 int threads, ConvBlockedIsa isa) {
+  const BlockedKernels& kernels = checked_kernels(g, isa);
   if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
   if (!grad_in && !grad_weight) return;
   const BackwardSpace s = backward_space(workspace, g);
-  convert_in(s.dy, grad_out, g.N, g.K, g.OH, g.OW, threads);
+  convert_in(s.dy, grad_out, g.N, g.K, g.OH, g.OW, kernels, threads);
   if (grad_weight) {
     if (g.N == 0) {
       std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
     } else {
-      convert_in(s.x, in, g.N, g.C, g.H, g.W, threads);
-      const WeightPass p = weight_pass(g);
-      run_weight(s.totals, s.dy, s.x, p, threads);
+      convert_in(s.x, in, g.N, g.C, g.H, g.W, kernels, threads);
+      const WeightPass p = weight_pass(g, kernels);
+      run_weight(s.totals, s.dy, s.x, p, kernels, threads);
       // totals [k / (16 KV)][c / 16][c % 16][kv][tap][k % 16] -> grad_weight[k, c, tap]
       const int64_t CB = g.C / kLanes;
 #pragma omp parallel for schedule(static) num_threads(threads) if (g.K * g.C * kTaps >= kParallelMinWork)
@@ -418,31 +510,15 @@ void conv2d_blocked_backward_cpu(float* grad_in, float* grad_weight, float* grad
     }
   }
   if (grad_in) {
-    const GatherPass p = grad_in_pass(g);
+    const GatherPass p = grad_in_pass(g, kernels);
     pack_weights(s.packed, weight, g.K, g.C, p.KV, true, threads);
     float* zeros = s.totals;  // C floats of zero start values; the totals are read out above
     std::fill_n(zeros, g.C, 0.0f);
     const int64_t in_sample = g.C * g.H * g.W;
     run_gather(
         s.grad_in, s.dy, s.packed, zeros, p, threads, [](int64_t) {},
-        [&](int64_t n) { from_blocked(grad_in + n * in_sample, s.grad_in + n * in_sample, g.C, g.H * g.W); });
+        [&](int64_t n) { kernels.from_blocked(grad_in + n * in_sample, s.grad_in + n * in_sample, g.C, g.H * g.W); });
   }
 }
-
-#else  // no AVX-512
-
-bool conv2d_blocked_supported(const Conv2dGeometry&) { return false; }
-bool conv2d_blocked_preferred(const Conv2dGeometry&) { return false; }
-int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry&) { return 0; }
-int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry&) { return 0; }
-void conv2d_blocked_forward_cpu(float*, const float*, const float*, const float*, const Conv2dGeometry&, float*, int) {
-  BASTION_FAIL("conv2d_blocked: built without AVX-512");
-}
-void conv2d_blocked_backward_cpu(float*, float*, float*, const float*, const float*, const float*,
-                                 const Conv2dGeometry&, float*, int) {
-  BASTION_FAIL("conv2d_blocked: built without AVX-512");
-}
-
-#endif
 
 }  // namespace bastion

@@ -1,6 +1,10 @@
 // conv2d_blocked: ResNet's 3x3 convolutions (stride 1 and 2, padding 1, C and K multiples of 16) by
-// register-blocked AVX-512 loops over channel-blocked copies of the tensors. Same math, layouts and
-// contracts as conv2d (kernels/cpu/conv.h): NCHW in, NCHW out.
+// register-blocked AVX-512 loops over channel-blocked copies of the tensors, or on CPUs without AVX-512 by
+// the same plan's AVX2 + FMA kernels (conv_blocked_avx2.cpp, resized for 16 ymm registers: one output
+// vector x up to 6 pixels, the weight gradient's 9 taps in passes of 5 and 4, blocks of pixels across rows
+// on planes narrower than 12; compiled for AVX2 on every x86-64 build and chosen at run time). Same math,
+// layouts and contracts as conv2d (kernels/cpu/conv.h): NCHW in, NCHW out. The paragraphs below describe
+// the AVX-512 plan; the plan's budgets per instruction set are conv_blocked_internal.h's BlockedKernels.
 //   out[n, k, oh, ow] = bias[k] + sum_{c, r, s} weight[k, c, r, s] * in[n, c, oh*st - 1 + r, ow*st - 1 + s]
 // PyTorch equivalent: F.conv2d(x, w, b, stride=st, padding=1)
 //
@@ -26,7 +30,8 @@
 // grad_weight walks the batch in chunks of samples (~1 MB of blocked data, in L2) and inside an item
 // in groups of rows or samples (~32 KB, in L1) that its 16 input channels pass over.
 //
-// Where the op takes it (conv2d_blocked_preferred): every supported layer. bench/conv_blocked_ladder.cpp
+// Where the op takes it (conv2d_blocked_preferred): with AVX-512 every supported layer; with AVX2 only the
+// rule and ladder above conv2d_blocked_preferred in conv_blocked.cpp. bench/conv_blocked_ladder.cpp
 // (ResNet18's CIFAR layers, batch 64, 1 thread, 2026-11-28, bench/RESULTS.md "conv_blocked") against what
 // the op ran before (conv2d_direct at stride 1, im2col + OpenBLAS at stride 2): every layer's three passes
 // together are faster, x1.06 (256 -> 512, stride 2) to x3.1 (512 channels, 4x4), and so is every pass
@@ -38,7 +43,9 @@
 // computes it. grad_weight splits its (output-channel group, input-channel block) items over threads in
 // fixed ranges; each item walks the batch in fixed chunks of samples and adds their pixels to its own
 // totals in a fixed order. Results therefore do not depend on the thread count.
-// Rounding differs from conv2d_direct and im2col + GEMM (other summation orders).
+// Rounding differs from conv2d_direct and im2col + GEMM (other summation orders). The AVX2 kernels make
+// each output's chain of multiply-adds in the AVX-512 order (they cut it at other points, through exact
+// stores and reloads), so the two should agree bit for bit; that was not checked on a CPU that runs both.
 // Backward ASSIGNS grad_in, grad_weight and grad_bias; any may be null.
 // The caller provides conv2d_blocked_workspace_floats(g) floats (the forward alone needs only
 // conv2d_blocked_forward_workspace_floats(g): it runs the batch in chunks of samples whose blocked copies
@@ -52,9 +59,14 @@
 
 namespace bastion {
 
-// True when this build has AVX-512 and g is a 3x3, padding-1 convolution with stride 1 or 2 and C and K
+// Which kernels run: Auto takes AVX-512 in a build with it, else AVX2 + FMA where the CPU has them; the
+// others name one set (tests and benchmarks), which must be available.
+enum class ConvBlockedIsa { Auto, Avx512, Avx2 };
+bool conv2d_blocked_isa_available(ConvBlockedIsa isa);
+
+// True when `isa` is available and g is a 3x3, padding-1 convolution with stride 1 or 2 and C and K
 // multiples of 16 (ResNet's 3x3 layers).
-bool conv2d_blocked_supported(const Conv2dGeometry& g);
+bool conv2d_blocked_supported(const Conv2dGeometry& g, ConvBlockedIsa isa = ConvBlockedIsa::Auto);
 
 // The op (autograd/ops/conv.cpp) takes this path where this is true: every supported layer (the rule and
 // its measurement in the comment above).
@@ -63,10 +75,12 @@ bool conv2d_blocked_preferred(const Conv2dGeometry& g);
 int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry& g);  // enough for the forward
 int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry& g);          // enough for both passes
 
+// Both throw when conv2d_blocked_supported(g, isa) is false.
 void conv2d_blocked_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
-                                const Conv2dGeometry& g, float* workspace, int threads);
+                                const Conv2dGeometry& g, float* workspace, int threads,
+                                ConvBlockedIsa isa = ConvBlockedIsa::Auto);
 void conv2d_blocked_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out,
                                  const float* in, const float* weight, const Conv2dGeometry& g, float* workspace,
-                                 int threads);
+                                 int threads, ConvBlockedIsa isa = ConvBlockedIsa::Auto);
 
 }  // namespace bastion

@@ -1,6 +1,7 @@
 // The layout conversions of conv2d_blocked (kernels/cpu/conv_blocked.h): planes to and from 16-channel
-// blocks (a 16 x 16 register transpose per block of 16 pixels) and the packing of the weights for the
-// gather passes. Declared in conv_blocked_internal.h; conv_blocked.cpp runs them chunk by chunk.
+// blocks on AVX-512 (a 16 x 16 register transpose per block of 16 pixels; AVX2's are in
+// conv_blocked_avx2.cpp) and the packing of the weights for the gather passes, for every instruction set.
+// Declared in conv_blocked_internal.h; conv_blocked.cpp runs them chunk by chunk.
 #include <omp.h>
 
 #include <algorithm>
@@ -61,7 +62,7 @@ __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u)
 }  // namespace
 
 // One sample: planes (C, H, W) -> [C / 16][H + 2 pad][W + 2 pad][16], the border ASSIGNED zero.
-void to_blocked(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t pad) {
+void avx512_to_blocked(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t pad) {
   const int64_t Hp = H + 2 * pad, Wp = W + 2 * pad, HW = H * W;
   for (int64_t cb = 0; cb < C / kLanes; ++cb) {
     float* plane = dst + cb * Hp * Wp * kLanes;
@@ -90,7 +91,7 @@ void to_blocked(float* dst, const float* src, int64_t C, int64_t H, int64_t W, i
 }
 
 // One sample: [C / 16][P][16] -> planes (C, P), ASSIGNED.
-void from_blocked(float* dst, const float* src, int64_t C, int64_t P) {
+void avx512_from_blocked(float* dst, const float* src, int64_t C, int64_t P) {
   for (int64_t cb = 0; cb < C / kLanes; ++cb) {
     const float* block = src + cb * P * kLanes;
     float* channels = dst + cb * kLanes * P;
@@ -104,6 +105,12 @@ void from_blocked(float* dst, const float* src, int64_t C, int64_t P) {
     }
   }
 }
+
+}  // namespace bastion::conv_blocked_detail
+
+#endif  // __AVX512F__
+
+namespace bastion::conv_blocked_detail {
 
 // forward: packed[k / (16 KV)][c / 16][tap][c % 16][(k / 16) % KV][k % 16] = weight[k, c, tap]: the KV
 // weight vectors one broadcast input meets are adjacent. transposed (grad_in): the roles of k and c swapped,
@@ -126,5 +133,3 @@ void pack_weights(float* packed, const float* weight, int64_t K, int64_t C, int 
 }
 
 }  // namespace bastion::conv_blocked_detail
-
-#endif  // __AVX512F__

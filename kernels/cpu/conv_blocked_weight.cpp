@@ -1,22 +1,23 @@
 // The weight-gradient pass of conv2d_blocked (kernels/cpu/conv_blocked.h, plan and layouts there), over
 // the blocked copies conv_blocked.cpp makes:
 //   dw[k, c, r, s] = sum_n sum_{oh, ow} dy[n, k, oh, ow] * in[n, c, oh*st - 1 + r, ow*st - 1 + s]
-// A register block holds KV (2, or 1 when K / 16 is odd) vectors of 16 output channels x the 9 taps of
-// one input channel: per output pixel KV grad_out loads and 9 input broadcasts for 9 KV FMAs.
+// A register block holds the totals of one input channel: on AVX-512 KV (2, or 1 when K / 16 is odd)
+// vectors of 16 output channels x the 9 taps, per output pixel KV grad_out loads and 9 input broadcasts for
+// 9 KV FMAs (AVX2's block, in conv_blocked_avx2.cpp, says how it splits them over its 16 registers).
 // Items (output group, input block) are split over threads in fixed ranges; each walks the batch in fixed
 // chunks of samples (~1 MB of blocked data, in L2), and inside a chunk in groups of rows or samples (~32 KB,
-// in L1) that its 16 input channels pass over, adding to its own totals in one fixed order: results do not
-// depend on the thread count.
-#include "kernels/cpu/conv_blocked_internal.h"
-
-#if defined(__AVX512F__)
-
-#include <immintrin.h>
+// in L1 on AVX-512) that its 16 input channels pass over, adding to its own totals in one fixed order:
+// results do not depend on the thread count.
 #include <omp.h>
 
 #include <algorithm>
 
+#include "kernels/cpu/conv_blocked_internal.h"
 #include "kernels/cpu/parallel.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
 #include "kernels/cpu/unroll.h"
 
 namespace bastion::conv_blocked_detail {
@@ -64,21 +65,31 @@ void weight_block(float* totals, const float* dy, const float* x, const WeightPa
   }
 }
 
-using WeightFn = void (*)(float*, const float*, const float*, const WeightPass&, int64_t, int64_t);
+}  // namespace
 
-WeightFn weight_fn(int KV, int64_t stride) {
+WeightFn avx512_weight_fn(int KV, int64_t stride) {
   if (KV == 2) return stride == 2 ? weight_block<2, 2> : weight_block<2, 1>;
   return stride == 2 ? weight_block<1, 2> : weight_block<1, 1>;
 }
 
+}  // namespace bastion::conv_blocked_detail
+
+#endif  // __AVX512F__
+
+namespace bastion::conv_blocked_detail {
+
+namespace {
+
 // What a weight-gradient group reads (its rows of output gradients, KV blocks, and of one input block)
-// stays in L1 while the group's 16 input channels pass over it; a chunk's samples, all blocks, in L2.
-constexpr int64_t kGroupBytes = 32 * 1024, kChunkBytes = 1024 * 1024;
+// stays in L1 while the group's 16 input channels pass over it (BlockedKernels::weight_group_bytes); a
+// chunk's samples, all blocks, in L2.
+constexpr int64_t kChunkBytes = 1024 * 1024;
 
 }  // namespace
 
-WeightPass weight_pass(const Conv2dGeometry& g) {
-  WeightPass p{g.N, g.C, g.K, g.OH, g.OW, g.stride, 0, 0, 0, 0, (g.K / kLanes) % 2 == 0 ? 2 : 1, 1, 1, 1};
+WeightPass weight_pass(const Conv2dGeometry& g, const BlockedKernels& isa) {
+  const int kv = (g.K / kLanes) % 2 == 0 && isa.max_weight_kv >= 2 ? 2 : 1;
+  WeightPass p{g.N, g.C, g.K, g.OH, g.OW, g.stride, 0, 0, 0, 0, kv, 1, 1, 1};
   p.x_row = (g.W + 2) * kLanes;
   p.x_plane = (g.H + 2) * p.x_row;
   p.dy_row = (g.OW + 2) * kLanes;
@@ -87,19 +98,20 @@ WeightPass weight_pass(const Conv2dGeometry& g) {
     return 4 * ((std::min(g.H + 2, (rows - 1) * g.stride + 3)) * p.x_row + p.KV * rows * g.OW * kLanes);
   };
   p.rows_per_group = 1;
-  while (p.rows_per_group < g.OH && group_bytes(p.rows_per_group + 1) <= kGroupBytes) ++p.rows_per_group;
-  p.samples_per_group = p.rows_per_group == g.OH ? std::max<int64_t>(1, kGroupBytes / group_bytes(g.OH)) : 1;
+  while (p.rows_per_group < g.OH && group_bytes(p.rows_per_group + 1) <= isa.weight_group_bytes) ++p.rows_per_group;
+  p.samples_per_group = p.rows_per_group == g.OH ? std::max<int64_t>(1, isa.weight_group_bytes / group_bytes(g.OH)) : 1;
   const int64_t sample_bytes = 4 * ((g.C / kLanes) * p.x_plane + (g.K / kLanes) * p.dy_plane);
   p.samples_per_chunk = std::max<int64_t>(1, kChunkBytes / sample_bytes / p.samples_per_group) * p.samples_per_group;
   return p;
 }
 
 // totals: [k / (16 KV)][c / 16][c % 16][kv][tap][16], summed over all samples.
-void run_weight(float* totals, const float* dy_blocked, const float* x_blocked, const WeightPass& p, int threads) {
+void run_weight(float* totals, const float* dy_blocked, const float* x_blocked, const WeightPass& p,
+                const BlockedKernels& isa, int threads) {
   const int64_t groups = p.K / kLanes / p.KV, CB = p.C / kLanes, items = groups * CB;
   const int64_t item_floats = kLanes * p.KV * kTaps * kLanes;
   std::fill_n(totals, items * item_floats, 0.0f);
-  const WeightFn fn = weight_fn(p.KV, p.stride);
+  const WeightFn fn = isa.weight(p.KV, p.stride);
   const int64_t dy_sample = (p.K / kLanes) * p.dy_plane, x_sample = CB * p.x_plane;
   const int64_t work = p.N * p.K * p.C * kTaps * p.OH * p.OW;
   // Each thread takes a fixed range of items and walks every chunk for them: no barrier between chunks
@@ -128,5 +140,3 @@ void run_weight(float* totals, const float* dy_blocked, const float* x_blocked, 
 }
 
 }  // namespace bastion::conv_blocked_detail
-
-#endif  // __AVX512F__
