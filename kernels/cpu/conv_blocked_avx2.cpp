@@ -41,14 +41,25 @@ constexpr int64_t kFlatBelowCols = 12;
 
 // ---- gather passes (forward, grad_in) --------------------------------------------------------------
 
+// Where pixel t of a block lies, in floats from the block's input and output pointers: one row's adjacent
+// pixels, IS and OS pixels apart, or (Flat, on rows narrower than kFlatBelowCols, whose own blocks would
+// hold 4 pixels or fewer) anywhere in the class's grid, at GatherArgs::pixel_in and pixel_out.
+template <int IS, int OS, bool Flat>
+struct PixelAt {
+  const GatherArgs& a;
+  [[gnu::always_inline]] int64_t in(int t) const { return Flat ? a.pixel_in[t] : t * IS * kLanes; }
+  [[gnu::always_inline]] int64_t out(int t) const { return Flat ? a.pixel_out[t] : t * OS * kLanes; }
+};
+
 // One output block x T pixels (KV = 1): out[t] (+)= sum over the call's input blocks, the class's taps and 16
 // input channels of weight vector x broadcast input, in conv_blocked.cpp's order.
-template <int T, int IS, int OS>
+template <int T, int IS, int OS, bool Flat>
 void gather_block(float* out, const float* in, const float* w, const float* init, const GatherArgs& a) {
+  const PixelAt<IS, OS, Flat> at{a};
   __m256 lo[T], hi[T];
   BASTION_UNROLL(6)
   for (int t = 0; t < T; ++t) {
-    const float* from = init ? init : out + t * OS * kLanes;
+    const float* from = init ? init : out + at.out(t);
     lo[t] = _mm256_loadu_ps(from);
     hi[t] = _mm256_loadu_ps(from + kHalf);
   }
@@ -56,14 +67,17 @@ void gather_block(float* out, const float* in, const float* w, const float* init
     const float* in_cb = in + cb * a.in_cb_stride;
     const float* w_cb = w + cb * a.w_cb_stride;
     for (int tap = 0; tap < a.cls->ntaps; ++tap) {
-      const float* ip = in_cb + a.cls->in_off[tap];
+      // A row's pixels at constant offsets from one pointer; flat blocks' pixels by a pointer each.
+      const float* ip[T];
+      BASTION_UNROLL(6)
+      for (int t = 0; t < T; ++t) ip[t] = in_cb + a.cls->in_off[tap] + (Flat ? at.in(t) : 0);
       const float* wp = w_cb + a.cls->w_off[tap];
       BASTION_UNROLL(16)
       for (int c = 0; c < kLanes; ++c) {
         const __m256 wl = _mm256_loadu_ps(wp + c * kLanes), wh = _mm256_loadu_ps(wp + c * kLanes + kHalf);
         BASTION_UNROLL(6)
         for (int t = 0; t < T; ++t) {
-          const __m256 x = _mm256_broadcast_ss(ip + t * IS * kLanes + c);
+          const __m256 x = _mm256_broadcast_ss(Flat ? ip[t] + c : ip[0] + at.in(t) + c);
           lo[t] = _mm256_fmadd_ps(wl, x, lo[t]);
           hi[t] = _mm256_fmadd_ps(wh, x, hi[t]);
         }
@@ -72,79 +86,32 @@ void gather_block(float* out, const float* in, const float* w, const float* init
   }
   BASTION_UNROLL(6)
   for (int t = 0; t < T; ++t) {
-    _mm256_storeu_ps(out + t * OS * kLanes, lo[t]);
-    _mm256_storeu_ps(out + t * OS * kLanes + kHalf, hi[t]);
+    _mm256_storeu_ps(out + at.out(t), lo[t]);
+    _mm256_storeu_ps(out + at.out(t) + kHalf, hi[t]);
   }
 }
 
-template <int IS, int OS>
+template <int IS, int OS, bool Flat>
 GatherFn gather_for(int T) {
   static constexpr GatherFn table[] = {nullptr,
-                                       gather_block<1, IS, OS>,
-                                       gather_block<2, IS, OS>,
-                                       gather_block<3, IS, OS>,
-                                       gather_block<4, IS, OS>,
-                                       gather_block<5, IS, OS>,
-                                       gather_block<6, IS, OS>};
+                                       gather_block<1, IS, OS, Flat>,
+                                       gather_block<2, IS, OS, Flat>,
+                                       gather_block<3, IS, OS, Flat>,
+                                       gather_block<4, IS, OS, Flat>,
+                                       gather_block<5, IS, OS, Flat>,
+                                       gather_block<6, IS, OS, Flat>};
   return T >= 1 && T <= kMaxPixels ? table[T] : nullptr;
 }
 
 // KV is always 1 here (max_gather_kv): the plan asks for no other.
 GatherFn gather_fn(int KV, int T, int in_col_step, int out_col_step) {
   if (KV != 1) return nullptr;
-  if (in_col_step == 2) return gather_for<2, 1>(T);
-  if (out_col_step == 2) return gather_for<1, 2>(T);
-  return gather_for<1, 1>(T);
+  if (in_col_step == 2) return gather_for<2, 1, false>(T);
+  if (out_col_step == 2) return gather_for<1, 2, false>(T);
+  return gather_for<1, 1, false>(T);
 }
 
-// T pixels at the offsets a.pixel_in and a.pixel_out (rows narrower than kFlatBelowCols, where a row's
-// blocks hold 4 pixels or fewer): the same sums in the same order as gather_block.
-template <int T>
-void gather_flat_block(float* out, const float* in, const float* w, const float* init, const GatherArgs& a) {
-  __m256 lo[T], hi[T];
-  BASTION_UNROLL(6)
-  for (int t = 0; t < T; ++t) {
-    const float* from = init ? init : out + a.pixel_out[t];
-    lo[t] = _mm256_loadu_ps(from);
-    hi[t] = _mm256_loadu_ps(from + kHalf);
-  }
-  for (int64_t cb = 0; cb < a.cbs; ++cb) {
-    const float* in_cb = in + cb * a.in_cb_stride;
-    const float* w_cb = w + cb * a.w_cb_stride;
-    for (int tap = 0; tap < a.cls->ntaps; ++tap) {
-      const float* ip[T];
-      BASTION_UNROLL(6)
-      for (int t = 0; t < T; ++t) ip[t] = in_cb + a.cls->in_off[tap] + a.pixel_in[t];
-      const float* wp = w_cb + a.cls->w_off[tap];
-      BASTION_UNROLL(16)
-      for (int c = 0; c < kLanes; ++c) {
-        const __m256 wl = _mm256_loadu_ps(wp + c * kLanes), wh = _mm256_loadu_ps(wp + c * kLanes + kHalf);
-        BASTION_UNROLL(6)
-        for (int t = 0; t < T; ++t) {
-          const __m256 x = _mm256_broadcast_ss(ip[t] + c);
-          lo[t] = _mm256_fmadd_ps(wl, x, lo[t]);
-          hi[t] = _mm256_fmadd_ps(wh, x, hi[t]);
-        }
-      }
-    }
-  }
-  BASTION_UNROLL(6)
-  for (int t = 0; t < T; ++t) {
-    _mm256_storeu_ps(out + a.pixel_out[t], lo[t]);
-    _mm256_storeu_ps(out + a.pixel_out[t] + kHalf, hi[t]);
-  }
-}
-
-GatherFn gather_flat_fn(int T) {
-  static constexpr GatherFn table[] = {nullptr,
-                                       gather_flat_block<1>,
-                                       gather_flat_block<2>,
-                                       gather_flat_block<3>,
-                                       gather_flat_block<4>,
-                                       gather_flat_block<5>,
-                                       gather_flat_block<6>};
-  return T >= 1 && T <= kMaxPixels ? table[T] : nullptr;
-}
+GatherFn gather_flat_fn(int T) { return gather_for<1, 1, true>(T); }
 
 // ---- weight gradient --------------------------------------------------------------------------------
 
