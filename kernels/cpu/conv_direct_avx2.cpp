@@ -358,16 +358,22 @@ int64_t weight_grad_totals_floats(const ValidConv& v) {
 }
 
 // grad_out (N, K, OH, OW) -> row-strided rows of width Wp with zeros in the dropped columns, the tail and
-// the padded channels: (N, K_padded, out_stride()).
+// the padded channels: (N, K_padded, out_stride()). Each float is written once: zeroing the whole buffer
+// first and copying over it was 3.8 % of LeNet's training step (perf, 2026-11-30, Zen 3).
 void grad_out_rows(float* rows, const float* grad_out, const Conv2dGeometry& g, const ValidConv& v, int threads) {
   const int64_t sample_floats = v.K_padded * v.out_stride();
 #pragma omp parallel for schedule(static) num_threads(threads) if (g.N * sample_floats >= kParallelMinWork)
   for (int64_t n = 0; n < g.N; ++n) {
     float* dst = rows + n * sample_floats;
-    fill_zero(dst, sample_floats);
-    for (int64_t k = 0; k < g.K; ++k)
-      for (int64_t oh = 0; oh < g.OH; ++oh)
-        copy_row(dst + k * v.out_stride() + oh * v.Wp, grad_out + ((n * g.K + k) * g.OH + oh) * g.OW, g.OW);
+    for (int64_t k = 0; k < g.K; ++k) {
+      float* channel = dst + k * v.out_stride();
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        copy_row(channel + oh * v.Wp, grad_out + ((n * g.K + k) * g.OH + oh) * g.OW, g.OW);
+        if (oh + 1 < g.OH) fill_zero(channel + oh * v.Wp + g.OW, v.Wp - g.OW);  // the dropped columns
+      }
+      fill_zero(channel + v.Q, v.out_stride() - v.Q);  // the tail after the last row
+    }
+    fill_zero(dst + g.K * v.out_stride(), (v.K_padded - g.K) * v.out_stride());
   }
 }
 

@@ -166,15 +166,22 @@ __m512* aligned_totals(float* at) {
   return reinterpret_cast<__m512*>((address + 63) & ~uintptr_t{63});
 }
 
+// Each float is written once (the dropped columns, the tail and the padded channels zeroed, the rest
+// copied), as in conv_direct_avx2.cpp, where zeroing the whole buffer first was 3.8 % of LeNet's step.
 void grad_out_rows(float* rows, const float* grad_out, const Conv2dGeometry& g, const ValidConv& v, int threads) {
 #pragma omp parallel for schedule(static) \
     num_threads(threads) if (g.N * v.K_padded * v.out_stride() >= kParallelMinWork)
   for (int64_t n = 0; n < g.N; ++n) {
     float* dst = rows + n * v.K_padded * v.out_stride();
-    std::fill_n(dst, v.K_padded * v.out_stride(), 0.0f);
-    for (int64_t k = 0; k < g.K; ++k)
-      for (int64_t oh = 0; oh < g.OH; ++oh)
-        copy_row(dst + k * v.out_stride() + oh * v.Wp, grad_out + ((n * g.K + k) * g.OH + oh) * g.OW, g.OW);
+    for (int64_t k = 0; k < g.K; ++k) {
+      float* channel = dst + k * v.out_stride();
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        copy_row(channel + oh * v.Wp, grad_out + ((n * g.K + k) * g.OH + oh) * g.OW, g.OW);
+        if (oh + 1 < g.OH) std::fill_n(channel + oh * v.Wp + g.OW, v.Wp - g.OW, 0.0f);
+      }
+      std::fill_n(channel + v.Q, v.out_stride() - v.Q, 0.0f);
+    }
+    std::fill_n(dst + g.K * v.out_stride(), (v.K_padded - g.K) * v.out_stride(), 0.0f);
   }
 }
 
