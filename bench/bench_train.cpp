@@ -1,6 +1,6 @@
 // bench_train: one full SGD training step of a zoo model at batch 64 (cnn-fedfsa: 48, FedFSA's batch),
 // the unit of all FL client work. The models the seed papers train on CPU: mlp (pFedSAM), lenet,
-// cnn-fedcap (FedCAP), cnn-fedfsa 1x28x28 (FedFSA), cnn-spmc (SPMC) and resnet18 (3 steps, for the record).
+// cnn-fedcap (FedCAP), cnn-fedfsa 1x28x28 (FedFSA), cnn-spmc (SPMC), resnet18 and resnet10 (3 steps each).
 //
 //   train_step/<model>/<C>x<H>x<W>/threads:T
 //   fedfsa_step/{plain,sam}/threads:T   FedFSA Table 1's local step on cnn-fedfsa (below): the SAM / plain
@@ -240,6 +240,7 @@ int main(int argc, char** argv) {
       {"cnn-fedfsa", {1, 28, 28}, kFedfsaBatch, 0},
       {"cnn-spmc", {3, 32, 32}, kBatch, 0},
       {"resnet18", {3, 32, 32}, kBatch, 3},
+      {"resnet10", {3, 32, 32}, kBatch, 3},
   };
   for (const TrainCase& c : cases) {
     for (int threads : {1, 2}) {
@@ -256,8 +257,10 @@ int main(int argc, char** argv) {
           std::string("fedfsa_step/") + (sam_step ? "sam" : "plain") + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), bm_fedfsa_step, sam_step, threads)->UseRealTime();
     }
-  const EvalCase evaluations[] = {
-      {"lenet", {1, 28, 28}, 10000, 1000}, {"resnet18", {3, 32, 32}, 512, 128}, {"cnn-fedfsa", {1, 28, 28}, 2560, 128}};
+  const EvalCase evaluations[] = {{"lenet", {1, 28, 28}, 10000, 1000},
+                                  {"resnet18", {3, 32, 32}, 512, 128},
+                                  {"resnet10", {3, 32, 32}, 512, 128},
+                                  {"cnn-fedfsa", {1, 28, 28}, 2560, 128}};
   for (const EvalCase& c : evaluations) {
     for (int threads : {1, 2}) {
       const std::string name = std::string("evaluate/") + c.model + "/" + std::to_string(c.input.channels) + "x" +

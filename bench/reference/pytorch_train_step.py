@@ -16,6 +16,7 @@ Models, identical in shapes to Bastion's zoo (nn/models.cpp), at batch 64 (cnn-f
   cnn-fedfsa  conv 1->4 k5, ReLU, pool, conv 4->12 k5, ReLU, pool, fc 192->1024->1024->10 (ReLUs)
   cnn-spmc    the LeNet trunk (3x32x32), then l1 84->84, ReLU, l2 84->256, cls 256->10
   resnet18    CIFAR ResNet18 (3x3 stem, no max-pool, BasicBlocks [2, 2, 2, 2], BatchNorm), 1 step per pass
+  resnet10    the same with BasicBlocks [1, 1, 1, 1]
 One step = opt.zero_grad(); F.cross_entropy(model(x), y).backward(); opt.step() with
 SGD(lr=0.01, momentum=0.9); x ~ N(0, 1), y uniform in [0, 10), fixed seed, the same batch every step.
 For each (model, threads in 1, 2): torch.set_num_threads(threads), 20 warm-up steps, then `passes`
@@ -138,15 +139,16 @@ class BasicBlock(nn.Module):
 
 
 class ResNet18(nn.Module):
-    """CIFAR ResNet18 as nn/models.cpp: 3x3 stem without max-pool, BasicBlocks [2, 2, 2, 2], GAP, fc."""
+    """CIFAR ResNet18 as nn/models.cpp: 3x3 stem without max-pool, BasicBlocks [2, 2, 2, 2], GAP, fc;
+    blocks_per_stage=1 is resnet10."""
 
-    def __init__(self, channels, size):
+    def __init__(self, channels, size, blocks_per_stage=2):
         super().__init__()
         self.conv1 = nn.Conv2d(channels, 64, 3, 1, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
         blocks, cin = [], 64
         for width, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
-            for b in range(2):
+            for b in range(blocks_per_stage):
                 blocks.append(BasicBlock(cin, width, stride if b == 0 else 1))
                 cin = width
         self.blocks = nn.Sequential(*blocks)
@@ -166,6 +168,7 @@ CASES = [
     ("cnn-fedfsa", (1, 28, 28), FedfsaCnn, 48),
     ("cnn-spmc", (3, 32, 32), SpmcCnn, 64),
     ("resnet18", (3, 32, 32), ResNet18, 64),
+    ("resnet10", (3, 32, 32), lambda c, s: ResNet18(c, s, blocks_per_stage=1), 64),
 ]
 
 
