@@ -54,7 +54,9 @@ using GatherFn = void (*)(float* out, const float* in, const float* w, const flo
 // A weight-gradient block: the totals of one input channel (KV x 9 vectors) += the group's pixels.
 using WeightFn = void (*)(float* totals, const float* dy, const float* x, const WeightPass& p, int64_t samples,
                           int64_t rows);
+// One sample: planes (C, H, W) -> [C / 16][H + 2 pad][W + 2 pad][16], the border ASSIGNED zero.
 using ToBlockedFn = void (*)(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t pad);
+// One sample: [C / 16][P][16] -> planes (C, P), ASSIGNED.
 using FromBlockedFn = void (*)(float* dst, const float* src, int64_t C, int64_t P);
 
 // What differs between the instruction sets: the kernels and the register and L1 budgets the plan sizes
@@ -75,10 +77,6 @@ struct BlockedKernels {
   ToBlockedFn to_blocked;
   FromBlockedFn from_blocked;
 };
-
-// One sample: planes (C, H, W) -> [C / 16][H + 2 pad][W + 2 pad][16], the border ASSIGNED zero.
-// One sample: [C / 16][P][16] -> planes (C, P), ASSIGNED.
-// (Each instruction set's pair is in its BlockedKernels.)
 
 // The weights in the gather passes' order (conv_blocked_layout.cpp has the layouts); `transposed` for grad_in.
 void pack_weights(float* packed, const float* weight, int64_t K, int64_t C, int KV, bool transposed, int threads);
