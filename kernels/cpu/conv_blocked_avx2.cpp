@@ -52,7 +52,7 @@ struct PixelAt {
 };
 
 // One output block x T pixels (KV = 1): out[t] (+)= sum over the call's input blocks, the class's taps and 16
-// input channels of weight vector x broadcast input, in conv_blocked.cpp's order.
+// input channels of weight vector x broadcast input, in conv_blocked_gather.cpp's order.
 template <int T, int IS, int OS, bool Flat>
 void gather_block(float* out, const float* in, const float* w, const float* init, const GatherArgs& a) {
   const PixelAt<IS, OS, Flat> at{a};

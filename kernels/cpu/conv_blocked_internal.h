@@ -1,6 +1,6 @@
 // Internal to kernels/cpu/conv_blocked*.cpp: the layout conversions and weight packing
 // (conv_blocked_layout.cpp), the weight-gradient pass (conv_blocked_weight.cpp), and the register-blocked
-// kernels of each instruction set (AVX-512 in conv_blocked.cpp and conv_blocked_weight.cpp, AVX2 in
+// kernels of each instruction set (AVX-512 in conv_blocked_gather.cpp and conv_blocked_weight.cpp, AVX2 in
 // conv_blocked_avx2.cpp), which conv_blocked.cpp runs on the blocked copies it makes. Layouts and plan:
 // kernels/cpu/conv_blocked.h. This header includes no C++ library header but <cstdint>, because
 // conv_blocked_avx2.cpp, compiled for AVX2 on every x86-64 build, includes it (gemm_small_blocks.h says why).
@@ -87,7 +87,7 @@ WeightPass weight_pass(const Conv2dGeometry& g, const BlockedKernels& isa);
 void run_weight(float* totals, const float* dy_blocked, const float* x_blocked, const WeightPass& p,
                 const BlockedKernels& isa, int threads);
 
-// The AVX-512 set (conv_blocked.cpp; only in builds with AVX-512), and its parts in the other files.
+// The AVX-512 set (conv_blocked_gather.cpp; only in builds with AVX-512), and its parts in the other files.
 const BlockedKernels& avx512_kernels();
 WeightFn avx512_weight_fn(int KV, int64_t stride);
 void avx512_to_blocked(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t pad);
