@@ -11,6 +11,7 @@
 #include "bench/bench_kernels_support.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_blocked.h"
+#include "kernels/cpu/conv_winograd.h"
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
@@ -203,20 +204,67 @@ void bm_conv_blocked_forward(benchmark::State& state, ConvLayer layer, int threa
   state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void bm_conv_blocked_backward(benchmark::State& state, ConvLayer layer, int threads) {
+// Which gradients a backward benchmark asks for: both (grad_in unless the layer is a first layer) or one.
+enum class ConvGrads { Both, InputOnly, WeightOnly };
+
+// A backward pass's flops (each gradient costs one forward) and the pointers it passes (null: skipped).
+double conv_backward_flops(const ConvLayer& layer, ConvGrads grads) {
+  const double pass = conv_forward_flops(layer.g);
+  if (grads != ConvGrads::Both) return pass;
+  return pass * (layer.first_layer ? 1.0 : 2.0);
+}
+
+using ConvBackwardFn = void (*)(float*, float*, float*, const float*, const float*, const float*, const Conv2dGeometry&,
+                                float*, int);
+
+void blocked_backward(float* gi, float* gw, float* gb, const float* dy, const float* x, const float* w,
+                      const Conv2dGeometry& g, float* ws, int threads) {
+  conv2d_blocked_backward_cpu(gi, gw, gb, dy, x, w, g, ws, threads);
+}
+
+// Rung 4's and rung 5's backward (both gradients, or one; grad_bias with the weight's).
+void bm_conv_backward_of(benchmark::State& state, ConvLayer layer, int threads, ConvBackwardFn backward,
+                         int64_t workspace_floats, ConvGrads grads) {
   set_num_threads(threads);
   const Conv2dGeometry& g = layer.g;
   Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), grad_out(g.N * g.K * g.out_plane(), 3),
       grad_in(g.N * g.C * g.H * g.W, 4), grad_weight(g.K * g.crs(), 5), grad_bias(g.K, 6),
-      workspace(conv2d_blocked_workspace_floats(g), 7);
-  float* grad_in_ptr = layer.first_layer ? nullptr : grad_in.get();
+      workspace(workspace_floats, 7);
+  const bool want_in = grads == ConvGrads::InputOnly || (grads == ConvGrads::Both && !layer.first_layer);
+  const bool want_weight = grads != ConvGrads::InputOnly;
+  float* grad_in_ptr = want_in ? grad_in.get() : nullptr;
+  float* grad_weight_ptr = want_weight ? grad_weight.get() : nullptr;
+  float* grad_bias_ptr = want_weight ? grad_bias.get() : nullptr;
   for (auto _ : state) {
-    conv2d_blocked_backward_cpu(grad_in_ptr, grad_weight.get(), grad_bias.get(), grad_out.get(), in.get(), weight.get(),
-                                g, workspace.get(), threads);
+    backward(grad_in_ptr, grad_weight_ptr, grad_bias_ptr, grad_out.get(), in.get(), weight.get(), g, workspace.get(),
+             threads);
     benchmark::ClobberMemory();
   }
-  const double flops = conv_forward_flops(g) * (layer.first_layer ? 1.0 : 2.0);
-  state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(conv_backward_flops(layer, grads), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_conv_blocked_backward(benchmark::State& state, ConvLayer layer, int threads, ConvGrads grads) {
+  bm_conv_backward_of(state, layer, threads, blocked_backward, conv2d_blocked_workspace_floats(layer.g), grads);
+}
+
+// Rung 5, conv_winograd (kernels/cpu/conv_winograd.h), stride-1 layers: the direct convolution's flop
+// counts, so its GFLOP/s read as an equivalent rate (it does 2.25x fewer multiply-adds in its GEMMs).
+void bm_conv_winograd_forward(benchmark::State& state, ConvLayer layer, int threads) {
+  set_num_threads(threads);
+  const Conv2dGeometry& g = layer.g;
+  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
+      workspace(conv2d_winograd_workspace_floats(g), 5);
+  for (auto _ : state) {
+    conv2d_winograd_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_conv_winograd_backward(benchmark::State& state, ConvLayer layer, int threads, ConvGrads grads) {
+  bm_conv_backward_of(state, layer, threads, conv2d_winograd_backward_cpu, conv2d_winograd_workspace_floats(layer.g),
+                      grads);
 }
 
 // im2col / col2im of the first chunk alone: bytes = input read + columns written (im2col), or
@@ -285,14 +333,28 @@ void bm_max_pool_backward(benchmark::State& state, Pool2dGeometry g, int threads
   state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Rung 4's forward and backward on one layer at t threads.
+// Rung 4's forward and backward on one layer at t threads, each gradient alone too; rung 5's where it
+// runs the layer.
 void register_conv_blocked(const ConvLayer& layer, int t) {
   benchmark::RegisterBenchmark(("conv_blocked_forward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_forward, layer,
                                t)
       ->UseRealTime();
-  benchmark::RegisterBenchmark(("conv_blocked_backward" + suffix(layer.name, t)).c_str(), bm_conv_blocked_backward,
+  const std::pair<const char*, ConvGrads> passes[] = {
+      {"backward", ConvGrads::Both}, {"grad_in", ConvGrads::InputOnly}, {"grad_weight", ConvGrads::WeightOnly}};
+  for (const auto& [pass, grads] : passes) {
+    benchmark::RegisterBenchmark(("conv_blocked_" + std::string(pass) + suffix(layer.name, t)).c_str(),
+                                 bm_conv_blocked_backward, layer, t, grads)
+        ->UseRealTime();
+  }
+  if (!conv2d_winograd_supported(layer.g)) return;
+  benchmark::RegisterBenchmark(("conv_winograd_forward" + suffix(layer.name, t)).c_str(), bm_conv_winograd_forward,
                                layer, t)
       ->UseRealTime();
+  for (const auto& [pass, grads] : passes) {
+    benchmark::RegisterBenchmark(("conv_winograd_" + std::string(pass) + suffix(layer.name, t)).c_str(),
+                                 bm_conv_winograd_backward, layer, t, grads)
+        ->UseRealTime();
+  }
 }
 
 }  // namespace

@@ -265,6 +265,9 @@ TEST(GradcheckConv, Geometries) {
       // (kernels/cpu/conv_blocked.h), stride 1 and stride 2 on odd sizes
       {2, 16, 5, 4, 16, 3, 1, 1, true},
       {3, 16, 5, 5, 32, 3, 2, 1, false},
+      // the same at stride 1 on even planes: Winograd F(2x2, 3x3) where conv2d_winograd_preferred says so
+      // (kernels/cpu/conv_winograd.h), else the channel-blocked path again
+      {2, 16, 4, 6, 32, 3, 1, 1, true},
   };
   uint64_t seed = 100;
   for (const ConvCase& c : cases) check_conv(c, /*input_requires_grad=*/true, seed++);

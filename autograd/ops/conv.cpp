@@ -4,6 +4,7 @@
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_blocked.h"
 #include "kernels/cpu/conv_direct.h"
+#include "kernels/cpu/conv_winograd.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/conv.h"
 
@@ -62,7 +63,29 @@ Tensor conv2d_blocked_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
   });
 }
 
+// ResNet's stride-1 3x3 layers by Winograd F(2x2, 3x3) (kernels/cpu/conv_winograd.h), where
+// conv2d_winograd_preferred says its ladder wins.
+Tensor conv2d_winograd_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
+  Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});
+  {
+    Tensor workspace = Tensor::empty({conv2d_winograd_workspace_floats(g)});
+    conv2d_winograd_forward_cpu(out.data(), x.data(), weight.data(), data_or_null(bias), g, workspace.data(),
+                                num_threads());
+  }
+  return record(out, "conv2d", {x, weight, bias}, [x, weight, g](const Tensor& grad, const Node& node) {
+    Tensor dx = node.needs_grad[0] ? Tensor::empty(x.shape()) : Tensor();
+    Tensor dw = node.needs_grad[1] ? Tensor::empty(weight.shape()) : Tensor();
+    Tensor db = node.needs_grad[2] ? Tensor::empty({g.K}) : Tensor();
+    Tensor workspace = Tensor::empty({conv2d_winograd_workspace_floats(g)});
+    conv2d_winograd_backward_cpu(data_or_null(dx), data_or_null(dw), data_or_null(db), grad.data(), x.data(),
+                                 weight.data(), g, workspace.data(), num_threads());
+    count_conv2d_backward_flops(g, node);
+    return std::vector<Tensor>{dx, dw, db};
+  });
+}
+
 Tensor conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& g) {
+  if (conv2d_winograd_preferred(g)) return conv2d_winograd_cpu(x, weight, bias, g);
   if (conv2d_blocked_preferred(g)) return conv2d_blocked_cpu(x, weight, bias, g);
   if (conv2d_direct_preferred(g)) return conv2d_direct_cpu(x, weight, bias, g);
   Tensor out = Tensor::empty({g.N, g.K, g.OH, g.OW});

@@ -331,6 +331,8 @@ bool conv2d_blocked_supported(const Conv2dGeometry& g, ConvBlockedIsa isa) {
 // least 16 wide: the AVX2 ladder against im2col + OpenBLAS (bench/RESULTS.md, "The channel-blocked
 // convolution on AVX2", 2026-11-30, AMD EPYC Zen 3) won on every stride-1 layer of ResNet18 and on 64 -> 128
 // and 128 -> 256 at stride 2, and lost on 256 -> 512 at stride 2 (8x8 -> 4x4: forward 0.57x, backward 0.61x).
+// The op asks conv2d_winograd_preferred (kernels/cpu/conv_winograd.h) first: on AVX2 Winograd F(2x2, 3x3)
+// beat these kernels on the stride-1 layers with even planes, so there they run only the odd ones.
 bool conv2d_blocked_preferred(const Conv2dGeometry& g) {
   if (!conv2d_blocked_supported(g)) return false;
 #if defined(__AVX512F__)

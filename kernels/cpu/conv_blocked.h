@@ -31,7 +31,8 @@
 // in groups of rows or samples (~32 KB, in L1) that its 16 input channels pass over.
 //
 // Where the op takes it (conv2d_blocked_preferred): with AVX-512 every supported layer; with AVX2 only the
-// rule and ladder above conv2d_blocked_preferred in conv_blocked.cpp. bench/conv_blocked_ladder.cpp
+// rule and ladder above conv2d_blocked_preferred in conv_blocked.cpp, less the stride-1 layers on even planes
+// that Winograd takes first (kernels/cpu/conv_winograd.h). bench/conv_blocked_ladder.cpp
 // (ResNet18's CIFAR layers, batch 64, 1 thread, 2026-11-28, bench/RESULTS.md "conv_blocked") against what
 // the op ran before (conv2d_direct at stride 1, im2col + OpenBLAS at stride 2): every layer's three passes
 // together are faster, x1.06 (256 -> 512, stride 2) to x3.1 (512 channels, 4x4), and so is every pass
