@@ -39,12 +39,22 @@ struct Plan {
   int64_t padded_plane() const { return (H + 2) * (W + 2); }
 };
 
-Plan make_plan(int64_t N, int64_t in_ch, int64_t out_ch, int64_t H, int64_t W) {
+Plan make_plan(int64_t N, int64_t in_ch, int64_t out_ch, int64_t H, int64_t W, int64_t min_tiles = kMinChunkTiles) {
   Plan p{N, in_ch, out_ch, H, W, 1};
   const int64_t per_sample = kXi * p.tiles() * (in_ch + out_ch);
-  const int64_t fewest = (kMinChunkTiles + p.tiles() - 1) / p.tiles();
+  const int64_t fewest = (min_tiles + p.tiles() - 1) / p.tiles();
   p.chunk = std::clamp<int64_t>(std::max(kChunkTileFloats / per_sample, fewest), 1, N);
   return p;
+}
+
+// The weight gradient's GEMMs sum over the chunk's tiles, and every chunk reads and writes all of dU (16 C K
+// floats): its chunks hold at least 2 C K / (C + K) tiles, so that traffic is at most the chunk's own
+// transformed tiles. Measured (bench/RESULTS.md, "Winograd F(2x2, 3x3)", 6 alternated runs, AMD EPYC Zen 3):
+// floors of 256 tiles against 64 gave the 512-channel 4x4 layer 1.26x at 1 and 2 threads and the 256-channel
+// 8x8 one 1.23x and 1.05x, and cost the 128-channel 16x16 one 0.74x and 0.89x (4 samples a chunk instead of
+// 2); this floor keeps 2 there and takes 16 and all 64 samples on the deeper layers.
+Plan weight_plan(const Conv2dGeometry& g) {
+  return make_plan(g.N, g.C, g.K, g.H, g.W, std::max(kMinChunkTiles, 2 * g.C * g.K / (g.C + g.K)));
 }
 
 const BlockedKernels* layout_kernels() {
@@ -390,7 +400,7 @@ int64_t conv2d_winograd_chunk_samples(const Conv2dGeometry& g) { return make_pla
 
 int64_t conv2d_winograd_workspace_floats(const Conv2dGeometry& g) {
   const Plan forward = make_plan(g.N, g.C, g.K, g.H, g.W), backward = make_plan(g.N, g.K, g.C, g.H, g.W);
-  return kXi * g.C * g.K + std::max(chunk_floats(forward), chunk_floats(backward));
+  return kXi * g.C * g.K + std::max({chunk_floats(forward), chunk_floats(backward), chunk_floats(weight_plan(g))});
 }
 
 void conv2d_winograd_forward_cpu(float* out, const float* in, const float* weight, const float* bias,
@@ -414,7 +424,7 @@ void conv2d_winograd_backward_cpu(float* grad_in, float* grad_weight, float* gra
     winograd_convolve(grad_in, grad_out, U, nullptr, p, ws, threads);
   }
   if (grad_weight) {
-    winograd_weight_gradient(grad_weight, U, grad_out, in, make_plan(g.N, g.C, g.K, g.H, g.W), ws, threads);
+    winograd_weight_gradient(grad_weight, U, grad_out, in, weight_plan(g), ws, threads);
   }
   if (grad_bias) conv2d_backward_bias_cpu(grad_bias, grad_out, g);
 }

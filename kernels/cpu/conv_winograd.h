@@ -20,7 +20,8 @@
 //   grad_bias    conv2d_backward_bias_cpu
 // The transforms run on the channel-blocked copies of conv_blocked (16 channels innermost, [n][c / 16][h][w]
 // [16]); the batch goes in chunks of whole samples sized by the layer (conv2d_winograd_chunk_samples), so a
-// chunk's transformed tiles stay in the last-level cache.
+// chunk's transformed tiles stay in the caches; the weight gradient's chunks hold at least 2 C K / (C + K)
+// tiles, so its GEMMs' running totals (16 C K floats) are read and written no more than the tiles.
 //
 // Rounding: Winograd sums other terms than the direct sum (the transformed weights and inputs are rounded
 // before they are multiplied), so results differ from conv2d_direct, im2col and conv_blocked by more than
