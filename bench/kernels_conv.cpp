@@ -191,17 +191,30 @@ void bm_conv_direct_backward(benchmark::State& state, ConvLayer layer, int threa
   state.counters["GFLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Rung 4, conv_blocked (kernels/cpu/conv_blocked.h): same flop counts.
-void bm_conv_blocked_forward(benchmark::State& state, ConvLayer layer, int threads) {
+using ConvForwardFn = void (*)(float*, const float*, const float*, const float*, const Conv2dGeometry&, float*, int);
+
+void blocked_forward(float* out, const float* in, const float* w, const float* b, const Conv2dGeometry& g, float* ws,
+                     int threads) {
+  conv2d_blocked_forward_cpu(out, in, w, b, g, ws, threads);
+}
+
+// Rung 4's and rung 5's forward; the direct convolution's flop count.
+void bm_conv_forward_of(benchmark::State& state, ConvLayer layer, int threads, ConvForwardFn forward,
+                        int64_t workspace_floats) {
   set_num_threads(threads);
   const Conv2dGeometry& g = layer.g;
   Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
-      workspace(conv2d_blocked_workspace_floats(g), 5);
+      workspace(workspace_floats, 5);
   for (auto _ : state) {
-    conv2d_blocked_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads);
+    forward(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads);
     benchmark::ClobberMemory();
   }
   state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Rung 4, conv_blocked (kernels/cpu/conv_blocked.h): same flop counts.
+void bm_conv_blocked_forward(benchmark::State& state, ConvLayer layer, int threads) {
+  bm_conv_forward_of(state, layer, threads, blocked_forward, conv2d_blocked_workspace_floats(layer.g));
 }
 
 // Which gradients a backward benchmark asks for: both (grad_in unless the layer is a first layer) or one.
@@ -251,15 +264,7 @@ void bm_conv_blocked_backward(benchmark::State& state, ConvLayer layer, int thre
 // Rung 5, conv_winograd (kernels/cpu/conv_winograd.h), stride-1 layers: the direct convolution's flop
 // counts, so its GFLOP/s read as an equivalent rate (it does 2.25x fewer multiply-adds in its GEMMs).
 void bm_conv_winograd_forward(benchmark::State& state, ConvLayer layer, int threads) {
-  set_num_threads(threads);
-  const Conv2dGeometry& g = layer.g;
-  Buffer in(g.N * g.C * g.H * g.W, 1), weight(g.K * g.crs(), 2), bias(g.K, 3), out(g.N * g.K * g.out_plane(), 4),
-      workspace(conv2d_winograd_workspace_floats(g), 5);
-  for (auto _ : state) {
-    conv2d_winograd_forward_cpu(out.get(), in.get(), weight.get(), bias.get(), g, workspace.get(), threads);
-    benchmark::ClobberMemory();
-  }
-  state.counters["GFLOPS"] = benchmark::Counter(conv_forward_flops(g), benchmark::Counter::kIsIterationInvariantRate);
+  bm_conv_forward_of(state, layer, threads, conv2d_winograd_forward_cpu, conv2d_winograd_workspace_floats(layer.g));
 }
 
 void bm_conv_winograd_backward(benchmark::State& state, ConvLayer layer, int threads, ConvGrads grads) {

@@ -47,11 +47,14 @@ inline ConvData make_conv(const ConvCase& c, uint64_t seed) {
   return d;
 }
 
-// Checks a conv forward result against the reference loops: the loops give the value, the same loops
-// over |in|, |weight|, |bias| give sum|terms|; the reference is a double sum rounded once to float, so
-// twice the magnitude allows that rounding too.
-inline void expect_forward_matches_reference(const std::vector<float>& out, const ConvData& d, bool with_bias,
-                                             const char* what) {
+// The reference loops' forward in double: the loops give the value, the same loops over |in|, |weight|,
+// |bias| give sum|terms|; the reference is a double sum rounded once to float, so the magnitude is doubled
+// to allow that rounding too.
+struct ForwardReference {
+  std::vector<double> value, magnitude;
+};
+
+inline ForwardReference forward_reference(const ConvData& d, bool with_bias) {
   const Conv2dGeometry& g = d.g;
   const int64_t out_numel = g.N * g.K * g.OH * g.OW;
   const float* bias = with_bias ? d.bias.data() : nullptr;
@@ -59,9 +62,27 @@ inline void expect_forward_matches_reference(const std::vector<float>& out, cons
   conv2d_forward_reference_cpu(direct.data(), d.in.data(), d.weight.data(), bias, g);
   const std::vector<float> abs_in = absolute(d.in), abs_w = absolute(d.weight), abs_b = absolute(d.bias);
   conv2d_forward_reference_cpu(magnitude_f.data(), abs_in.data(), abs_w.data(), with_bias ? abs_b.data() : nullptr, g);
-  std::vector<double> want(direct.begin(), direct.end()), magnitude(out_numel);
-  for (int64_t i = 0; i < out_numel; ++i) magnitude[i] = 2.0 * magnitude_f[i];
-  expect_close(out, want, magnitude, g.crs() + 1, what);
+  ForwardReference r{std::vector<double>(direct.begin(), direct.end()), std::vector<double>(out_numel)};
+  for (int64_t i = 0; i < out_numel; ++i) r.magnitude[i] = 2.0 * magnitude_f[i];
+  return r;
+}
+
+// Checks a conv forward result against the reference loops, within the direct sum's bound.
+inline void expect_forward_matches_reference(const std::vector<float>& out, const ConvData& d, bool with_bias,
+                                             const char* what) {
+  const ForwardReference r = forward_reference(d, with_bias);
+  expect_close(out, r.value, r.magnitude, d.g.crs() + 1, what);
+}
+
+// run(threads) returns a kernel's outputs at that thread count; 2 and 3 threads must give the bits of 1.
+template <class Run>
+void expect_same_bits_at_any_thread_count(const Run& run) {
+  const std::vector<std::vector<float>> one = run(1);
+  for (const int threads : {2, 3}) {
+    const std::vector<std::vector<float>> many = run(threads);
+    for (size_t i = 0; i < one.size(); ++i)
+      EXPECT_TRUE(bitwise_equal(one[i], many[i])) << "output " << i << ", " << threads << " threads";
+  }
 }
 
 // Direct backward in double: gradients and the sums of |terms| they are made of.

@@ -95,16 +95,8 @@ TEST(KernelsCpuConvWinograd, UnsupportedLayersThrow) {
 
 void expect_winograd_forward_close(const std::vector<float>& out, const ConvData& d, bool with_bias) {
   const Conv2dGeometry& g = d.g;
-  const int64_t out_numel = g.N * g.K * g.out_plane();
-  const float* bias = with_bias ? d.bias.data() : nullptr;
-  std::vector<float> direct(out_numel, kNaN), magnitude_f(out_numel, kNaN);
-  conv2d_forward_reference_cpu(direct.data(), d.in.data(), d.weight.data(), bias, g);
-  const std::vector<float> abs_in = testing::absolute(d.in), abs_w = testing::absolute(d.weight),
-                           abs_b = testing::absolute(d.bias);
-  conv2d_forward_reference_cpu(magnitude_f.data(), abs_in.data(), abs_w.data(), with_bias ? abs_b.data() : nullptr, g);
-  std::vector<double> want(direct.begin(), direct.end()), magnitude(out_numel);
-  for (int64_t i = 0; i < out_numel; ++i) magnitude[i] = 2.0 * magnitude_f[i];
-  expect_close(out, want, tile_max(magnitude, g.N * g.K, g.OH, g.OW), kWinogradGrowth * (g.crs() + 1),
+  const testing::ForwardReference r = testing::forward_reference(d, with_bias);
+  expect_close(out, r.value, tile_max(r.magnitude, g.N * g.K, g.OH, g.OW), kWinogradGrowth * (g.crs() + 1),
                "conv2d_winograd_forward_cpu");
 }
 
@@ -197,12 +189,7 @@ TEST(KernelsCpuConvWinograd, ResultsDoNotDependOnTheThreadCount) {
                                    workspace.data(), threads);
       return std::vector<std::vector<float>>{out, gi, gw, gb};
     };
-    const auto one = run(1);
-    for (const int threads : {2, 3}) {
-      const auto many = run(threads);
-      for (size_t i = 0; i < one.size(); ++i)
-        EXPECT_TRUE(bitwise_equal(one[i], many[i])) << i << ", " << threads << " threads";
-    }
+    testing::expect_same_bits_at_any_thread_count(run);
   }
 }
 
