@@ -231,60 +231,47 @@ void transform_weights(float* U, const float* weight, int64_t in_ch, int64_t out
 
 // ---- one chunk's passes ------------------------------------------------------------------------------
 
-// V[xi][t][c] for the chunk's samples from their blocked, padded inputs xb ([n][c / 16][H + 2][W + 2][16]).
-void input_transform(float* V, const float* xb, const Plan& p, int64_t samples, int threads) {
-  const int64_t blocks = p.in_ch / kLanes, tiles = samples * p.tiles(), row = (p.W + 2) * kLanes;
-  const int64_t xi_stride = tiles * p.in_ch;
+// body(n, block, ty, tx, t) for each of the chunk's samples n, 16-channel blocks and tiles t = (ty, tx),
+// one (sample, block) pair per item of the threads' loop.
+template <class Body>
+void for_each_tile(const Plan& p, int64_t samples, int64_t blocks, int threads, const Body& body) {
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
   for (int64_t n = 0; n < samples; ++n) {
-    for (int64_t cb = 0; cb < blocks; ++cb) {
-      const float* plane = xb + (n * blocks + cb) * p.padded_plane() * kLanes;
+    for (int64_t block = 0; block < blocks; ++block) {
       for (int64_t ty = 0; ty < p.H / 2; ++ty) {
-        for (int64_t tx = 0; tx < p.tiles_w(); ++tx) {
-          const int64_t t = n * p.tiles() + ty * p.tiles_w() + tx;
-          input_tile(V + t * p.in_ch + cb * kLanes, xi_stride, plane + 2 * ty * row + 2 * tx * kLanes, row);
-        }
+        for (int64_t tx = 0; tx < p.tiles_w(); ++tx) body(n, block, ty, tx, n * p.tiles() + ty * p.tiles_w() + tx);
       }
     }
   }
+}
+
+// V[xi][t][c] for the chunk's samples from their blocked, padded inputs xb ([n][c / 16][H + 2][W + 2][16]).
+void input_transform(float* V, const float* xb, const Plan& p, int64_t samples, int threads) {
+  const int64_t blocks = p.in_ch / kLanes, row = (p.W + 2) * kLanes, xi_stride = samples * p.tiles() * p.in_ch;
+  for_each_tile(p, samples, blocks, threads, [&](int64_t n, int64_t cb, int64_t ty, int64_t tx, int64_t t) {
+    const float* plane = xb + (n * blocks + cb) * p.padded_plane() * kLanes;
+    input_tile(V + t * p.in_ch + cb * kLanes, xi_stride, plane + 2 * ty * row + 2 * tx * kLanes, row);
+  });
 }
 
 // The chunk's blocked outputs yb ([n][k / 16][H][W][16]) from M[xi][t][k], plus the bias (null: none).
 void output_transform(float* yb, const float* M, const float* bias, const Plan& p, int64_t samples, int threads) {
-  const int64_t blocks = p.out_ch / kLanes, tiles = samples * p.tiles(), row = p.W * kLanes;
-  const int64_t xi_stride = tiles * p.out_ch;
+  const int64_t blocks = p.out_ch / kLanes, row = p.W * kLanes, xi_stride = samples * p.tiles() * p.out_ch;
   const float zeros[kLanes] = {};
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < samples; ++n) {
-    for (int64_t kb = 0; kb < blocks; ++kb) {
-      float* plane = yb + (n * blocks + kb) * p.H * p.W * kLanes;
-      const float* b = bias ? bias + kb * kLanes : zeros;
-      for (int64_t ty = 0; ty < p.H / 2; ++ty) {
-        for (int64_t tx = 0; tx < p.tiles_w(); ++tx) {
-          const int64_t t = n * p.tiles() + ty * p.tiles_w() + tx;
-          output_tile(plane + 2 * ty * row + 2 * tx * kLanes, row, M + t * p.out_ch + kb * kLanes, xi_stride, b);
-        }
-      }
-    }
-  }
+  for_each_tile(p, samples, blocks, threads, [&](int64_t n, int64_t kb, int64_t ty, int64_t tx, int64_t t) {
+    float* plane = yb + (n * blocks + kb) * p.H * p.W * kLanes;
+    output_tile(plane + 2 * ty * row + 2 * tx * kLanes, row, M + t * p.out_ch + kb * kLanes, xi_stride,
+                bias ? bias + kb * kLanes : zeros);
+  });
 }
 
 // dM[xi][t][k] from the chunk's blocked grad_out dyb ([n][k / 16][H][W][16]).
 void output_adjoint(float* dM, const float* dyb, const Plan& p, int64_t samples, int threads) {
-  const int64_t blocks = p.out_ch / kLanes, tiles = samples * p.tiles(), row = p.W * kLanes;
-  const int64_t xi_stride = tiles * p.out_ch;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < samples; ++n) {
-    for (int64_t kb = 0; kb < blocks; ++kb) {
-      const float* plane = dyb + (n * blocks + kb) * p.H * p.W * kLanes;
-      for (int64_t ty = 0; ty < p.H / 2; ++ty) {
-        for (int64_t tx = 0; tx < p.tiles_w(); ++tx) {
-          const int64_t t = n * p.tiles() + ty * p.tiles_w() + tx;
-          output_adjoint_tile(dM + t * p.out_ch + kb * kLanes, xi_stride, plane + 2 * ty * row + 2 * tx * kLanes, row);
-        }
-      }
-    }
-  }
+  const int64_t blocks = p.out_ch / kLanes, row = p.W * kLanes, xi_stride = samples * p.tiles() * p.out_ch;
+  for_each_tile(p, samples, blocks, threads, [&](int64_t n, int64_t kb, int64_t ty, int64_t tx, int64_t t) {
+    const float* plane = dyb + (n * blocks + kb) * p.H * p.W * kLanes;
+    output_adjoint_tile(dM + t * p.out_ch + kb * kLanes, xi_stride, plane + 2 * ty * row + 2 * tx * kLanes, row);
+  });
 }
 
 // The layout conversions of a chunk, one (sample, 16-channel block) per item: a block's planes and its
