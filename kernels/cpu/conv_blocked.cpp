@@ -289,23 +289,21 @@ void convert_in(float* dst, const float* src, int64_t N, int64_t C, int64_t H, i
   for (int64_t n = 0; n < N; ++n) isa.to_blocked(dst + n * dst_sample, src + n * C * H * W, C, H, W, 1);
 }
 
-// The kernels of `isa`, or null where this build or this CPU cannot run them. Auto: AVX-512 in a build
-// with it, else AVX2 where the CPU has it.
+// The kernels of `isa`, or null where this build or this CPU cannot run them.
 const BlockedKernels* kernels_for(ConvBlockedIsa isa) {
-#if defined(__AVX512F__)
-  const BlockedKernels* avx512 = &conv_blocked_detail::avx512_kernels();
-#else
-  const BlockedKernels* avx512 = nullptr;
-#endif
   switch (isa) {
     case ConvBlockedIsa::Avx512:
-      return avx512;
+#if defined(__AVX512F__)
+      return &conv_blocked_detail::avx512_kernels();
+#else
+      return nullptr;
+#endif
     case ConvBlockedIsa::Avx2:
       return conv_blocked_detail::avx2_kernels();
     case ConvBlockedIsa::Auto:
       break;
   }
-  return avx512 != nullptr ? avx512 : conv_blocked_detail::avx2_kernels();
+  return conv_blocked_detail::default_kernels();
 }
 
 bool geometry_supported(const Conv2dGeometry& g) {
@@ -320,6 +318,18 @@ const BlockedKernels& checked_kernels(const Conv2dGeometry& g, ConvBlockedIsa is
 }
 
 }  // namespace
+
+namespace conv_blocked_detail {
+
+const BlockedKernels* default_kernels() {
+#if defined(__AVX512F__)
+  return &avx512_kernels();
+#else
+  return avx2_kernels();
+#endif
+}
+
+}  // namespace conv_blocked_detail
 
 bool conv2d_blocked_isa_available(ConvBlockedIsa isa) { return kernels_for(isa) != nullptr; }
 

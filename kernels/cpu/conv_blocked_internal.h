@@ -96,4 +96,8 @@ void avx512_from_blocked(float* dst, const float* src, int64_t C, int64_t P);
 // The AVX2 + FMA set (conv_blocked_avx2.cpp), on every x86-64 build; null where the CPU lacks AVX2 or FMA.
 const BlockedKernels* avx2_kernels();
 
+// What conv_blocked runs by default (conv_blocked.cpp): AVX-512 in a build with it, else AVX2 where the CPU
+// has it, else null. conv_winograd's layout conversions use the same set.
+const BlockedKernels* default_kernels();
+
 }  // namespace bastion::conv_blocked_detail

@@ -57,14 +57,6 @@ Plan weight_plan(const Conv2dGeometry& g) {
   return make_plan(g.N, g.C, g.K, g.H, g.W, std::max(kMinChunkTiles, 2 * g.C * g.K / (g.C + g.K)));
 }
 
-const BlockedKernels* layout_kernels() {
-#if defined(__AVX512F__)
-  return &conv_blocked_detail::avx512_kernels();
-#else
-  return conv_blocked_detail::avx2_kernels();
-#endif
-}
-
 // Single-threaded GEMM (one per thread at a time), OpenBLAS where the build has it.
 void gemm_one_thread(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                      const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
@@ -279,7 +271,7 @@ void output_adjoint(float* dM, const float* dyb, const Plan& p, int64_t samples,
 // chunk of one sample still spreads over the threads.
 void to_blocked(float* dst, const float* src, int64_t C, int64_t H, int64_t W, int64_t pad, int64_t samples,
                 int threads) {
-  const BlockedKernels& isa = *layout_kernels();
+  const BlockedKernels& isa = *conv_blocked_detail::default_kernels();
   const int64_t blocks = C / kLanes, dst_block = kLanes * (H + 2 * pad) * (W + 2 * pad), src_block = kLanes * H * W;
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t item = 0; item < samples * blocks; ++item) {
@@ -288,7 +280,7 @@ void to_blocked(float* dst, const float* src, int64_t C, int64_t H, int64_t W, i
 }
 
 void from_blocked(float* dst, const float* src, int64_t C, int64_t P, int64_t samples, int threads) {
-  const BlockedKernels& isa = *layout_kernels();
+  const BlockedKernels& isa = *conv_blocked_detail::default_kernels();
   const int64_t blocks = C / kLanes, block = kLanes * P;
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t item = 0; item < samples * blocks; ++item) {
@@ -336,6 +328,8 @@ void winograd_convolve(float* out, const float* in, const float* U, const float*
 }
 
 // grad_weight (K, C, 3, 3) of the forward plan p (in_ch = C, out_ch = K), ASSIGNED. dU: kXi * C * K floats.
+// V is transformed again from the input rather than kept from the forward: the whole batch's V is 4x the
+// input (64 MiB for ResNet18's 64-channel 32x32 layer at batch 64), against an O(data) transform per chunk.
 void winograd_weight_gradient(float* grad_weight, float* dU, const float* grad_out, const float* in, const Plan& p,
                               float* ws, int threads) {
   const ChunkBuffers b = chunk_buffers(ws, p);  // xb, V as the forward; M holds dM, yb grad_out's blocked copy
@@ -366,7 +360,8 @@ void check_supported(const Conv2dGeometry& g) {
 
 bool conv2d_winograd_supported(const Conv2dGeometry& g) {
   return g.R == 3 && g.S == 3 && g.padding == 1 && g.stride == 1 && g.C % kLanes == 0 && g.K % kLanes == 0 && g.C > 0 &&
-         g.K > 0 && g.H > 0 && g.W > 0 && g.H % 2 == 0 && g.W % 2 == 0 && g.N > 0 && layout_kernels() != nullptr;
+         g.K > 0 && g.H > 0 && g.W > 0 && g.H % 2 == 0 && g.W % 2 == 0 && g.N > 0 &&
+         conv_blocked_detail::default_kernels() != nullptr;
 }
 
 // Without AVX-512, every supported layer, all three passes: the ladder against the channel-blocked AVX2
