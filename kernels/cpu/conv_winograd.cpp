@@ -57,16 +57,6 @@ Plan weight_plan(const Conv2dGeometry& g) {
   return make_plan(g.N, g.C, g.K, g.H, g.W, std::max(kMinChunkTiles, 2 * g.C * g.K / (g.C + g.K)));
 }
 
-// Single-threaded GEMM (one per thread at a time), OpenBLAS where the build has it.
-void gemm_one_thread(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (gemm_has_openblas()) {
-    gemm_openblas_cpu(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-  } else {
-    gemm_blocked_cpu(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-  }
-}
-
 // ---- the transforms of one tile, 16 channels wide ----------------------------------------------------
 
 // V[xi] (16 channels each, xi_stride floats apart) = B^T d B for the 4x4 patch at `d` (rows row_stride apart,
@@ -319,8 +309,8 @@ void winograd_convolve(float* out, const float* in, const float* U, const float*
     input_transform(b.V, b.xb, p, samples, threads);
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int xi = 0; xi < kXi; ++xi) {
-      gemm_one_thread(false, false, tiles, p.out_ch, p.in_ch, b.V + xi * tiles * p.in_ch, p.in_ch,
-                      U + xi * p.in_ch * p.out_ch, p.out_ch, 0.0f, b.M + xi * tiles * p.out_ch, p.out_ch);
+      gemm_one_thread_cpu(false, false, tiles, p.out_ch, p.in_ch, b.V + xi * tiles * p.in_ch, p.in_ch,
+                          U + xi * p.in_ch * p.out_ch, p.out_ch, 0.0f, b.M + xi * tiles * p.out_ch, p.out_ch);
     }
     output_transform(b.yb, b.M, bias, p, samples, threads);
     from_blocked(out + n0 * p.out_ch * plane, b.yb, p.out_ch, plane, samples, threads);
@@ -343,8 +333,8 @@ void winograd_weight_gradient(float* grad_weight, float* dU, const float* grad_o
     const float beta = n0 == 0 ? 0.0f : 1.0f;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int xi = 0; xi < kXi; ++xi) {
-      gemm_one_thread(true, false, p.in_ch, p.out_ch, tiles, b.V + xi * tiles * p.in_ch, p.in_ch,
-                      b.M + xi * tiles * p.out_ch, p.out_ch, beta, dU + xi * p.in_ch * p.out_ch, p.out_ch);
+      gemm_one_thread_cpu(true, false, p.in_ch, p.out_ch, tiles, b.V + xi * tiles * p.in_ch, p.in_ch,
+                          b.M + xi * tiles * p.out_ch, p.out_ch, beta, dU + xi * p.in_ch * p.out_ch, p.out_ch);
     }
   }
   filter_adjoints(grad_weight, dU, p.in_ch, p.out_ch, threads);

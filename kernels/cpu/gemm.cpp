@@ -128,6 +128,15 @@ bool gemm_has_openblas() {
 #endif
 }
 
+void gemm_one_thread_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                         const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (gemm_has_openblas()) {
+    gemm_openblas_cpu(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  } else {
+    gemm_blocked_cpu(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  }
+}
+
 void gemm_openblas_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
 #ifdef BASTION_HAVE_OPENBLAS

@@ -22,6 +22,10 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 void gemm_blocked_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                       int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// C = op(A) @ op(B) + beta * C on the calling thread alone (alpha 1), OpenBLAS where the build has it, else
+// gemm_blocked_cpu: for kernels that run one GEMM per OpenMP thread on shapes fixed by the layer.
+void gemm_one_thread_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                         const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 bool gemm_has_openblas();
 void gemm_openblas_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
