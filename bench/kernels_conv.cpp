@@ -257,6 +257,16 @@ void bm_conv_backward_of(benchmark::State& state, ConvLayer layer, int threads, 
       benchmark::Counter(conv_backward_flops(layer, grads), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Rung 0 (im2col + GEMM) with each gradient alone: the per-pass ladder's baseline.
+void im2col_backward(float* gi, float* gw, float* gb, const float* dy, const float* x, const float* w,
+                     const Conv2dGeometry& g, float* ws, int /*threads: set_num_threads*/) {
+  conv2d_backward_cpu(gi, gw, gb, dy, x, w, g, ws, false);
+}
+
+void bm_conv_im2col_backward(benchmark::State& state, ConvLayer layer, int threads, ConvGrads grads) {
+  bm_conv_backward_of(state, layer, threads, im2col_backward, conv2d_workspace_floats(layer.g), grads);
+}
+
 void bm_conv_blocked_backward(benchmark::State& state, ConvLayer layer, int threads, ConvGrads grads) {
   bm_conv_backward_of(state, layer, threads, blocked_backward, conv2d_blocked_workspace_floats(layer.g), grads);
 }
@@ -349,6 +359,10 @@ void register_conv_blocked(const ConvLayer& layer, int t) {
   for (const auto& [pass, grads] : passes) {
     benchmark::RegisterBenchmark(("conv_blocked_" + std::string(pass) + suffix(layer.name, t)).c_str(),
                                  bm_conv_blocked_backward, layer, t, grads)
+        ->UseRealTime();
+    if (grads == ConvGrads::Both) continue;  // conv_before_backward is rung 0's
+    benchmark::RegisterBenchmark(("conv_im2col_" + std::string(pass) + suffix(layer.name, t)).c_str(),
+                                 bm_conv_im2col_backward, layer, t, grads)
         ->UseRealTime();
   }
   if (!conv2d_winograd_supported(layer.g)) return;

@@ -94,6 +94,34 @@ TEST(KernelsCpuConv, Im2colGemmBackwardMatchesDirect) {
   }
 }
 
+// The weight gradient alone over chunks the caller picks (conv_blocked's stride-2 path): a short last
+// chunk and one sample a chunk stay within the reference's bound, 1, 2 and 3 threads (over 3 panels of 16
+// input channels, the last one short) agree bitwise, and an empty batch assigns zeros.
+TEST(KernelsCpuConv, WeightGradientInChunksMatchesReference) {
+  const ConvData d = make_conv(ConvCase{5, 40, 9, 8, 24, 3, 3, 2, 1}, 77);
+  const Conv2dGeometry& g = d.g;
+  Generator gen(78);
+  const std::vector<float> grad_out = randn(g.N * g.K * g.out_plane(), gen);
+  const ConvGrads want = conv_backward_reference(d, grad_out);
+  auto weight_gradient = [&](const Conv2dGeometry& geometry, int64_t chunk, int threads) {
+    std::vector<float> grad_w(d.weight.size(), kNaN);
+    std::vector<float> workspace(conv2d_weight_gradient_workspace_floats(geometry, chunk, threads), kNaN);
+    conv2d_weight_gradient_cpu(grad_w.data(), grad_out.data(), d.in.data(), geometry, chunk, workspace.data(), threads);
+    return grad_w;
+  };
+  for (const int64_t chunk : {int64_t{1}, int64_t{2}, g.N}) {
+    SCOPED_TRACE(::testing::Message() << "chunk " << chunk);
+    const std::vector<float> grad_w = weight_gradient(g, chunk, 1);
+    expect_close(grad_w, want.weight, want.weight_mag, g.N * g.out_plane(), "grad_weight");
+    for (const int threads : {2, 3}) EXPECT_TRUE(bitwise_equal(grad_w, weight_gradient(g, chunk, threads)));
+  }
+  Conv2dGeometry empty = g;
+  empty.N = 0;
+  EXPECT_EQ(weight_gradient(empty, 1, 2), std::vector<float>(d.weight.size(), 0.0f));
+  EXPECT_THROW(weight_gradient(g, 0, 1), Error);
+  EXPECT_THROW(weight_gradient(g, 1, 0), Error);
+}
+
 // An empty batch still ASSIGNS the weight and bias gradients (zeros), as the contract says.
 TEST(KernelsCpuConv, EmptyBatchAssignsZeroGradients) {
   const Conv2dGeometry g = conv2d_geometry(0, 2, 5, 5, 3, 3, 3, 1, 1);

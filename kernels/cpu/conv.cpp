@@ -1,5 +1,7 @@
 #include "kernels/cpu/conv.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -46,37 +48,43 @@ int64_t conv2d_workspace_floats(const Conv2dGeometry& g) {
   return cols * (g.crs() + g.K);  // columns + the (K, nb*P) GEMM result
 }
 
-void im2col_cpu(float* __restrict cols, const float* __restrict in, const Conv2dGeometry& g, int64_t n_begin,
-                int64_t n_count) {
-  const int64_t P = g.out_plane(), row_len = n_count * P;
-#pragma omp parallel for schedule(static) if (g.crs() * row_len >= kParallelMinWork)
-  for (int64_t row = 0; row < g.crs(); ++row) {
-    const int64_t c = row / (g.R * g.S), r = (row / g.S) % g.R, s = row % g.S;
-    int64_t lo, hi;
-    valid_range(s, g.stride, g.padding, g.W, g.OW, &lo, &hi);
-    for (int64_t n = 0; n < n_count; ++n) {
-      const float* plane = in + ((n_begin + n) * g.C + c) * g.H * g.W;
-      float* dst = cols + row * row_len + n * P;
-      for (int64_t oh = 0; oh < g.OH; ++oh) {
-        float* dst_row = dst + oh * g.OW;
-        const int64_t ih = oh * g.stride - g.padding + r;
-        if (ih < 0 || ih >= g.H) {
-          std::fill_n(dst_row, g.OW, 0.0f);
-          continue;
-        }
-        const float* src = plane + ih * g.W - g.padding + s;
-        std::fill_n(dst_row, lo, 0.0f);
-        if (g.stride == 1) {
-          // A plain loop, not memcpy: rows are short (24 floats for LeNet) and the call overhead of
-          // memcpy showed up at 10 % of a LeNet training step.
-          for (int64_t ow = lo; ow < hi; ++ow) dst_row[ow] = src[ow];
-        } else {
-          for (int64_t ow = lo; ow < hi; ++ow) dst_row[ow] = src[ow * g.stride];
-        }
-        std::fill(dst_row + hi, dst_row + g.OW, 0.0f);
+namespace {
+// Row `row` (c, r, s) of the columns of samples [n_begin, n_begin + n_count): n_count * P floats at dst.
+void im2col_row(float* __restrict dst, const float* __restrict in, const Conv2dGeometry& g, int64_t row,
+                int64_t n_begin, int64_t n_count) {
+  const int64_t P = g.out_plane();
+  const int64_t c = row / (g.R * g.S), r = (row / g.S) % g.R, s = row % g.S;
+  int64_t lo, hi;
+  valid_range(s, g.stride, g.padding, g.W, g.OW, &lo, &hi);
+  for (int64_t n = 0; n < n_count; ++n) {
+    const float* plane = in + ((n_begin + n) * g.C + c) * g.H * g.W;
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      float* dst_row = dst + n * P + oh * g.OW;
+      const int64_t ih = oh * g.stride - g.padding + r;
+      if (ih < 0 || ih >= g.H) {
+        std::fill_n(dst_row, g.OW, 0.0f);
+        continue;
       }
+      const float* src = plane + ih * g.W - g.padding + s;
+      std::fill_n(dst_row, lo, 0.0f);
+      if (g.stride == 1) {
+        // A plain loop, not memcpy: rows are short (24 floats for LeNet) and the call overhead of
+        // memcpy showed up at 10 % of a LeNet training step.
+        for (int64_t ow = lo; ow < hi; ++ow) dst_row[ow] = src[ow];
+      } else {
+        for (int64_t ow = lo; ow < hi; ++ow) dst_row[ow] = src[ow * g.stride];
+      }
+      std::fill(dst_row + hi, dst_row + g.OW, 0.0f);
     }
   }
+}
+}  // namespace
+
+void im2col_cpu(float* __restrict cols, const float* __restrict in, const Conv2dGeometry& g, int64_t n_begin,
+                int64_t n_count) {
+  const int64_t row_len = n_count * g.out_plane();
+#pragma omp parallel for schedule(static) if (g.crs() * row_len >= kParallelMinWork)
+  for (int64_t row = 0; row < g.crs(); ++row) im2col_row(cols + row * row_len, in, g, row, n_begin, n_count);
 }
 
 void col2im_add_cpu(float* in_grad, const float* cols, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count) {
@@ -151,6 +159,16 @@ void conv2d_backward_bias_cpu(float* grad_bias, const float* grad_out, const Con
   }
 }
 
+namespace {
+// Row (sample n, channel k) of dyt (K, nb*P), the grad_out of samples [n0, n0 + nb) with their channel rows
+// side by side: the weight gradient's GEMM operand. nk = n K + k.
+void gather_grad_out_row(float* dyt, const float* grad_out, const Conv2dGeometry& g, int64_t n0, int64_t nb,
+                         int64_t nk) {
+  const int64_t n = nk / g.K, k = nk % g.K, P = g.out_plane();
+  std::memcpy(dyt + k * nb * P + n * P, grad_out + ((n0 + n) * g.K + k) * P, P * sizeof(float));
+}
+}  // namespace
+
 void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, const float* grad_out, const float* in,
                          const float* weight, const Conv2dGeometry& g, float* workspace, bool workspace_holds_cols) {
   const int64_t P = g.out_plane(), chunk = conv2d_chunk_samples(g);
@@ -163,10 +181,7 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
   for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
     const int64_t nb = std::min(chunk, g.N - n0);
 #pragma omp parallel for schedule(static) if (nb * g.K * P >= kParallelMinWork)
-    for (int64_t nk = 0; nk < nb * g.K; ++nk) {
-      const int64_t n = nk / g.K, k = nk % g.K;
-      std::memcpy(dyt + k * nb * P + n * P, grad_out + ((n0 + n) * g.K + k) * P, P * sizeof(float));
-    }
+    for (int64_t nk = 0; nk < nb * g.K; ++nk) gather_grad_out_row(dyt, grad_out, g, n0, nb, nk);
     if (grad_weight) {
       BASTION_ASSERT(!workspace_holds_cols || nb == g.N);
       if (!workspace_holds_cols) im2col_cpu(cols, in, g, n0, nb);
@@ -176,6 +191,47 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
     if (grad_in) {
       gemm_cpu(true, false, g.crs(), nb * P, g.K, 1.0f, weight, g.crs(), dyt, nb * P, 0.0f, cols, nb * P);
       col2im_add_cpu(grad_in, cols, g, n0, nb);
+    }
+  }
+}
+
+namespace {
+// conv2d_weight_gradient_cpu's panels: the C R S columns of kWeightPanelChannels input channels.
+constexpr int64_t kWeightPanelChannels = 16;
+
+int64_t weight_panel_columns(const Conv2dGeometry& g) { return std::min(g.C, kWeightPanelChannels) * g.R * g.S; }
+
+int64_t weight_thread_floats(const Conv2dGeometry& g, int64_t chunk) {
+  return chunk * g.out_plane() * (g.K + weight_panel_columns(g));
+}
+}  // namespace
+
+int64_t conv2d_weight_gradient_workspace_floats(const Conv2dGeometry& g, int64_t chunk, int threads) {
+  return threads * weight_thread_floats(g, chunk);
+}
+
+void conv2d_weight_gradient_cpu(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
+                                int64_t chunk, float* workspace, int threads) {
+  BASTION_CHECK(chunk >= 1 && threads >= 1, "conv2d_weight_gradient_cpu: chunk (", chunk, ") and threads (", threads,
+                ") must be at least 1");
+  if (g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
+  const int64_t P = g.out_plane(), width = weight_panel_columns(g);
+  const int64_t panels = (g.crs() + width - 1) / width;
+#pragma omp parallel num_threads(threads) if (g.N * g.K * g.crs() * P >= kParallelMinWork)
+  {
+    const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t p0 = panels * me / team, p1 = panels * (me + 1) / team;
+    float* dyt = workspace + me * weight_thread_floats(g, chunk);
+    float* cols = dyt + chunk * P * g.K;
+    for (int64_t n0 = 0; n0 < g.N && p0 < p1; n0 += chunk) {
+      const int64_t nb = std::min(chunk, g.N - n0), columns = nb * P;
+      for (int64_t nk = 0; nk < nb * g.K; ++nk) gather_grad_out_row(dyt, grad_out, g, n0, nb, nk);
+      for (int64_t panel = p0; panel < p1; ++panel) {
+        const int64_t row0 = panel * width, rows = std::min(width, g.crs() - row0);
+        for (int64_t row = 0; row < rows; ++row) im2col_row(cols + row * columns, in, g, row0 + row, n0, nb);
+        gemm_one_thread_cpu(false, true, g.K, rows, columns, dyt, columns, cols, columns, n0 == 0 ? 0.0f : 1.0f,
+                            grad_weight + row0, g.crs());
+      }
     }
   }
 }

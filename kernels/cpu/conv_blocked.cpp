@@ -266,6 +266,41 @@ ForwardSpace forward_space(float* ws, const Conv2dGeometry& g) {
   return s;
 }
 
+// The weight gradient of a stride-2 layer with 128 or more input channels, without AVX-512, is columns and
+// NT GEMMs (conv2d_weight_gradient_cpu) instead of the blocked weight pass. On the AMD EPYC Zen 3 (batch
+// 64, 6 alternated runs; bench/RESULTS.md, "The stride-2 weight gradient by columns") it ran ResNet18's
+// 128 -> 256 and 256 -> 512 layers 1.21-1.41x faster at 1 thread and 1.39-1.92x at 2 (per-run medians);
+// on 64 -> 128 it was 1.22x at 1 thread and 0.84x at 2 (four panels of 16 channels for two threads), so
+// that layer keeps the blocked pass. A chunk's GEMMs reduce over about kWeightColumns output pixels:
+// 512 against 256 and 1024 in the same runs (1024 was 0.84-1.2x of 512 at 2 threads).
+constexpr int64_t kWeightColumns = 512;
+// Its workspace holds one copy of a chunk's grad_out rows and panel columns per thread for this many
+// threads: a fixed number, so the workspace does not depend on the machine (256 -> 512 at batch 64:
+// 4 MB more than the blocked input copy it replaces).
+constexpr int kMaxColumnThreads = 8;
+
+bool weight_by_columns(const Conv2dGeometry& g) {
+#if defined(__AVX512F__)
+  (void)g;
+  return false;  // measured only without AVX-512
+#else
+  return g.stride == 2 && g.C >= 128;
+#endif
+}
+
+int64_t weight_column_chunk(const Conv2dGeometry& g) {
+  const int64_t want = std::max<int64_t>(1, (kWeightColumns + g.out_plane() - 1) / std::max<int64_t>(g.out_plane(), 1));
+  return std::clamp<int64_t>(want, 1, std::max<int64_t>(g.N, 1));
+}
+
+// The backward's first region: the blocked input copy (read by the weight pass only), or the columns'
+// chunk in its place; then grad_in's blocked result.
+int64_t x_region_floats(const Conv2dGeometry& g) {
+  if (!weight_by_columns(g)) return x_blocked_floats(g);
+  return std::max(x_blocked_floats(g),
+                  conv2d_weight_gradient_workspace_floats(g, weight_column_chunk(g), kMaxColumnThreads));
+}
+
 // grad_in's blocked result takes the blocked input's place: the weight gradient, the only reader of the
 // input, runs first, and the padded input (N, C, H + 2, W + 2) is larger than grad_in (N, C, H, W).
 struct BackwardSpace {
@@ -276,7 +311,7 @@ BackwardSpace backward_space(float* ws, const Conv2dGeometry& g) {
   BackwardSpace s;
   s.x = ws;
   s.grad_in = ws;
-  s.dy = s.x + x_blocked_floats(g);
+  s.dy = s.x + x_region_floats(g);
   s.packed = s.dy + dy_blocked_floats(g);
   s.totals = s.packed + g.K * g.C * kTaps;
   return s;
@@ -358,7 +393,7 @@ int64_t conv2d_blocked_forward_workspace_floats(const Conv2dGeometry& g) {
 
 int64_t conv2d_blocked_workspace_floats(const Conv2dGeometry& g) {
   const int64_t filters = g.K * g.C * kTaps;
-  const int64_t backward = x_blocked_floats(g) + dy_blocked_floats(g) + 2 * filters;
+  const int64_t backward = x_region_floats(g) + dy_blocked_floats(g) + 2 * filters;
   return std::max(conv2d_blocked_forward_workspace_floats(g), backward);
 }
 
@@ -398,6 +433,9 @@ void conv2d_blocked_backward_cpu(float* grad_in, float* grad_weight, float* grad
   if (grad_weight) {
     if (g.N == 0) {
       std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
+    } else if (weight_by_columns(g)) {
+      conv2d_weight_gradient_cpu(grad_weight, grad_out, in, g, weight_column_chunk(g), s.x,
+                                 std::min(threads, kMaxColumnThreads));
     } else {
       convert_in(s.x, in, g.N, g.C, g.H, g.W, kernels, threads);
       const WeightPass p = weight_pass(g, kernels);
