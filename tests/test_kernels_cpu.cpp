@@ -105,8 +105,8 @@ TEST(KernelsCpuConv, WeightGradientInChunksMatchesReference) {
   const ConvGrads want = conv_backward_reference(d, grad_out);
   auto weight_gradient = [&](const Conv2dGeometry& geometry, int64_t chunk, int threads) {
     std::vector<float> grad_w(d.weight.size(), kNaN);
-    std::vector<float> workspace(conv2d_weight_gradient_workspace_floats(geometry, chunk, threads), kNaN);
-    conv2d_weight_gradient_cpu(grad_w.data(), grad_out.data(), d.in.data(), geometry, chunk, workspace.data(), threads);
+    std::vector<float> workspace(conv2d_backward_weight_workspace_floats(geometry, chunk, threads), kNaN);
+    conv2d_backward_weight_cpu(grad_w.data(), grad_out.data(), d.in.data(), geometry, chunk, workspace.data(), threads);
     return grad_w;
   };
   for (const int64_t chunk : {int64_t{1}, int64_t{2}, g.N}) {

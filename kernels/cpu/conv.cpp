@@ -196,7 +196,7 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
 }
 
 namespace {
-// conv2d_weight_gradient_cpu's panels: the C R S columns of kWeightPanelChannels input channels.
+// conv2d_backward_weight_cpu's panels: the C R S columns of kWeightPanelChannels input channels.
 constexpr int64_t kWeightPanelChannels = 16;
 
 int64_t weight_panel_columns(const Conv2dGeometry& g) { return std::min(g.C, kWeightPanelChannels) * g.R * g.S; }
@@ -206,13 +206,13 @@ int64_t weight_thread_floats(const Conv2dGeometry& g, int64_t chunk) {
 }
 }  // namespace
 
-int64_t conv2d_weight_gradient_workspace_floats(const Conv2dGeometry& g, int64_t chunk, int threads) {
+int64_t conv2d_backward_weight_workspace_floats(const Conv2dGeometry& g, int64_t chunk, int threads) {
   return threads * weight_thread_floats(g, chunk);
 }
 
-void conv2d_weight_gradient_cpu(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
+void conv2d_backward_weight_cpu(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
                                 int64_t chunk, float* workspace, int threads) {
-  BASTION_CHECK(chunk >= 1 && threads >= 1, "conv2d_weight_gradient_cpu: chunk (", chunk, ") and threads (", threads,
+  BASTION_CHECK(chunk >= 1 && threads >= 1, "conv2d_backward_weight_cpu: chunk (", chunk, ") and threads (", threads,
                 ") must be at least 1");
   if (g.N == 0) std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
   const int64_t P = g.out_plane(), width = weight_panel_columns(g);

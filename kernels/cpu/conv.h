@@ -49,11 +49,11 @@ void conv2d_backward_cpu(float* grad_in, float* grad_weight, float* grad_bias, c
 // channels (their C R S columns) split over `threads` OpenMP threads in fixed ranges. Each thread walks
 // the chunks with its own copy of the chunk's grad_out rows and of its panel's columns, one single-threaded
 // NT GEMM per chunk and panel: one parallel region, no barrier. workspace:
-// conv2d_weight_gradient_workspace_floats(g, chunk, threads). Bits depend on the chunk (the sum over
+// conv2d_backward_weight_workspace_floats(g, chunk, threads). Bits depend on the chunk (the sum over
 // samples is split at chunk boundaries), never on the thread count.
-void conv2d_weight_gradient_cpu(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
+void conv2d_backward_weight_cpu(float* grad_weight, const float* grad_out, const float* in, const Conv2dGeometry& g,
                                 int64_t chunk, float* workspace, int threads);
-int64_t conv2d_weight_gradient_workspace_floats(const Conv2dGeometry& g, int64_t chunk, int threads);
+int64_t conv2d_backward_weight_workspace_floats(const Conv2dGeometry& g, int64_t chunk, int threads);
 
 // grad_bias[k] = sum over n, oh, ow of grad_out (ASSIGNED; summed in double, one thread per channel).
 void conv2d_backward_bias_cpu(float* grad_bias, const float* grad_out, const Conv2dGeometry& g);

@@ -267,7 +267,7 @@ ForwardSpace forward_space(float* ws, const Conv2dGeometry& g) {
 }
 
 // The weight gradient of a stride-2 layer with 128 or more input channels, without AVX-512, is columns and
-// NT GEMMs (conv2d_weight_gradient_cpu) instead of the blocked weight pass. On the AMD EPYC Zen 3 (batch
+// NT GEMMs (conv2d_backward_weight_cpu) instead of the blocked weight pass. On the AMD EPYC Zen 3 (batch
 // 64, 6 alternated runs; bench/RESULTS.md, "The stride-2 weight gradient by columns") it ran ResNet18's
 // 128 -> 256 and 256 -> 512 layers 1.21-1.41x faster at 1 thread and 1.39-1.92x at 2 (per-run medians);
 // on 64 -> 128 it was 1.22x at 1 thread and 0.84x at 2 (four panels of 16 channels for two threads), so
@@ -298,7 +298,7 @@ int64_t weight_column_chunk(const Conv2dGeometry& g) {
 int64_t x_region_floats(const Conv2dGeometry& g) {
   if (!weight_by_columns(g)) return x_blocked_floats(g);
   return std::max(x_blocked_floats(g),
-                  conv2d_weight_gradient_workspace_floats(g, weight_column_chunk(g), kMaxColumnThreads));
+                  conv2d_backward_weight_workspace_floats(g, weight_column_chunk(g), kMaxColumnThreads));
 }
 
 // grad_in's blocked result takes the blocked input's place: the weight gradient, the only reader of the
@@ -434,7 +434,7 @@ void conv2d_blocked_backward_cpu(float* grad_in, float* grad_weight, float* grad
     if (g.N == 0) {
       std::fill_n(grad_weight, g.K * g.crs(), 0.0f);
     } else if (weight_by_columns(g)) {
-      conv2d_weight_gradient_cpu(grad_weight, grad_out, in, g, weight_column_chunk(g), s.x,
+      conv2d_backward_weight_cpu(grad_weight, grad_out, in, g, weight_column_chunk(g), s.x,
                                  std::min(threads, kMaxColumnThreads));
     } else {
       convert_in(s.x, in, g.N, g.C, g.H, g.W, kernels, threads);
