@@ -44,6 +44,9 @@
 // computes it. grad_weight splits its (output-channel group, input-channel block) items over threads in
 // fixed ranges; each item walks the batch in fixed chunks of samples and adds their pixels to its own
 // totals in a fixed order. Results therefore do not depend on the thread count.
+// Without AVX-512 the weight gradient of stride-2 layers with 128 or more input channels is not this pass
+// but columns and NT GEMMs (conv2d_backward_weight_cpu, kernels/cpu/conv.h; the rule and its ladder in
+// conv_blocked.cpp), also independent of the thread count; it sums in another order.
 // Rounding differs from conv2d_direct and im2col + GEMM (other summation orders). The AVX2 kernels make
 // each output's chain of multiply-adds in the AVX-512 order (they cut it at other points, through exact
 // stores and reloads), so the two should agree bit for bit; that was not checked on a CPU that runs both.
