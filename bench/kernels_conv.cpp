@@ -59,8 +59,10 @@ void max_pool2d_backward_v1(float* grad_in, const float* grad_out, const float* 
   }
 }
 
-// conv_col2im_v1: col2im_add_cpu with a unit-stride inner loop for stride 1 (restrict pointers, so it
-// vectorizes); other strides as the library. Same plane-per-iteration split, same summation order.
+// conv_col2im_v1: col2im_add_cpu's former order, one (sample, channel) plane per iteration, with a
+// unit-stride inner loop for stride 1 (restrict pointers, so it vectorizes). The library now reads the
+// columns in memory order (the former candidate v2); the sums are bitwise the same, which bm_col2im
+// checks before it times this.
 void col2im_add_v1(float* in_grad, const float* cols, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count) {
   const int64_t P = g.out_plane(), row_len = n_count * P;
 #pragma omp parallel for schedule(static)
@@ -86,45 +88,6 @@ void col2im_add_v1(float* in_grad, const float* cols, const Conv2dGeometry& g, i
             for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src_row[ow];
           } else {
             for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.stride] += src_row[ow];
-          }
-        }
-      }
-    }
-  }
-}
-
-// conv_col2im_v2: v1 with the loops reordered so the columns are READ in memory order: channel c outer
-// (the parallel loop: each thread owns whole channels, so each (n, c) plane is still written by one
-// thread), then (r, s), then the samples n, then (oh, ow). The library's order (plane (n, c) outer)
-// visits, for each sample, all C*R*S rows of the (CRS, nb*P) column matrix at a stride of nb*P floats:
-// for cnn-fedcap's conv2 that is 800 rows 25.6 KB apart per sample, far outside L2 and the TLB. Each
-// element still receives its contributions in ascending (r, s) order (for fixed (r, s) an element gets
-// at most one), so the sums are bitwise those of the library.
-void col2im_add_v2(float* in_grad, const float* cols, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count) {
-  const int64_t P = g.out_plane(), row_len = n_count * P;
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < g.C; ++c) {
-    for (int64_t r = 0; r < g.R; ++r) {
-      for (int64_t s = 0; s < g.S; ++s) {
-        const int64_t row = (c * g.R + r) * g.S + s;
-        const int64_t first = g.padding - s, last = g.W - 1 + g.padding - s;
-        const int64_t lo_raw = first <= 0 ? 0 : (first + g.stride - 1) / g.stride;
-        const int64_t hi = last < 0 ? 0 : std::min(g.OW, last / g.stride + 1);
-        const int64_t lo = std::min(lo_raw, hi);
-        for (int64_t n = 0; n < n_count; ++n) {
-          float* plane = in_grad + ((n_begin + n) * g.C + c) * g.H * g.W;
-          const float* src = cols + row * row_len + n * P;
-          for (int64_t oh = 0; oh < g.OH; ++oh) {
-            const int64_t ih = oh * g.stride - g.padding + r;
-            if (ih < 0 || ih >= g.H) continue;
-            float* __restrict dst = plane + ih * g.W - g.padding + s;
-            const float* __restrict src_row = src + oh * g.OW;
-            if (g.stride == 1) {
-#pragma omp simd
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src_row[ow];
-            } else {
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.stride] += src_row[ow];
-            }
           }
         }
       }
@@ -435,9 +398,6 @@ void register_conv_benchmarks(const std::vector<int>& kThreads) {
             ->UseRealTime();
         benchmark::RegisterBenchmark(("conv_col2im_v1" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
                                      col2im_add_v1)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("conv_col2im_v2" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
-                                     col2im_add_v2)
             ->UseRealTime();
       }
     }

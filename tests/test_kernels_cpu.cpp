@@ -94,6 +94,41 @@ TEST(KernelsCpuConv, Im2colGemmBackwardMatchesDirect) {
   }
 }
 
+// col2im adds each (c, r, s) row of the columns back onto its input pixels. Whatever order the library
+// walks the rows in, every pixel must receive its terms in ascending (r, s) order, at most one per (r, s):
+// the result is bitwise that of the plainest scatter, one (sample, channel) plane at a time, here at 1
+// and 3 threads, on every geometry of the conv table (strides 1-3, padding, non-square kernels) and on
+// an offset chunk of samples.
+TEST(KernelsCpuConv, Col2imAddsEachPixelsTermsInTapOrder) {
+  ThreadCountGuard restore_threads;
+  uint64_t seed = 90;
+  for (const ConvCase& c : kConvCases) {
+    SCOPED_TRACE(::testing::Message() << c);
+    const Conv2dGeometry g = conv2d_geometry(c.N, c.C, c.H, c.W, c.K, c.R, c.S, c.stride, c.padding);
+    const int64_t n_begin = g.N / 2, n_count = g.N - n_begin, P = g.out_plane(), row_len = n_count * P;
+    Generator gen(seed++);
+    const std::vector<float> cols = randn(g.crs() * row_len, gen), start = randn(g.N * g.C * g.H * g.W, gen);
+    std::vector<float> want = start;
+    for (int64_t n = 0; n < n_count; ++n)
+      for (int64_t ch = 0; ch < g.C; ++ch)
+        for (int64_t r = 0; r < g.R; ++r)
+          for (int64_t s = 0; s < g.S; ++s)
+            for (int64_t oh = 0; oh < g.OH; ++oh)
+              for (int64_t ow = 0; ow < g.OW; ++ow) {
+                const int64_t ih = oh * g.stride - g.padding + r, iw = ow * g.stride - g.padding + s;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                want[(((n_begin + n) * g.C + ch) * g.H + ih) * g.W + iw] +=
+                    cols[((ch * g.R + r) * g.S + s) * row_len + n * P + oh * g.OW + ow];
+              }
+    for (const int threads : {1, 3}) {
+      set_num_threads(threads);
+      std::vector<float> got = start;
+      col2im_add_cpu(got.data(), cols.data(), g, n_begin, n_count);
+      EXPECT_TRUE(bitwise_equal(got, want)) << threads << " threads";
+    }
+  }
+}
+
 // The weight gradient alone over chunks the caller picks (conv_blocked's stride-2 path): a short last
 // chunk and one sample a chunk stay within the reference's bound, 1, 2 and 3 threads (over 3 panels of 16
 // input channels, the last one short) agree bitwise, and an empty batch assigns zeros.
