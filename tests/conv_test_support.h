@@ -21,16 +21,16 @@ inline std::ostream& operator<<(std::ostream& os, const ConvCase& c) {
 }
 
 inline const ConvCase kConvCases[] = {
-    {1, 1, 1, 1, 1, 1, 1, 1, 0},    // smallest possible
-    {2, 3, 7, 9, 4, 3, 3, 1, 1},    // same padding, non-square input
-    {3, 2, 8, 7, 5, 5, 5, 2, 2},    // kernel 5, stride 2, padding 2
-    {2, 3, 9, 7, 4, 3, 3, 2, 0},    // stride 2 leaves a remainder row/column
-    {2, 4, 5, 5, 3, 1, 1, 1, 0},    // 1x1 conv
-    {2, 1, 6, 6, 2, 3, 3, 3, 1},    // stride 3
-    {2, 3, 5, 4, 4, 5, 3, 1, 2},    // non-square kernel
-    {3, 2, 4, 4, 2, 4, 4, 1, 0},    // kernel covers the whole input: 1x1 output
-    {2, 2, 3, 3, 3, 3, 3, 1, 2},    // padding 2 on 3x3: corner outputs see a single input pixel
-    {16, 8, 64, 64, 3, 3, 3, 1, 1}  // columns exceed one chunk: chunks of 14 and 2 samples
+    {1, 1, 1, 1, 1, 1, 1, 1, 0},     // smallest possible
+    {2, 3, 7, 9, 4, 3, 3, 1, 1},     // same padding, non-square input
+    {3, 2, 8, 7, 5, 5, 5, 2, 2},     // kernel 5, stride 2, padding 2
+    {2, 3, 9, 7, 4, 3, 3, 2, 0},     // stride 2 leaves a remainder row/column
+    {2, 4, 5, 5, 3, 1, 1, 1, 0},     // 1x1 conv
+    {2, 1, 6, 6, 2, 3, 3, 3, 1},     // stride 3
+    {2, 3, 5, 4, 4, 5, 3, 1, 2},     // non-square kernel
+    {3, 2, 4, 4, 2, 4, 4, 1, 0},     // kernel covers the whole input: 1x1 output
+    {2, 2, 3, 3, 3, 3, 3, 1, 2},     // padding 2 on 3x3: corner outputs see a single input pixel
+    {16, 10, 64, 64, 3, 3, 3, 1, 1}  // columns exceed one chunk: chunks of 14 and 2 samples
 };
 
 struct ConvData {

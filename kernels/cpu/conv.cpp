@@ -13,9 +13,13 @@ namespace bastion {
 
 namespace {
 
-// 4 Mi floats (16 MiB) of columns per chunk: large enough that LeNet and cnn-fedcap do a whole batch of
-// 64 in one GEMM, small enough to stay far below memory limits for ResNet18.
-constexpr int64_t kConvMaxColumnFloats = int64_t{1} << 22;
+// 5 Mi floats (20 MiB) of columns per chunk: large enough that LeNet and both cnn-fedcap variants do a
+// whole batch of 64 in one GEMM, so the backward reuses the forward's columns (the op keeps them when the
+// batch is one chunk). The 3-channel cnn-fedcap's conv2 needs 80 Ki column floats a sample: at the former
+// 4 Mi it ran in chunks of 52 and 12 and redid its im2col in the backward, and 5 Mi made its training
+// step 1.09x faster at 1 and 2 threads on the AMD EPYC Zen 3 (ABBA x 3, bench/RESULTS.md, "One chunk
+// for cnn-fedcap"). Small enough to stay far below memory limits for ResNet18.
+constexpr int64_t kConvMaxColumnFloats = int64_t{5} << 20;
 
 // Output columns ow whose input column ow*stride - pad + s lies in [0, W): [lo, hi).
 void valid_range(int64_t s, int64_t stride, int64_t pad, int64_t W, int64_t OW, int64_t* lo, int64_t* hi) {
