@@ -33,7 +33,7 @@
 //                                     at stride 2). Backward = grad_in + grad_weight + grad_bias.
 //   conv_im2col/<layer>, conv_col2im/<layer>   the building blocks alone, to split conv time
 //   max_pool2d_forward/<shape>/threads:T, max_pool2d_backward/<shape>/threads:T
-//   max_pool2d_backward_v1/..., conv_col2im_v1/... (col2im's former order)
+//   max_pool2d_backward_v1/...
 //                                     candidate variants (STYLE.md §5), defined below and checked
 //                                     bitwise against the library kernel before they are timed
 //

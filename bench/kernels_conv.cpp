@@ -59,42 +59,6 @@ void max_pool2d_backward_v1(float* grad_in, const float* grad_out, const float* 
   }
 }
 
-// conv_col2im_v1: col2im_add_cpu's former order, one (sample, channel) plane per iteration, with a
-// unit-stride inner loop for stride 1 (restrict pointers, so it vectorizes). The library now reads the
-// columns in memory order (the former candidate v2); the sums are bitwise the same, which bm_col2im
-// checks before it times this.
-void col2im_add_v1(float* in_grad, const float* cols, const Conv2dGeometry& g, int64_t n_begin, int64_t n_count) {
-  const int64_t P = g.out_plane(), row_len = n_count * P;
-#pragma omp parallel for schedule(static)
-  for (int64_t plane_index = 0; plane_index < n_count * g.C; ++plane_index) {
-    const int64_t n = plane_index / g.C, c = plane_index % g.C;
-    float* plane = in_grad + ((n_begin + n) * g.C + c) * g.H * g.W;
-    for (int64_t r = 0; r < g.R; ++r) {
-      for (int64_t s = 0; s < g.S; ++s) {
-        const int64_t row = (c * g.R + r) * g.S + s;
-        // Output columns whose input column ow*stride - pad + s lies in [0, W): [lo, hi).
-        const int64_t first = g.padding - s, last = g.W - 1 + g.padding - s;
-        const int64_t lo_raw = first <= 0 ? 0 : (first + g.stride - 1) / g.stride;
-        const int64_t hi = last < 0 ? 0 : std::min(g.OW, last / g.stride + 1);
-        const int64_t lo = std::min(lo_raw, hi);
-        const float* src = cols + row * row_len + n * P;
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-          const int64_t ih = oh * g.stride - g.padding + r;
-          if (ih < 0 || ih >= g.H) continue;
-          float* __restrict dst = plane + ih * g.W - g.padding + s;
-          const float* __restrict src_row = src + oh * g.OW;
-          if (g.stride == 1) {
-#pragma omp simd
-            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src_row[ow];
-          } else {
-            for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.stride] += src_row[ow];
-          }
-        }
-      }
-    }
-  }
-}
-
 void bm_conv_forward(benchmark::State& state, ConvLayer layer, int threads) {
   set_num_threads(threads);
   const Conv2dGeometry& g = layer.g;
@@ -260,21 +224,13 @@ void bm_im2col(benchmark::State& state, ConvLayer layer, int threads) {
   state.counters["GBps"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-using Col2imFn = void (*)(float*, const float*, const Conv2dGeometry&, int64_t, int64_t);
-
-void bm_col2im(benchmark::State& state, ConvLayer layer, int threads, Col2imFn col2im) {
+void bm_col2im(benchmark::State& state, ConvLayer layer, int threads) {
   set_num_threads(threads);
   const Conv2dGeometry& g = layer.g;
   const int64_t nb = conv2d_chunk_samples(g);
   Buffer grad_in(g.N * g.C * g.H * g.W, 1), cols(nb * g.out_plane() * g.crs(), 2);
-  if (col2im != col2im_add_cpu) {
-    Buffer expected(g.N * g.C * g.H * g.W, 1);
-    col2im_add_cpu(expected.get(), cols.get(), g, 0, nb);
-    col2im(grad_in.get(), cols.get(), g, 0, nb);
-    require_same("conv_col2im_v1/v2", expected.get(), grad_in.get(), expected.size);
-  }
   for (auto _ : state) {
-    col2im(grad_in.get(), cols.get(), g, 0, nb);
+    col2im_add_cpu(grad_in.get(), cols.get(), g, 0, nb);
     benchmark::ClobberMemory();
   }
   const double bytes = 4.0 * (2.0 * nb * g.C * g.H * g.W + nb * g.out_plane() * g.crs());
@@ -393,11 +349,7 @@ void register_conv_benchmarks(const std::vector<int>& kThreads) {
       if (conv2d_blocked_supported(layer.g)) register_conv_blocked(layer, t);
       benchmark::RegisterBenchmark(("conv_im2col" + suffix(layer.name, t)).c_str(), bm_im2col, layer, t)->UseRealTime();
       if (!layer.first_layer) {
-        benchmark::RegisterBenchmark(("conv_col2im" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
-                                     col2im_add_cpu)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("conv_col2im_v1" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t,
-                                     col2im_add_v1)
+        benchmark::RegisterBenchmark(("conv_col2im" + suffix(layer.name, t)).c_str(), bm_col2im, layer, t)
             ->UseRealTime();
       }
     }
