@@ -72,8 +72,10 @@ void im2col_row(float* __restrict dst, const float* __restrict in, const Conv2dG
       const float* src = plane + ih * g.W - g.padding + s;
       std::fill_n(dst_row, lo, 0.0f);
       if (g.stride == 1) {
-        // A plain loop, not memcpy: rows are short (24 floats for LeNet) and the call overhead of
-        // memcpy showed up at 10 % of a LeNet training step.
+        // Written as a plain loop for short rows (24 floats for LeNet), where a memcpy call cost 10 % of a
+        // LeNet step. GCC 12 still turns it into a memmove call here (perf, 2026-11-30). 8-float block
+        // copies that avoid the call were not measurably faster (bench/RESULTS.md, "col2im in the
+        // columns' order", the row copy tried there).
         for (int64_t ow = lo; ow < hi; ++ow) dst_row[ow] = src[ow];
       } else {
         for (int64_t ow = lo; ow < hi; ++ow) dst_row[ow] = src[ow * g.stride];
