@@ -272,7 +272,8 @@ ForwardSpace forward_space(float* ws, const Conv2dGeometry& g) {
 // 128 -> 256 and 256 -> 512 layers 1.21-1.41x faster at 1 thread and 1.39-1.92x at 2 (per-run medians);
 // on 64 -> 128 it was 1.22x at 1 thread and 0.84x at 2 (four panels of 16 channels for two threads), so
 // that layer keeps the blocked pass. A chunk's GEMMs reduce over about kWeightColumns output pixels:
-// 512 against 256 and 1024 in the same runs (1024 was 0.84-1.2x of 512 at 2 threads).
+// 512 against 256 and 1024 in the same runs (on the two layers the rule takes, 1024 ran at 0.99-1.03x
+// 512's speed at 1 thread and 0.87-0.95x at 2, medians of the per-run ratios).
 constexpr int64_t kWeightColumns = 512;
 // Its workspace holds one copy of a chunk's grad_out rows and panel columns per thread for this many
 // threads: a fixed number, so the workspace does not depend on the machine (256 -> 512 at batch 64:
@@ -289,8 +290,8 @@ bool weight_by_columns(const Conv2dGeometry& g) {
 }
 
 int64_t weight_column_chunk(const Conv2dGeometry& g) {
-  const int64_t want = std::max<int64_t>(1, (kWeightColumns + g.out_plane() - 1) / std::max<int64_t>(g.out_plane(), 1));
-  return std::clamp<int64_t>(want, 1, std::max<int64_t>(g.N, 1));
+  const int64_t P = std::max<int64_t>(g.out_plane(), 1);
+  return std::clamp<int64_t>((kWeightColumns + P - 1) / P, 1, std::max<int64_t>(g.N, 1));
 }
 
 // The backward's first region: the blocked input copy (read by the weight pass only), or the columns'
