@@ -10,7 +10,9 @@
 
 #include "cuda_test_support.h"
 #include "fl_test_support.h"
+#include "fl/core/device_replicas.h"
 #include "fl/metrics/results.h"
+#include "fl/registry.h"
 
 namespace bastion {
 namespace {
@@ -206,16 +208,47 @@ TEST_F(FlDevice, SpmcAgreesWithTheCpu) {
   expect_rounds_agree_on(device_run("spmc").with({"server.rule=spmc", "rounds=3"}), "spmc");
 }
 
-TEST_F(FlDevice, RulesThatReadTheWeightsOnTheHostAreRefusedByName) {
+// FedALA: ALA's mix and its steps on W in host values (per step the upper tensors' gradients come down and
+// their mixed values go up), the local training and the final ALA + head tuning on the device. Three
+// rounds of 3 of 4 clients: a client sampled again runs ALA against its own model, one first sampled
+// after round 1 against the initial model; the start phase is cut to at most 3 epochs for the emulator.
+// Local models far from the global one (lr 0.5, 3 epochs) and a large eta make W, and so the mix, move:
+// with the defaults, a device run that never moved the mixed values up agreed with the CPU within the
+// tolerances; with these it fails on round 2's losses.
+TEST_F(FlDevice, FedalaAgreesWithTheCpu) {
   BASTION_REQUIRE_CUDA();
-  for (const std::string rule : {"fedala"})
-    testing::expect_error([&] { run_on(device_run(rule), "refused-" + rule, "cuda"); },
-                          {"run.device = \"cuda\"", "'" + rule + "'", "CPU only"});
+  expect_rounds_agree_on(device_run("fedala").with(
+                             {"rounds=3", "eval.every=1", "data.clients=4", "clients.per_round=3",
+                              "clients.fedala.window=2", "clients.fedala.max_start_epochs=3", "clients.fedala.eta=100",
+                              "clients.fedala.lr=0.5", "clients.fedala.epochs=3", "clients.fedala.tune=final-head",
+                              "eval.personalized=true", "data.local_test=like-train", "eval.personal_global=false"}),
+                         "fedala");
+}
+
+// Every client rule trains on the device but FedCR (its Gaussian fusion reads the weights on the host):
+// a rule added without device support shows up here, and FedCR's run stops with one line naming it.
+TEST(FlDeviceSupport, EveryClientRuleButFedcrTrainsOnTheDevice) {
+  for (const ClientRuleEntry& entry : client_rule_registry()) {
+    const std::string& name = entry.info.name;
+    const bool on_device = entry.make(Params("clients." + name, *entry.info.params, {}))->traits().on_device;
+    EXPECT_EQ(on_device, name != "fedcr") << name;
+  }
+  const ExperimentConfig config =
+      device_run("fedcr").with({"eval.personalized=true", "data.local_test=like-train"}).config();
+  const ClientRuleEntry& fedcr = find_client_rule("fedcr");
   testing::expect_error(
-      [&] {
-        run_on(device_run().with({"attack.names=[\"bapfl\"]", "attack.malicious_count=1"}), "refused-bapfl", "cuda");
-      },
-      {"bapfl", "CPU only"});
+      [&] { check_device_support(config, *fedcr.make(Params("clients.fedcr", *fedcr.info.params, {}))); },
+      {"run.device = \"cuda\"", "'fedcr'", "CPU only"});
+}
+
+// BapFL, the attack that replaces the training step: its clean step and its poison step with the frozen
+// head on the device, the head's noise drawn and added on host copies. One attacker in every round.
+TEST_F(FlDevice, BapflTrainingAttackAgreesWithTheCpu) {
+  BASTION_REQUIRE_CUDA();
+  expect_rounds_agree_on(
+      device_run().with({"clients.per_round=3", "attack.names=[\"bapfl\"]", "attack.malicious_count=1",
+                         "attack.malicious_per_round=1", "attack.bapfl.per_batch=4", "attack.bapfl.trigger=grid"}),
+      "bapfl");
 }
 
 }  // namespace

@@ -103,17 +103,20 @@ class BapflAttack final : public Attack {
     return 0.5 * noisy.item() + 0.5 * clean.item();
   }
 
-  // Adds the noise to every head coordinate; returns the head's values before it.
+  // Adds the noise to every head coordinate; returns the head's values before it. The head goes through
+  // host copies (the model may be a device replica, run.device = "cuda"): the noise is drawn and added
+  // on the host in the same order and roundings on every device.
   std::vector<float> perturb_head(Model& model, Generator& rng) const {
     std::vector<float> saved;
     for (const ParameterView& p : model.parameters()) {
       if (!p.is_head) continue;
-      float* values = p.value.data();
-      for (int64_t i = 0; i < p.value.numel(); ++i) {
-        saved.push_back(values[i]);
+      std::vector<float> values = p.value.to_vector();
+      saved.insert(saved.end(), values.begin(), values.end());
+      for (float& value : values) {
         const double noise = uniform_noise_ ? (rng.uniform() - 0.5) * noise_std_ : rng.normal() * noise_std_;
-        values[i] = static_cast<float>(values[i] + noise);
+        value = static_cast<float>(value + noise);
       }
+      p.value.copy_from(Tensor::from_vector(p.value.shape(), values));
     }
     return saved;
   }
@@ -122,8 +125,9 @@ class BapflAttack final : public Attack {
     size_t next = 0;
     for (const ParameterView& p : model.parameters()) {
       if (!p.is_head) continue;
-      std::copy(saved.begin() + next, saved.begin() + next + p.value.numel(), p.value.data());
-      next += static_cast<size_t>(p.value.numel());
+      const auto n = static_cast<size_t>(p.value.numel());
+      p.value.copy_from(Tensor::from_vector(p.value.shape(), std::span<const float>(saved).subspan(next, n)));
+      next += n;
     }
   }
 

@@ -74,6 +74,51 @@ double population_std(const std::vector<double>& values, size_t last) {
   return std::sqrt(squares / static_cast<double>(last));
 }
 
+// Where ALA mixes the state and reads the upper gradients. A CPU model: its own flat buffers, in place.
+// A device replica: host values, loaded whole after the first mix (the lower tensors and the buffers then
+// hold the global model for good), then per step only the upper tensors' ranges move: their gradients
+// down and their mixed values up (2 x the upper tensors' floats a step rather than 2 D). The host math
+// is the CPU's, so both devices mix the same values from the same gradients.
+class AlaBuffers {
+ public:
+  AlaBuffers(Model& model, const std::vector<std::pair<int64_t, int64_t>>& columns)
+      : model_(model), columns_(columns), on_host_(model.device() == Device::CPU) {
+    if (on_host_) return;
+    state_.resize(static_cast<size_t>(model.state_tensor().numel()));
+    grad_.resize(static_cast<size_t>(model.num_parameters()));
+  }
+  std::span<float> state() { return on_host_ ? model_.flat_state() : std::span<float>(state_); }
+  // After writing the whole of state().
+  void publish_state() {
+    if (!on_host_) model_.load_state_values(state_);
+  }
+  // After mixing the upper tensors of state().
+  void publish_upper() {
+    if (on_host_) return;
+    for (const auto& [begin, end] : columns_)
+      model_.state_tensor()
+          .slice_rows(begin, end)
+          .copy_from(Tensor::from_vector(
+              {end - begin},
+              std::span<const float>(state_).subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin))));
+  }
+  // The gradient after a backward pass; on a device replica only the upper ranges are filled.
+  std::span<const float> gradients() {
+    if (on_host_) return model_.flat_gradients();
+    for (const auto& [begin, end] : columns_) {
+      const std::vector<float> part = model_.gradient_tensor().slice_rows(begin, end).to_vector();
+      std::copy(part.begin(), part.end(), grad_.begin() + begin);
+    }
+    return grad_;
+  }
+
+ private:
+  Model& model_;
+  const std::vector<std::pair<int64_t, int64_t>>& columns_;
+  bool on_host_;
+  std::vector<float> state_, grad_;
+};
+
 // Freezes every tensor but the upper ones when they are exactly the head (a cheaper backward). Otherwise
 // all parameters stay trainable and only the upper gradients are read.
 void freeze_lower(Model& model, int64_t upper) {
@@ -96,23 +141,26 @@ int64_t ala_weight_count(const Model& model, int64_t upper_tensors) {
 AlaOutcome adaptive_local_aggregation(Model& model, std::span<const float> global, std::span<const float> local,
                                       std::vector<float>& weights, bool start_phase, const AlaData& data,
                                       const AlaOptions& options) {
-  const std::span<float> state = model.flat_state();
+  const auto columns = upper_columns(model, options.upper_tensors);
+  AlaBuffers buffers(model, columns);
+  const std::span<float> state = buffers.state();
   BASTION_CHECK(global.size() == state.size() && local.size() == state.size(), "fedala: states of ", global.size(),
                 " and ", local.size(), " values, the model has ", state.size());
   const ParameterView& first = model.parameters().front();
   AlaOutcome outcome;
   if (std::equal(global.begin() + first.begin, global.begin() + first.end, local.begin() + first.begin)) {
     std::copy(local.begin(), local.end(), state.begin());
+    buffers.publish_state();
     outcome.skipped = true;
     return outcome;
   }
-  const auto columns = upper_columns(model, options.upper_tensors);
   const int64_t count = ala_weight_count(model, options.upper_tensors);
   if (weights.empty()) weights.assign(static_cast<size_t>(count), 1.0f);
   BASTION_CHECK(static_cast<int64_t>(weights.size()) == count, "fedala: stored weights of ", weights.size(),
                 " values, the model's last ", options.upper_tensors, " tensors have ", count);
   std::copy(global.begin(), global.end(), state.begin());
   mix_upper(state, global, local, weights, columns);
+  buffers.publish_state();
 
   const int64_t n = static_cast<int64_t>(data.indices.size());
   const int64_t slice = static_cast<int64_t>(options.sample_percent / 100.0 * static_cast<double>(n));
@@ -125,7 +173,6 @@ AlaOutcome adaptive_local_aggregation(Model& model, std::span<const float> globa
 
   freeze_lower(model, options.upper_tensors);
   model.train(true);
-  const std::span<const float> grad = model.flat_gradients();
   std::vector<double> losses;
   Tensor x;
   LabelTensor y;
@@ -133,11 +180,12 @@ AlaOutcome adaptive_local_aggregation(Model& model, std::span<const float> globa
     loader.start_epoch(epoch);
     while (loader.next(x, y)) {
       model.zero_grad();
-      Tensor loss = cross_entropy(model.forward(x), y);
+      Tensor loss = cross_entropy(model.forward(x.to(model.device())), y);  // batches are built on the host
       loss.backward();
       outcome.last_loss = loss.item();
-      step_weights(weights, grad, global, local, columns, static_cast<float>(options.eta));
+      step_weights(weights, buffers.gradients(), global, local, columns, static_cast<float>(options.eta));
       mix_upper(state, global, local, weights, columns);
+      buffers.publish_upper();
     }
     losses.push_back(outcome.last_loss);
     ++outcome.epochs;
@@ -219,8 +267,7 @@ class FedAlaClient final : public ClientRule {
   }
 
   ClientResult train(ClientTask& task) const override {
-    const std::span<float> state = task.model.flat_state();
-    const std::vector<float> global(state.begin(), state.end());
+    const std::vector<float> global = task.model.state_values();  // host values: the model may be a device replica
     std::vector<float> local = local_model(task, global);
     std::vector<float> weights = stored_weights(task.state);
     const bool start_phase = !task.state.scalars.count(kStartedKey);
@@ -231,7 +278,7 @@ class FedAlaClient final : public ClientRule {
       task.state.scalars[kStartedKey] = 1.0;
     }
     ClientResult result = train_with_schedule(task, schedule_);
-    store(task.state, kLocalKey, task.model.flat_state());
+    store_model(task.state, kLocalKey, task.model);
     return result;
   }
 
@@ -251,6 +298,8 @@ class FedAlaClient final : public ClientRule {
     adaptive_local_aggregation(model, global, local, weights, !state.scalars.count(kStartedKey), ala_data, ala_);
     return true;
   }
+
+  ClientTraits traits() const override { return {.on_device = true}; }
 
   std::unique_ptr<MethodServer> make_method_server(int64_t clients, int64_t num_parameters) const override {
     if (!first_visit_initial_) return nullptr;

@@ -1,6 +1,5 @@
 #include "fl/core/device_replicas.h"
 
-#include "fl/attacks/attack.h"
 #include "fl/clients/client_rule.h"
 #include "fl/core/mpi_grid.h"
 #include "fl/core/run_setup.h"
@@ -56,13 +55,11 @@ Device select_run_device(const ExperimentConfig& config, const std::string& over
   return Device::CUDA;
 }
 
-void check_device_support(const ExperimentConfig& config, const ClientRule& rule, const AttackSet& attacks) {
+void check_device_support(const ExperimentConfig& config, const ClientRule& rule) {
   BASTION_CHECK(
       rule.traits().on_device, "run.device = \"cuda\": client rule '", config.clients.text("rule"),
       "' trains on the CPU only (it reads the model's weights on the host); docs/cuda.md lists the rules that ",
       "train on the device");
-  BASTION_CHECK(!attacks.data || attacks.data->kind() != AttackKind::Training, "run.device = \"cuda\": an attack that ",
-                "replaces the training step (bapfl) runs on the CPU only; data and upload attacks run with any device");
 }
 
 }  // namespace bastion

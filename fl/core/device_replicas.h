@@ -20,7 +20,6 @@
 namespace bastion {
 
 class ClientRule;
-struct AttackSet;
 
 class DeviceReplicas {
  public:
@@ -39,9 +38,12 @@ class DeviceReplicas {
   std::vector<std::unique_ptr<Model>> twins_;
 };
 
-// run.device, or `override` when set ("cpu" | "cuda"): Device::CUDA after checking, with one-line errors,
-// that a device is there and that the client rule and the attacks train on it.
+// run.device, or `override` when set ("cpu" | "cuda"): Device::CUDA after checking, with a one-line error,
+// that a device is there.
 Device select_run_device(const ExperimentConfig& config, const std::string& override_name);
-void check_device_support(const ExperimentConfig& config, const ClientRule& rule, const AttackSet& attacks);
+// A one-line error when the client rule does not train on the device (ClientTraits::on_device). Every
+// attack does: data and upload attacks act on the host, and bapfl's Training step moves its head noise
+// through host copies.
+void check_device_support(const ExperimentConfig& config, const ClientRule& rule);
 
 }  // namespace bastion

@@ -80,7 +80,7 @@ SeedRun::SeedRun(const ExperimentConfig& config, const SharedData& shared, uint6
   post_ = client_rule_->post_step();
   if (!post_) post_ = post_spec_from_section(c_.post);
   if (device == Device::CUDA) {
-    check_device_support(c_, *client_rule_, attacks_);
+    check_device_support(c_, *client_rule_);
     devices_ = DeviceReplicas(replicas_);
   }
   if (client_rule_->traits().second_model)
