@@ -209,9 +209,10 @@ TEST_F(FlDevice, SpmcAgreesWithTheCpu) {
 }
 
 // FedALA: ALA's mix and its steps on W in host values (per step the upper tensors' gradients come down and
-// their mixed values go up), the local training and the final ALA + head tuning on the device. Three
-// rounds of 3 of 4 clients: a client sampled again runs ALA against its own model, one first sampled
-// after round 1 against the initial model; the start phase is cut to at most 3 epochs for the emulator.
+// their mixed values go up), the local training and the final head tuning on the device (the final ALA
+// on the host replica, as every rule's post-step preparation). Three rounds of 3 of 4 clients: a client
+// sampled again runs ALA against its own model, one first sampled after round 1 against the initial
+// model; the start phase is cut to at most 3 epochs for the emulator.
 // Local models far from the global one (lr 0.5, 3 epochs) and a large eta make W, and so the mix, move:
 // with the defaults, a device run that never moved the mixed values up agreed with the CPU within the
 // tolerances; with these it fails on round 2's losses.
