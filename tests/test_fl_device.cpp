@@ -226,20 +226,20 @@ TEST_F(FlDevice, FedalaAgreesWithTheCpu) {
                          "fedala");
 }
 
-// Every client rule trains on the device but FedCR (its Gaussian fusion reads the weights on the host):
-// a rule added without device support shows up here, and FedCR's run stops with one line naming it.
-TEST(FlDeviceSupport, EveryClientRuleButFedcrTrainsOnTheDevice) {
-  for (const ClientRuleEntry& entry : client_rule_registry()) {
-    const std::string& name = entry.info.name;
-    const bool on_device = entry.make(Params("clients." + name, *entry.info.params, {}))->traits().on_device;
-    EXPECT_EQ(on_device, name != "fedcr") << name;
-  }
-  const ExperimentConfig config =
-      device_run("fedcr").with({"eval.personalized=true", "data.local_test=like-train"}).config();
-  const ClientRuleEntry& fedcr = find_client_rule("fedcr");
-  testing::expect_error(
-      [&] { check_device_support(config, *fedcr.make(Params("clients.fedcr", *fedcr.info.params, {}))); },
-      {"run.device = \"cuda\"", "'fedcr'", "CPU only"});
+// Every registered client rule trains on the device: a rule added without device support shows up here.
+// One that declares none (traits().on_device false) stops a device run with one line naming it.
+class HostOnlyRule final : public ClientRule {
+ public:
+  ClientResult train(ClientTask&) const override { return {}; }
+};
+
+TEST(FlDeviceSupport, EveryClientRuleTrainsOnTheDeviceAndOneThatDoesNotIsRefusedByName) {
+  for (const ClientRuleEntry& entry : client_rule_registry())
+    EXPECT_TRUE(entry.make(Params("clients." + entry.info.name, *entry.info.params, {}))->traits().on_device)
+        << entry.info.name;
+  const ExperimentConfig config = device_run().config();
+  testing::expect_error([&] { check_device_support(config, HostOnlyRule()); },
+                        {"run.device = \"cuda\"", "'sgd'", "CPU only"});
 }
 
 // BapFL, the attack that replaces the training step: its clean step and its poison step with the frozen

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "cuda_test_support.h"
 #include "data/synthetic.h"
 #include "fl/clients/fedcr.h"
 #include "fl/clients/local_training.h"
@@ -288,6 +289,65 @@ TEST(FedcrRule, TheSameTaskTrainsToTheSameStateAndGaussians) {
     return std::make_pair(state_of(*model), result.extra_upload);
   };
   EXPECT_EQ(once(), once());
+}
+
+// The largest difference between two vectors of the same size.
+double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  return worst;
+}
+
+// On a CUDA model (the emulator in CI) the rule trains as on the CPU: the stored head written into the
+// device state, the server's prior moved to the device for the KL term, the encodings brought to the host
+// for the fusion. The device sums in other orders, so after the 10 SGD steps the states and Gaussians
+// differ by float roundings: 3e-8 at most on the emulator (2026-12-01). kDeviceTolerance, absolute on
+// values of O(1), is the bound CudaTraining allows a GPU after its steps (fused multiply-adds and other
+// reduction trees), 1e-4; a head trained from another start differs by over 100x that.
+constexpr double kDeviceTolerance = 1e-4;
+
+TEST(FedcrRule, TrainsOnACudaModelAsOnTheCpu) {
+  BASTION_REQUIRE_CUDA();
+  const Dataset data = synthetic_images(40);
+  const std::vector<int64_t> indices = first_indices(40);
+  const TransformSpec identity;
+  const auto rule = client_rule("fedcr", {{"batch", int64_t{8}}, {"epochs", int64_t{2}}, {"lr", 0.05}});
+  ASSERT_TRUE(rule->traits().on_device);
+  // A stored head and a server prior other than the defaults, so that both reach the training.
+  const auto donor = tiny_fedcr(9);
+  const std::vector<float> head = gather_head(*donor, donor->flat_state());
+  ClassGaussians prior(10, 4);
+  for (size_t i = 0; i < prior.mu.size(); ++i) {
+    prior.mu[i] = 0.1 * static_cast<double>(i % 7) - 0.3;
+    prior.sigma[i] = 0.5 + 0.05 * static_cast<double>(i % 5);
+  }
+  const ClientMessage message{{"fedcr_prior", pack_class_gaussians(prior)}};
+  struct Trained {
+    std::vector<float> state, head, gaussians;
+  };
+  auto train_on = [&](Device device) {
+    auto model = tiny_fedcr(5);
+    model->to(device);
+    ClientState state;
+    state.vectors["head"] = head;
+    ClientTask task{*model, data, indices, identity, state, 3, 2, 21, 22};
+    task.message = &message;
+    const ClientResult result = rule->train(task);
+    return Trained{model->state_values(), state.vectors["head"], result.extra_upload};
+  };
+  const Trained cpu = train_on(Device::CPU), cuda = train_on(Device::CUDA);
+  EXPECT_LE(max_abs_difference(cpu.state, cuda.state), kDeviceTolerance);
+  EXPECT_LE(max_abs_difference(cpu.head, cuda.head), kDeviceTolerance);
+  EXPECT_LE(max_abs_difference(cpu.gaussians, cuda.gaussians), kDeviceTolerance);
+  // The stored head was loaded: training from the model's own initial head ends elsewhere.
+  const auto own_head = tiny_fedcr(5);
+  ClientState fresh;
+  ClientTask task{*own_head, data, indices, identity, fresh, 3, 2, 21, 22};
+  task.message = &message;
+  rule->train(task);
+  EXPECT_GT(max_abs_difference(fresh.vectors["head"], cpu.head), 100 * kDeviceTolerance);
 }
 
 // Whole runs on a small FMNIST federation (skipped without the data).

@@ -18,7 +18,9 @@
 // Not supported: SAM (rho > 0) and step counts (steps > 0), since the fusion needs the last epoch; a
 // Training attack replaces the whole step, so an attacker sends no Gaussians.
 // Cost: S_train copies of fc4's forward/backward per sample (small next to the trunk); memory: one head
-// per client, C x d_Z x 2 floats on the server.
+// per client, C x d_Z x 2 floats on the server. On a device replica (run.device = "cuda") the stored head
+// goes in through a host copy of the state, the prior rows go up per batch, and the last epoch's
+// encodings come down for the fusion (N x 2 d_Z floats a batch).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -129,26 +131,31 @@ class FedcrClient final : public ClientRule {
     FedcrCnn& net = network_of(model);
     const int64_t C = model.num_classes(), d = net.bottleneck().latent;
     const float alpha = net.bottleneck().alpha;
-    if (const auto stored = task.state.vectors.find(kHeadKey); stored != task.state.vectors.end())
-      scatter_head(model, stored->second, model.flat_state());
+    // The state and the encodings go through host copies: the model may be a device replica.
+    if (const auto stored = task.state.vectors.find(kHeadKey); stored != task.state.vectors.end()) {
+      std::vector<float> state = model.state_values();
+      scatter_head(model, stored->second, state);
+      model.load_state_values(state);
+    }
     const ClassGaussians prior = received_prior(task, C, d);
     ClassFusion fusion(C, d);
     const int64_t per_epoch = batches_per_epoch(static_cast<int64_t>(task.indices.size()));
     int64_t step = 0;
     const LossTerm regulariser = [&](Model&, const LabelTensor& y) {
       const Tensor& encoding = net.last_encoding();
-      if (step++ / per_epoch == schedule_.epochs - 1) fusion.add_batch(encoding, y, alpha);
+      if (step++ / per_epoch == schedule_.epochs - 1) fusion.add_batch(encoding.to(Device::CPU), y, alpha);
       const auto [mu, sigma] = prior_rows(prior, y);
-      return scale(gaussian_kl(encoding, mu, sigma, alpha), static_cast<float>(beta_));
+      return scale(gaussian_kl(encoding, mu.to(encoding.device()), sigma.to(encoding.device()), alpha),
+                   static_cast<float>(beta_));
     };
     ClientResult result = train_with_schedule(task, schedule_, {.extra_loss = &regulariser});
-    task.state.vectors[kHeadKey] = gather_head(model, model.flat_state());
+    task.state.vectors[kHeadKey] = gather_head(model, model.state_values());
     if (std::any_of(fusion.gaussians().present.begin(), fusion.gaussians().present.end(), [](uint8_t p) { return p; }))
       result.extra_upload = pack_class_gaussians(fusion.gaussians());
     return result;
   }
 
-  ClientTraits traits() const override { return {.shared = SharedPart::Body}; }
+  ClientTraits traits() const override { return {.shared = SharedPart::Body, .on_device = true}; }
 
   bool personal_model(const ClientState& state, std::span<const float> global, const Model& model,
                       std::span<float> out) const override {
