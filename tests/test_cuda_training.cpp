@@ -85,6 +85,32 @@ TEST(CudaRuntime, CachingAllocatorReusesFreedBlocks) {
   cuda_release(second);
 }
 
+// AddressSanitizer aborts on an allocation past its own limit before the emulator's cudaMalloc can fail.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// A device out of memory is one line naming the size asked for, never a crash, and the allocator still
+// serves the next request. 1 PiB fits no GPU and no host's address space (the emulator's device memory).
+TEST(CudaRuntime, AnAllocationPastTheDevicesMemoryIsAOneLineErrorAndTheAllocatorGoesOn) {
+  BASTION_REQUIRE_CUDA();
+  if (kAddressSanitizer) GTEST_SKIP() << "AddressSanitizer aborts on a 1 PiB allocation before it can fail";
+  const CudaAllocatorStats before = cuda_allocator_stats();
+  testing::expect_error([] { cuda_allocate(size_t{1} << 50); },
+                        {"CUDA out of memory", "1073741824.0 MiB asked for", "docs/cuda.md"});
+  EXPECT_EQ(cuda_allocator_stats().live_bytes, before.live_bytes);
+  const Tensor small = Tensor::full({3}, 1.5f).to(Device::CUDA);
+  EXPECT_EQ(small.to_vector(), std::vector<float>(3, 1.5f));
+}
+
 TEST(CudaRuntime, TensorsCopyFillAndCloneOnTheDevice) {
   BASTION_REQUIRE_CUDA();
   const Tensor host = Tensor::from_vector({2, 3}, std::vector<float>{1, -2, 3, -4, 5, -6});

@@ -1,6 +1,7 @@
 // The CUDA runtime layer (contract: kernels/cuda/cuda.h): device query, stream, caching allocator,
 // copies, debug mode. Compiled by nvcc, or as C++ over the emulator in the EMULATE build.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -33,6 +34,12 @@ struct CachingAllocator {
 CachingAllocator& allocator() {
   static CachingAllocator* instance = new CachingAllocator();  // outlives tensors freed at exit
   return *instance;
+}
+
+std::string mebibytes(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
 }
 
 void release_cached_locked(CachingAllocator& a) {
@@ -147,7 +154,12 @@ void* cuda_allocate(size_t bytes) {
     if (cudaMalloc(&ptr, size) != cudaSuccess) {
       cudaGetLastError();  // clear the sticky out-of-memory error before retrying
       release_cached_locked(a);
-      CUDA_CHECK(cudaMalloc(&ptr, size));
+      const cudaError_t retry = cudaMalloc(&ptr, size);
+      if (retry != cudaSuccess) cudaGetLastError();  // the allocator stays usable after the error below
+      // One line a user can act on: what was asked, what the run holds (docs/cuda.md "Memory").
+      BASTION_CHECK(retry == cudaSuccess, "CUDA ", cudaGetErrorString(retry), ": ", mebibytes(size),
+                    " MiB asked for, with ", mebibytes(static_cast<size_t>(a.stats.live_bytes)),
+                    " MiB in use by this run (docs/cuda.md \"Memory\" says what a run holds on the device)");
     }
     a.stats.fresh_allocations++;
   }
