@@ -32,7 +32,7 @@ constexpr double kMathTolerance = 1e-12;
 constexpr float kMeanOrderTolerance = 1e-6f;
 
 CriticalSet set_of(std::vector<int64_t> index, std::vector<float> value) {
-  return {std::move(index), std::move(value)};
+  return {std::move(index), std::move(value), {}};
 }
 
 std::vector<float> random_importance(int64_t K, uint64_t seed) {
@@ -91,30 +91,78 @@ TEST(FedcpaMath, AverageRanksShareTies) {
 }
 
 // The sets must be the first k of a full sort by (value desc, index asc) for the top and (value asc, index
-// asc) for the bottom. Values drawn from 6 levels, so nearly every cut falls inside a run of ties.
+// asc) for the bottom, with each index's own value.
+void expect_sets_of_a_full_sort(const std::vector<float>& v, int64_t k, std::vector<float>& scratch) {
+  const int64_t K = static_cast<int64_t>(v.size());
+  std::vector<int64_t> order(static_cast<size_t>(K));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::vector<int64_t> desc = order, asc = order;
+  std::stable_sort(desc.begin(), desc.end(), [&](int64_t a, int64_t b) { return v[a] > v[b]; });
+  std::stable_sort(asc.begin(), asc.end(), [&](int64_t a, int64_t b) { return v[a] < v[b]; });
+  std::vector<int64_t> want_top(desc.begin(), desc.begin() + k), want_bottom(asc.begin(), asc.begin() + k);
+  std::sort(want_top.begin(), want_top.end());
+  std::sort(want_bottom.begin(), want_bottom.end());
+  const CriticalSets got = select_critical_sets(v, k, scratch);
+  EXPECT_EQ(got.top.index, want_top) << "K=" << K << " k=" << k;
+  EXPECT_EQ(got.bottom.index, want_bottom) << "K=" << K << " k=" << k;
+  for (const CriticalSet* set : {&got.top, &got.bottom})
+    for (size_t t = 0; t < set->index.size(); ++t) EXPECT_EQ(set->value[t], v[set->index[t]]);
+}
+
+// Values drawn from 6 levels, so nearly every cut falls inside a run of ties.
 TEST(FedcpaMath, TopAndBottomKEqualAFullSortWithTies) {
   Generator g(11);
   std::vector<float> scratch;
   for (const int64_t K : {1, 7, 1000}) {
     std::vector<float> v(static_cast<size_t>(K));
     for (float& x : v) x = static_cast<float>(g.below(6)) * 0.5f;
-    for (const int64_t k : {int64_t{1}, K / 3 + 1, K}) {
-      if (k > K) continue;
-      std::vector<int64_t> order(static_cast<size_t>(K));
-      std::iota(order.begin(), order.end(), int64_t{0});
-      std::vector<int64_t> desc = order, asc = order;
-      std::stable_sort(desc.begin(), desc.end(), [&](int64_t a, int64_t b) { return v[a] > v[b]; });
-      std::stable_sort(asc.begin(), asc.end(), [&](int64_t a, int64_t b) { return v[a] < v[b]; });
-      std::vector<int64_t> want_top(desc.begin(), desc.begin() + k), want_bottom(asc.begin(), asc.begin() + k);
-      std::sort(want_top.begin(), want_top.end());
-      std::sort(want_bottom.begin(), want_bottom.end());
-      const CriticalSets got = select_critical_sets(v, k, scratch);
-      EXPECT_EQ(got.top.index, want_top) << "K=" << K << " k=" << k;
-      EXPECT_EQ(got.bottom.index, want_bottom) << "K=" << K << " k=" << k;
-      for (size_t t = 0; t < got.top.index.size(); ++t) EXPECT_EQ(got.top.value[t], v[got.top.index[t]]);
-    }
+    for (const int64_t k : {int64_t{1}, K / 3 + 1, K})
+      if (k <= K) expect_sets_of_a_full_sort(v, k, scratch);
   }
   expect_error([&] { select_critical_sets(std::vector<float>(5, 1.0f), 6, scratch); }, {"fedcpa", "k = 6"});
+}
+
+// The selection's histogram buckets by the top 16 bits of an order-preserving key: negative values, -0
+// beside +0 (equal values, so one run of ties), values that all share one bucket (1 + a few ulps), and
+// cuts at the bucket edges (k = every bucket's count boundary of a two-bucket vector).
+TEST(FedcpaMath, TopAndBottomKEqualAFullSortOnSignedValuesZerosAndOneBucket) {
+  Generator g(12);
+  std::vector<float> scratch;
+  std::vector<float> mixed(3000);
+  for (float& x : mixed) {
+    const int64_t kind = g.below(4);
+    x = kind == 0 ? -0.0f : kind == 1 ? 0.0f : static_cast<float>(g.normal()) * (kind == 2 ? 1e-3f : 10.0f);
+  }
+  for (const int64_t k : {1, 2, 700, 1500, 2999, 3000}) expect_sets_of_a_full_sort(mixed, k, scratch);
+  std::vector<float> one_bucket(2000);
+  for (float& x : one_bucket) x = std::nextafter(1.0f, 2.0f) + static_cast<float>(g.below(50)) * 1.2e-7f;
+  for (const int64_t k : {1, 333, 1999}) expect_sets_of_a_full_sort(one_bucket, k, scratch);
+  std::vector<float> two_buckets(100, 1.0f);
+  for (size_t d = 0; d < 100; d += 3) two_buckets[d] = 4.0f;
+  for (int64_t k = 1; k <= 100; ++k) expect_sets_of_a_full_sort(two_buckets, k, scratch);
+}
+
+// Spearman's ranks read off each set's value order are the ranks of the shared values sorted anew: the same
+// similarity bit for bit as a hand-built copy without the order, here with ties in the shared values.
+TEST(FedcpaMath, SpearmanFromTheSetsValueOrderEqualsRankingTheSharedValues) {
+  Generator g(13);
+  std::vector<float> first(4000), second(4000);
+  for (size_t d = 0; d < first.size(); ++d) {
+    first[d] = static_cast<float>(g.below(40)) + 0.25f * static_cast<float>(d % 7);
+    second[d] = first[d] + static_cast<float>(g.below(12));  // correlated, tied in places
+  }
+  std::vector<float> scratch;
+  CriticalSets a = select_critical_sets(first, 600, scratch), b = select_critical_sets(second, 600, scratch);
+  for (CriticalSet* set : {&a.top, &a.bottom, &b.top, &b.bottom}) order_by_value(*set);
+  auto without_order = [](CriticalSet s) {
+    s.value_order.clear();
+    return s;
+  };
+  for (const auto& [x, y] : {std::pair{&a.top, &b.top}, std::pair{&a.bottom, &b.bottom}}) {
+    const double with = critical_set_similarity(*x, *y, CorrelationKind::Spearman);
+    EXPECT_EQ(with, critical_set_similarity(without_order(*x), without_order(*y), CorrelationKind::Spearman));
+    EXPECT_GT(with, 1.0);  // a real overlap and a positive correlation, so the case tests the ranks
+  }
 }
 
 // Eq. 8 by hand: N = (0, 0.6 * 5, 5) scales to (0, 0.6, 1): lambda = (0, ln 1.5 + 0.5, 1).

@@ -13,8 +13,9 @@
 // indices or either side is constant (Pearson/Spearman undefined; the authors' code gets NaN); an
 // importance above FLT_MAX (products of huge uploads) saturates at FLT_MAX; when every N_i is equal (to
 // 1e-12 relative) min-max scaling is undefined and every client gets lambda = 1.
-// Cost: selection O(K) per vector (two std::nth_element passes, K = weight count); similarity O(k) per pair
-// (merges of sorted index lists) plus O(k log k) for Spearman's ranks.
+// Cost: selection O(K) per vector (a histogram pass and a collecting pass; K = weight count); similarity O(k)
+// per pair (merges of sorted index lists), with Spearman's ranks read off each set's value order (O(k log k)
+// once per set), else O(k log k) per pair.
 #pragma once
 
 #include <cfloat>
@@ -37,6 +38,10 @@ inline float critical_importance(double change, double value) {
 struct CriticalSet {
   std::vector<int64_t> index;  // ascending
   std::vector<float> value;    // importance at index[t]
+  // Positions t in ascending value order, ties by position (order_by_value fills it): Spearman reads the
+  // ranks of any shared subset off it in O(k) instead of sorting the subset for every pair. When it is
+  // empty, the shared values are ranked by average_ranks; the ranks are the same.
+  std::vector<uint32_t> value_order;
 };
 
 struct CriticalSets {
@@ -46,6 +51,9 @@ struct CriticalSets {
 // The k largest (top) and k smallest (bottom) of `importance`, ties to the lower index. Precondition:
 // 1 <= k <= importance.size(), no NaN. `scratch` is reused (resized to importance.size()).
 CriticalSets select_critical_sets(std::span<const float> importance, int64_t k, std::vector<float>& scratch);
+
+// Fills set.value_order: once per set, O(k log k), so that every Spearman similarity with it is O(k).
+void order_by_value(CriticalSet& set);
 
 enum class CorrelationKind { Spearman, Pearson };
 

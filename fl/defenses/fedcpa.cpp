@@ -15,8 +15,9 @@
 // "previous_global"; load_state refuses a non-finite or cut state (and reads checkpoints written before the
 // codec, [P, values]).
 // Preconditions: n >= 1, K >= 1, P the same in every round. Cost: O(n D) for importances and the sum, two
-// nth_element passes per client (O(n K)), O(n^2 k log k) for similarities; the clients, then the pairs of
-// clients, run on in.pool, each on its own vectors and slots, so the result does not depend on the thread count.
+// passes over K per client to select its sets and, for Spearman, O(k log k) to order each set by value
+// (critical_parameters.h), O(n^2 k) for similarities; the clients, then the pairs of clients, run on in.pool,
+// each on its own vectors and slots, so the result does not depend on the thread count.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -70,7 +71,9 @@ class FedCpa final : public ServerRule {
         local_importance(in, t, columns, offset, p);
       else
         global_importance(in, columns, offset, p);
-      sets[static_cast<size_t>(t)] = select_critical_sets(p, k, scratch[static_cast<size_t>(worker)]);
+      CriticalSets& mine = sets[static_cast<size_t>(t)];
+      mine = select_critical_sets(p, k, scratch[static_cast<size_t>(worker)]);
+      if (options_.correlation == CorrelationKind::Spearman) order_by_value(mine.top), order_by_value(mine.bottom);
     };
     const int64_t tasks = have_global ? n + 1 : n;
     run_tasks(in.pool, tasks, task);
