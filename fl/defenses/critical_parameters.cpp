@@ -199,7 +199,7 @@ struct SimilarityScratch {
 
 double set_similarity(const CriticalSet& a, const CriticalSet& b, CorrelationKind kind, SimilarityScratch& w) {
   const bool ordered = kind == CorrelationKind::Spearman && a.value_order.size() == a.value.size() &&
-                       b.value_order.size() == b.value.size() && !a.value.empty() && !b.value.empty();
+                       b.value_order.size() == b.value.size();
   w.shared_a.clear();
   w.shared_b.clear();
   if (ordered) w.slot_a.assign(a.index.size(), -1), w.slot_b.assign(b.index.size(), -1);

@@ -49,7 +49,7 @@ struct CriticalSets {
 };
 
 // The k largest (top) and k smallest (bottom) of `importance`, ties to the lower index. Precondition:
-// 1 <= k <= importance.size(), no NaN. `scratch` is reused (resized to importance.size()).
+// 1 <= k <= importance.size(), no NaN. `scratch` is reused (it holds a cut bucket's values).
 CriticalSets select_critical_sets(std::span<const float> importance, int64_t k, std::vector<float>& scratch);
 
 // Fills set.value_order: once per set, O(k log k), so that every Spearman similarity with it is O(k).
