@@ -1,6 +1,7 @@
 // bench_train: one full SGD training step of a zoo model at batch 64 (cnn-fedfsa: 48, FedFSA's batch),
 // the unit of all FL client work. The models the seed papers train on CPU: mlp (pFedSAM), lenet,
-// cnn-fedcap (FedCAP), cnn-fedfsa 1x28x28 (FedFSA), cnn-spmc (SPMC), resnet18 and resnet10 (3 steps each).
+// cnn-fedcap (FedCAP), cnn-fedfsa 1x28x28 (FedFSA), cnn-spmc (SPMC), cnn-fedrep (pFedSAM's CIFAR-10 presets),
+// resnet18 and resnet10 (3 steps each).
 //
 //   train_step/<model>/<C>x<H>x<W>/threads:T
 //   fedfsa_step/{plain,sam}/threads:T   FedFSA Table 1's local step on cnn-fedfsa (below): the SAM / plain
@@ -239,6 +240,7 @@ int main(int argc, char** argv) {
       {"cnn-fedcap", {3, 32, 32}, kBatch, 0},
       {"cnn-fedfsa", {1, 28, 28}, kFedfsaBatch, 0},
       {"cnn-spmc", {3, 32, 32}, kBatch, 0},
+      {"cnn-fedrep", {3, 32, 32}, kBatch, 0},
       {"resnet18", {3, 32, 32}, kBatch, 3},
       {"resnet10", {3, 32, 32}, kBatch, 3},
   };
